@@ -1,0 +1,51 @@
+// Package clients holds the lock algorithms under test, each one
+// implementation of Lock, and the worker that runs a lock client as a
+// separate OS process driven over a pipe.
+package clients
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotAcquired says the lock is held by someone else: a certain failure,
+// not a timeout.
+var ErrNotAcquired = errors.New("lock not acquired")
+
+// ErrNotHeld says a release or extend found that this lease no longer
+// holds the lock.
+var ErrNotHeld = errors.New("lease no longer holds the lock")
+
+// Lease is what a granted acquire hands the client.
+type Lease struct {
+	// Key is the lock's name.
+	Key string
+	// Token is the random value that tells this lease from every other.
+	Token string
+	// Fence is the fencing token (0 when the algorithm has none).
+	Fence int64
+	// Start is the CLOCK_MONOTONIC reading (ns) taken just before the
+	// acquire was sent; validity counts from here.
+	Start int64
+	// Validity is how long after Start the client may assume it holds the
+	// lock (0: until released; a session lock).
+	Validity time.Duration
+	// Nodes lists the nodes that granted it (Redlock).
+	Nodes []string
+}
+
+// Lock is one lock algorithm as a client sees it. A user's own lock is one
+// more implementation.
+type Lock interface {
+	// Acquire tries once, without blocking, to take key for ttl (ttl is
+	// ignored by locks without expiry). It returns ErrNotAcquired when the
+	// lock is held elsewhere.
+	Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error)
+	// Release gives the lock back.
+	Release(ctx context.Context, l Lease) error
+	// Extend renews a held lease for ttl more.
+	Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// Close frees connections.
+	Close() error
+}

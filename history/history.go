@@ -1,0 +1,235 @@
+// Package history is the event record of a run: every client operation
+// (its invocation and its completion) and every fault, stamped with
+// CLOCK_MONOTONIC so that events from different processes can be ordered.
+// Every other part of locksim writes or reads this record.
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Type says what an event is.
+type Type string
+
+const (
+	// Invoke starts an operation; its completion is the next Ok, Fail or
+	// Info event of the same process.
+	Invoke Type = "invoke"
+	// Ok completes an operation that succeeded.
+	Ok Type = "ok"
+	// Fail completes an operation that certainly did not take effect
+	// (a lock not granted, a write the storage rejected).
+	Fail Type = "fail"
+	// Info completes an operation whose outcome is unknown (a timeout).
+	Info Type = "info"
+	// Fault records a fault being injected.
+	Fault Type = "fault"
+	// Heal records a fault being healed.
+	Heal Type = "heal"
+	// Note records a step of a scripted story, for the reader.
+	Note Type = "note"
+)
+
+// Operation names used by clients.
+const (
+	OpAcquire = "acquire"
+	OpRelease = "release"
+	OpExtend  = "extend"
+	// OpWrite is one read-modify-write of the protected counter: the
+	// completion carries the value read and the value written.
+	OpWrite = "write"
+	// OpCrash marks a client process that died or was killed: every lease
+	// it held is gone with it.
+	OpCrash = "crash"
+)
+
+// Event is one line of history.jsonl.
+type Event struct {
+	// Seq numbers events in the order the harness recorded them.
+	Seq int64 `json:"seq"`
+	// Time is nanoseconds of CLOCK_MONOTONIC since the run started.
+	Time int64 `json:"t"`
+	// Process is the client number (1-based); 0 is the harness and its faults.
+	Process int `json:"process"`
+	// Type is invoke, ok, fail, info, fault, heal or note.
+	Type Type `json:"type"`
+	// Op is the operation (acquire, release, extend, write) or fault name.
+	Op string `json:"op"`
+	// Key is the lock key.
+	Key string `json:"key,omitempty"`
+	// Token is the random value that identifies one lease.
+	Token string `json:"token,omitempty"`
+	// Fence is the fencing token handed out with a lease (0: none).
+	Fence int64 `json:"fence,omitempty"`
+	// TTL is, on an acquire or extend invocation, the lease time asked for
+	// in nanoseconds (0: the lock has no expiry).
+	TTL int64 `json:"ttl,omitempty"`
+	// LeaseEnd is, on a granted acquire or extend, the time (same clock as
+	// Time) until which the client believes it holds the lock; 0 means the
+	// lease does not expire by time (a PostgreSQL session lock).
+	LeaseEnd int64 `json:"lease_end,omitempty"`
+	// Nodes lists the nodes that granted the lock (Redlock).
+	Nodes []string `json:"nodes,omitempty"`
+	// Read is the counter value a write read.
+	Read *int64 `json:"read,omitempty"`
+	// Wrote is the counter value a write stored (or tried to).
+	Wrote *int64 `json:"wrote,omitempty"`
+	// Target is what a fault hits: a node, a client, a link.
+	Target string `json:"target,omitempty"`
+	// Detail is free text: an error, a fault's size, a step's description.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Completes reports whether the event completes an operation.
+func (e Event) Completes() bool {
+	return e.Type == Ok || e.Type == Fail || e.Type == Info
+}
+
+// Int64 returns a pointer to v, for Read and Wrote.
+func Int64(v int64) *int64 { return &v }
+
+// Monotonic returns CLOCK_MONOTONIC in nanoseconds: one clock shared by
+// every process on the machine, which clock faults never touch.
+func Monotonic() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic(fmt.Sprintf("clock_gettime(CLOCK_MONOTONIC): %v", err))
+	}
+	return ts.Nano()
+}
+
+// Recorder collects the events of one run, safe for concurrent use, and
+// streams them as JSON lines to an optional writer.
+type Recorder struct {
+	mu     sync.Mutex
+	base   int64
+	events []Event
+	out    *bufio.Writer
+	err    error
+}
+
+// NewRecorder starts a record whose time zero is base (a Monotonic reading).
+// When out is not nil every event is also written to it as one JSON line.
+func NewRecorder(base int64, out io.Writer) *Recorder {
+	r := &Recorder{base: base}
+	if out != nil {
+		r.out = bufio.NewWriter(out)
+	}
+	return r
+}
+
+// Base is the Monotonic reading that is time zero of this record.
+func (r *Recorder) Base() int64 { return r.base }
+
+// Since converts a Monotonic reading to this record's time.
+func (r *Recorder) Since(mono int64) int64 { return mono - r.base }
+
+// Now is the current time on this record's clock.
+func (r *Recorder) Now() int64 { return Monotonic() - r.base }
+
+// Add appends an event, numbering it. A zero Time means now.
+func (r *Recorder) Add(e Event) Event {
+	if e.Time == 0 {
+		e.Time = r.Now()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.Seq = int64(len(r.events)) + 1
+	r.events = append(r.events, e)
+	if r.out != nil && r.err == nil {
+		b, err := json.Marshal(e)
+		if err == nil {
+			b = append(b, '\n')
+			_, err = r.out.Write(b)
+		}
+		r.err = err
+	}
+	return e
+}
+
+// Events returns a copy of the events so far, ordered by time.
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	out := append([]Event(nil), r.events...)
+	r.mu.Unlock()
+	Sort(out)
+	return out
+}
+
+// Flush writes buffered lines and returns the first write error, if any.
+func (r *Recorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.out != nil && r.err == nil {
+		r.err = r.out.Flush()
+	}
+	return r.err
+}
+
+// Sort orders events by time, then by recording order.
+func Sort(events []Event) {
+	sort.SliceStable(events, func(i, j int) bool {
+		if events[i].Time != events[j].Time {
+			return events[i].Time < events[j].Time
+		}
+		return events[i].Seq < events[j].Seq
+	})
+}
+
+// Write writes events as JSON lines.
+func Write(w io.Writer, events []Event) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	for _, e := range events {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// Read parses JSON lines; an error names the line.
+func Read(r io.Reader) ([]Event, error) {
+	var events []Event
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("line %d: %v", line, err)
+		}
+		events = append(events, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %v", line+1, err)
+	}
+	Sort(events)
+	return events, nil
+}
+
+// Load reads a history.jsonl file.
+func Load(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	events, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return events, nil
+}
