@@ -1,0 +1,42 @@
+# locksim: lock-safety scenarios on real servers.
+# make demo   installs what is missing, builds bin/sim, runs redlock-clock-jump
+# make test   every test, against real redis-server and PostgreSQL
+# make bench  the benchmarks, with their figures
+
+GO      ?= go
+SIM     := bin/sim
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all setup deps build demo test bench vet clean
+
+all: build
+
+# deps installs the servers and the C compiler the harness drives, when missing.
+deps:
+	@missing=""; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v cc >/dev/null || missing="$$missing gcc"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+build:
+	$(GO) build -o $(SIM) ./cmd/sim
+
+setup: deps build
+
+demo: setup
+	$(SIM) list
+	$(SIM) run redlock-clock-jump
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./...
+
+clean:
+	rm -rf bin runs

@@ -1,0 +1,207 @@
+package clients
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"locksim/history"
+)
+
+// unlockScript deletes the key only while it still holds this lease's
+// token, so a client whose lease expired cannot delete the next holder's
+// lock.
+var unlockScript = redis.NewScript(`
+if redis.call("get", KEYS[1]) == ARGV[1] then
+	return redis.call("del", KEYS[1])
+end
+return 0`)
+
+// extendScript renews the key only while it still holds this lease's token.
+var extendScript = redis.NewScript(`
+if redis.call("get", KEYS[1]) == ARGV[1] then
+	return redis.call("pexpire", KEYS[1], ARGV[2])
+end
+return 0`)
+
+// redisNode is one Redis server as this client reaches it.
+type redisNode struct {
+	name   string
+	client *redis.Client
+}
+
+// Redlock is the published Redlock algorithm over N independent Redis
+// nodes (N=1 gives the single-node SET NX PX lock): a random token,
+// SET key token NX PX ttl on every node with a short per-node timeout,
+// success on a majority within the validity time, validity = ttl -
+// elapsed - drift with drift = ttl*0.01 + 2ms, and a token-checked delete
+// on every node on failure or release.
+type Redlock struct {
+	nodes   []redisNode
+	timeout time.Duration
+	// plainDel releases with DEL instead of the token-checked script: the
+	// unsafe release of redis-unsafe-release.
+	plainDel bool
+}
+
+func init() {
+	Register(Spec{Name: "redlock", Backend: "redis", Doc: "Redlock over the scenario's Redis nodes (majority of N)",
+		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
+	Register(Spec{Name: "redis", Backend: "redis", Doc: "single Redis: SET NX PX with a random token, token-checked Lua release",
+		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
+	Register(Spec{Name: "redis-plain-del", Backend: "redis", Doc: "single Redis, released with a plain DEL (deletes whoever holds it)",
+		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, true) }})
+}
+
+// NewRedlock connects to every node in cfg.Redis. Connections are lazy:
+// an unreachable node fails its requests, not the constructor.
+func NewRedlock(cfg Config, plainDel bool) (*Redlock, error) {
+	if len(cfg.Redis) == 0 {
+		return nil, errors.New("redlock: no Redis nodes configured")
+	}
+	r := &Redlock{timeout: cfg.Timeout(), plainDel: plainDel}
+	for _, n := range cfg.Redis {
+		r.nodes = append(r.nodes, redisNode{name: n.Name, client: NewRedisClient(n.Addr, r.timeout)})
+	}
+	return r, nil
+}
+
+// NewRedisClient makes a go-redis client with every timeout set to
+// timeout and no retries: a lock must not silently retry a SET NX.
+func NewRedisClient(addr string, timeout time.Duration) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		DialTimeout:           timeout,
+		ReadTimeout:           timeout,
+		WriteTimeout:          timeout,
+		MaxRetries:            -1,
+		PoolSize:              2,
+		Protocol:              2,
+		DisableIdentity:       true,
+		ContextTimeoutEnabled: true,
+		// No maintenance-notification handshake: plain RESP2 only.
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+}
+
+// Quorum is the number of nodes that must grant the lock.
+func (r *Redlock) Quorum() int { return len(r.nodes)/2 + 1 }
+
+// Drift is the clock drift allowance for a ttl.
+func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+
+// NewToken returns a random lease token.
+func NewToken() string {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// onEveryNode runs f on all nodes at once, each bounded by the per-node
+// timeout, and returns the names of the nodes where f returned true.
+func (r *Redlock) onEveryNode(ctx context.Context, f func(ctx context.Context, c *redis.Client) (bool, error)) []string {
+	var (
+		mu   sync.Mutex
+		ok   []string
+		wait sync.WaitGroup
+	)
+	for _, n := range r.nodes {
+		wait.Add(1)
+		go func(n redisNode) {
+			defer wait.Done()
+			nctx, cancel := context.WithTimeout(ctx, r.timeout)
+			defer cancel()
+			if yes, err := f(nctx, n.client); err == nil && yes {
+				mu.Lock()
+				ok = append(ok, n.name)
+				mu.Unlock()
+			}
+		}(n)
+	}
+	wait.Wait()
+	// Keep node order stable for the history.
+	var ordered []string
+	for _, n := range r.nodes {
+		for _, name := range ok {
+			if name == n.name {
+				ordered = append(ordered, name)
+			}
+		}
+	}
+	return ordered
+}
+
+// Acquire implements Lock.
+func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if ttl <= 0 {
+		return Lease{}, fmt.Errorf("redlock: ttl must be positive, got %v", ttl)
+	}
+	token := NewToken()
+	start := history.Monotonic()
+	granted := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+		return c.SetNX(ctx, key, token, ttl).Result()
+	})
+	elapsed := time.Duration(history.Monotonic() - start)
+	drift := Drift(ttl)
+	if len(granted) >= r.Quorum() && ttl-elapsed-drift > 0 {
+		return Lease{Key: key, Token: token, Start: start, Validity: ttl - drift, Nodes: granted}, nil
+	}
+	// Failed: undo on every node, including those that did not answer.
+	r.unlock(ctx, key, token)
+	if len(granted) >= r.Quorum() {
+		return Lease{}, fmt.Errorf("%w: majority took %v, past the validity time", ErrNotAcquired, elapsed)
+	}
+	return Lease{Nodes: granted}, fmt.Errorf("%w: %d of %d nodes granted (%v)", ErrNotAcquired, len(granted), len(r.nodes), granted)
+}
+
+func (r *Redlock) unlock(ctx context.Context, key, token string) []string {
+	return r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+		if r.plainDel {
+			n, err := c.Del(ctx, key).Result()
+			return n == 1, err
+		}
+		n, err := unlockScript.Run(ctx, c, []string{key}, token).Int()
+		return n == 1, err
+	})
+}
+
+// Release implements Lock: ErrNotHeld when no node still held the token.
+func (r *Redlock) Release(ctx context.Context, l Lease) error {
+	if freed := r.unlock(ctx, l.Key, l.Token); len(freed) == 0 {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+// Extend implements Lock: renews on every node that still holds the
+// token; the lease is valid again only if a majority renewed in time.
+func (r *Redlock) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	start := history.Monotonic()
+	renewed := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+		n, err := extendScript.Run(ctx, c, []string{l.Key}, l.Token, ttl.Milliseconds()).Int()
+		return n == 1, err
+	})
+	elapsed := time.Duration(history.Monotonic() - start)
+	if len(renewed) < r.Quorum() || ttl-elapsed-Drift(ttl) <= 0 {
+		return l, fmt.Errorf("%w: renewed on %v", ErrNotHeld, renewed)
+	}
+	l.Start, l.Validity, l.Nodes = start, ttl-Drift(ttl), renewed
+	return l, nil
+}
+
+// Close implements Lock.
+func (r *Redlock) Close() error {
+	for _, n := range r.nodes {
+		_ = n.client.Close()
+	}
+	return nil
+}

@@ -1,0 +1,364 @@
+// Package runner plays one scenario against real servers: it builds the
+// environment (servers, proxies), starts the client processes, carries out
+// the story step by step while recording the history, heals every fault,
+// tears everything down, checks the history and writes the run directory.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"locksim/checker"
+	"locksim/clients"
+	"locksim/env"
+	"locksim/history"
+	"locksim/nemesis"
+	"locksim/reports"
+	"locksim/scenarios"
+	"locksim/worker"
+)
+
+// Options tune one run.
+type Options struct {
+	// Out is the run directory; empty means runs/<scenario>-<time>.
+	Out string
+	// Seed is recorded with the results; every random choice flows from it.
+	Seed int64
+	// Log receives the narration (stderr for the CLI); nil discards it.
+	Log io.Writer
+	// Expected overrides the scenario's expected verdict.
+	Expected string
+}
+
+// HarnessError is a failure of the harness itself (a server that would not
+// start, a worker that died), as opposed to a verdict. The CLI exits 2.
+type HarnessError struct{ Err error }
+
+func (e *HarnessError) Error() string { return e.Err.Error() }
+func (e *HarnessError) Unwrap() error { return e.Err }
+
+func harness(format string, args ...any) error {
+	return &HarnessError{Err: fmt.Errorf(format, args...)}
+}
+
+// run is the state of one run in progress.
+type run struct {
+	sc      *scenarios.Scenario
+	o       Options
+	rec     *history.Recorder
+	log     io.Writer
+	target  *nemesis.Target
+	clients map[int]*worker.Client
+	pending map[int]<-chan error
+	faults  []nemesis.Fault
+	tmp     string
+}
+
+// Run plays sc and returns its outcome. The environment is gone when it
+// returns, whatever happened.
+func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*reports.Run, error) {
+	started := time.Now()
+	if o.Out == "" {
+		o.Out = filepath.Join("runs", fmt.Sprintf("%s-%s", sc.Name, started.Format("20060102-150405.000")))
+	}
+	if o.Expected == "" {
+		o.Expected = sc.Expected
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return nil, harness("run directory: %v", err)
+	}
+	hf, err := os.Create(filepath.Join(o.Out, "history.jsonl"))
+	if err != nil {
+		return nil, harness("run directory: %v", err)
+	}
+	defer hf.Close()
+	r := &run{
+		sc: sc, o: o, log: o.Log,
+		rec:     history.NewRecorder(history.Monotonic(), hf),
+		clients: map[int]*worker.Client{},
+		pending: map[int]<-chan error{},
+		target:  &nemesis.Target{Redis: map[string]*env.Redis{}, Network: env.NewNetwork(), Clients: map[int]*env.Proc{}},
+	}
+	if r.log == nil {
+		r.log = io.Discard
+	}
+	r.say("%s: %s (seed %d)", sc.Name, sc.Title, o.Seed)
+	runErr := r.play(ctx)
+	r.teardown()
+	if err := r.rec.Flush(); err != nil && runErr == nil {
+		runErr = harness("writing history: %v", err)
+	}
+	if runErr != nil {
+		return nil, runErr
+	}
+	events := r.rec.Events()
+	res := checker.Check(events, checker.Options{})
+	out := &reports.Run{
+		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
+		Check: res, Events: events, Duration: time.Since(started),
+	}
+	if err := reports.WriteRunDir(out); err != nil {
+		return nil, harness("writing reports: %v", err)
+	}
+	return out, nil
+}
+
+// say prints a line of narration with the run's clock.
+func (r *run) say(format string, args ...any) {
+	fmt.Fprintf(r.log, "[%7.3fs] %s\n", float64(r.rec.Now())/1e9, fmt.Sprintf(format, args...))
+}
+
+// play sets up the environment and carries out the steps.
+func (r *run) play(ctx context.Context) error {
+	if err := r.setup(ctx); err != nil {
+		return err
+	}
+	for i, st := range r.sc.Steps {
+		if err := ctx.Err(); err != nil {
+			return harness("interrupted before step %d: %v", i+1, err)
+		}
+		if st.Say != "" {
+			r.say("%s", st.Say)
+			r.rec.Add(history.Event{Type: history.Note, Op: "step", Detail: st.Say})
+		}
+		if err := r.step(ctx, st); err != nil {
+			return harness("%s:%d: step %d (%s): %v", r.sc.File, st.Line, i+1, st.Describe(), err)
+		}
+	}
+	// Collect what is still in flight, so every operation has completed.
+	for id := range r.pending {
+		if err := r.wait(ctx, id); err != nil {
+			return harness("client %d: %v", id, err)
+		}
+	}
+	return nil
+}
+
+// setup starts the servers, the proxies and the clients.
+func (r *run) setup(ctx context.Context) error {
+	tmp, err := env.TempDir("locksim-run-")
+	if err != nil {
+		return harness("temp dir: %v", err)
+	}
+	r.tmp = tmp
+	spec, err := clients.Lookup(r.sc.Lock)
+	if err != nil {
+		return harness("%v", err)
+	}
+	if spec.Backend == "redis" {
+		if err := r.startRedis(ctx); err != nil {
+			return err
+		}
+	}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	for c := 1; c <= r.sc.Clients; c++ {
+		cfg := clients.Config{ClientID: c, NodeTimeout: r.sc.NodeTimeout.Duration}
+		for i := 0; i < r.sc.Nodes; i++ {
+			name := scenarios.NodeName(i)
+			l, err := r.target.Network.AddLink(env.LinkName(c, name), r.target.Redis[name].Addr)
+			if err != nil {
+				return harness("%v", err)
+			}
+			cfg.Redis = append(cfg.Redis, clients.Node{Name: name, Addr: l.Listen})
+		}
+		logf, err := os.Create(filepath.Join(r.o.Out, fmt.Sprintf("client-%d.log", c)))
+		if err != nil {
+			return harness("%v", err)
+		}
+		wg.Add(1)
+		go func(c int, cfg clients.Config) {
+			defer wg.Done()
+			defer logf.Close()
+			w, err := worker.Start(ctx, c, r.rec, worker.Init{Lock: r.sc.Lock, Config: cfg}, logf)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			r.clients[c] = w
+			r.target.Clients[c] = w.Proc()
+		}(c, cfg)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return harness("starting clients: %v", errors.Join(errs...))
+	}
+	r.say("environment ready: %d Redis node(s), %d client process(es), %d proxies", r.sc.Nodes, r.sc.Clients, len(r.target.Network.Links()))
+	return nil
+}
+
+// startRedis starts the scenario's Redis nodes at once.
+func (r *run) startRedis(ctx context.Context) error {
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	for i := 0; i < r.sc.Nodes; i++ {
+		name := scenarios.NodeName(i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := env.StartRedis(ctx, env.RedisOptions{Name: name, Dir: r.tmp})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			r.target.Redis[name] = s
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return harness("starting Redis: %v", errors.Join(errs...))
+	}
+	return nil
+}
+
+// step carries out one step of the story.
+func (r *run) step(ctx context.Context, st scenarios.Step) error {
+	ttl := r.sc.TTL.Duration
+	if st.TTL.Duration > 0 {
+		ttl = st.TTL.Duration
+	}
+	switch st.Do {
+	case "say":
+		return nil
+	case "sleep":
+		select {
+		case <-time.After(st.For.Duration):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	case "acquire", "release", "extend":
+		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.sc.Key, TTL: ttl})
+	case "wait":
+		return r.wait(ctx, st.Client)
+	case "partition":
+		return r.inject(ctx, &nemesis.Partition{Client: st.Client, Nodes: st.Nodes})
+	case "clock-jump":
+		return r.inject(ctx, &nemesis.ClockJump{Node: st.Node, By: st.By.Duration})
+	case "heal":
+		return r.healAll(ctx)
+	}
+	return fmt.Errorf("the runner does not know action %q", st.Do)
+}
+
+// client sends a command to a client, and waits for it unless async.
+func (r *run) client(ctx context.Context, st scenarios.Step, cmd worker.Command) error {
+	if _, busy := r.pending[st.Client]; busy {
+		if err := r.wait(ctx, st.Client); err != nil {
+			return err
+		}
+	}
+	w := r.clients[st.Client]
+	r.pending[st.Client] = w.Send(cmd)
+	if st.Async {
+		return nil
+	}
+	if err := r.wait(ctx, st.Client); err != nil {
+		return err
+	}
+	r.report(st.Client)
+	return nil
+}
+
+// report narrates how the client's last operation ended.
+func (r *run) report(client int) {
+	events := r.rec.Events()
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if e.Process != client || !e.Completes() {
+			continue
+		}
+		msg := fmt.Sprintf("  client %d %s: %s", client, e.Op, e.Type)
+		if len(e.Nodes) > 0 {
+			msg += fmt.Sprintf(", nodes %v", e.Nodes)
+		}
+		if e.LeaseEnd > 0 {
+			msg += fmt.Sprintf(", believes it holds the lock until t=%.3fs", float64(e.LeaseEnd)/1e9)
+		}
+		if e.Detail != "" {
+			msg += " (" + e.Detail + ")"
+		}
+		r.say("%s", msg)
+		return
+	}
+}
+
+// wait collects the client's operation in flight, if any.
+func (r *run) wait(ctx context.Context, client int) error {
+	ch, ok := r.pending[client]
+	if !ok {
+		return nil
+	}
+	delete(r.pending, client)
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// inject records and injects a fault; it is healed by healAll.
+func (r *run) inject(ctx context.Context, f nemesis.Fault) error {
+	r.rec.Add(history.Event{Type: history.Fault, Op: f.Name(), Target: f.On(), Detail: f.Detail()})
+	r.faults = append(r.faults, f)
+	if err := f.Inject(ctx, r.target); err != nil {
+		return err
+	}
+	r.say("  fault: %s on %s (%s)", f.Name(), f.On(), f.Detail())
+	return nil
+}
+
+// healAll heals every injected fault, newest first, and records each heal.
+func (r *run) healAll(ctx context.Context) error {
+	var errs []error
+	for i := len(r.faults) - 1; i >= 0; i-- {
+		f := r.faults[i]
+		if err := f.Heal(ctx, r.target); err != nil {
+			errs = append(errs, fmt.Errorf("heal %s on %s: %w", f.Name(), f.On(), err))
+		}
+		r.rec.Add(history.Event{Type: history.Heal, Op: f.Name(), Target: f.On()})
+	}
+	r.faults = nil
+	return errors.Join(errs...)
+}
+
+// teardown heals, stops the clients, the proxies and the servers, and
+// removes the temp dir. It runs on every path out of Run.
+func (r *run) teardown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.healAll(ctx); err != nil {
+		r.say("warning: %v", err)
+	}
+	var wg sync.WaitGroup
+	for _, c := range r.clients {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Stop() }()
+	}
+	for _, s := range r.target.Redis {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = s.Close() }()
+	}
+	wg.Wait()
+	r.target.Network.Close()
+	if r.tmp != "" {
+		env.RemoveTempDir(r.tmp)
+	}
+}

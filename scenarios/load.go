@@ -1,0 +1,433 @@
+package scenarios
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"locksim/clients"
+)
+
+//go:embed *.yaml
+var catalogue embed.FS
+
+// Error is a bad scenario: it names the file, line and field.
+type Error struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, ": %s", e.Field)
+	}
+	fmt.Fprintf(&b, ": %s", e.Msg)
+	return b.String()
+}
+
+// UnmarshalYAML parses "500ms", "10s", "-2s".
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &Error{Line: n.Line, Msg: "expected a duration like 500ms or 10s"}
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return &Error{Line: n.Line, Msg: fmt.Sprintf("expected a duration like 500ms or 10s, got %q", n.Value)}
+	}
+	d.Duration = v
+	return nil
+}
+
+// decodeStrict decodes a mapping node into the struct v field by field:
+// an unknown field or a value of the wrong type is an Error with its line.
+// It returns the line of each field present.
+func decodeStrict(n *yaml.Node, v any, what string) (map[string]int, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, &Error{Line: n.Line, Field: what, Msg: "expected a mapping of field: value"}
+	}
+	rv := reflect.ValueOf(v).Elem()
+	rt := rv.Type()
+	fields := map[string]int{}
+	var known []string
+	for i := 0; i < rt.NumField(); i++ {
+		tag := strings.Split(rt.Field(i).Tag.Get("yaml"), ",")[0]
+		if tag != "" && tag != "-" {
+			fields[tag] = i
+			known = append(known, tag)
+		}
+	}
+	lines := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		idx, ok := fields[k.Value]
+		if !ok {
+			return nil, &Error{Line: k.Line, Field: what + k.Value, Msg: fmt.Sprintf("unknown field (known: %s)", strings.Join(known, ", "))}
+		}
+		if _, dup := lines[k.Value]; dup {
+			return nil, &Error{Line: k.Line, Field: what + k.Value, Msg: "field given twice"}
+		}
+		lines[k.Value] = k.Line
+		if err := val.Decode(rv.Field(idx).Addr().Interface()); err != nil {
+			return nil, fieldError(err, val, what+k.Value)
+		}
+	}
+	return lines, nil
+}
+
+var typeErr = regexp.MustCompile("cannot unmarshal !!(\\w+) `(.*)` into (\\S+)")
+
+// fieldError turns a yaml decoding error into an Error for one field.
+func fieldError(err error, val *yaml.Node, field string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		c := *e
+		if c.Field == "" {
+			c.Field = field
+		} else {
+			c.Field = field + itemIndex(val, c.Line) + "." + c.Field
+		}
+		if c.Line == 0 {
+			c.Line = val.Line
+		}
+		return &c
+	}
+	msg := err.Error()
+	if m := typeErr.FindStringSubmatch(msg); m != nil {
+		want := m[3]
+		switch {
+		case strings.HasPrefix(want, "int"):
+			want = "a whole number"
+		case want == "string":
+			want = "a string"
+		case want == "bool":
+			want = "true or false"
+		case strings.HasPrefix(want, "[]"):
+			want = "a list"
+		}
+		msg = fmt.Sprintf("expected %s, got %q", want, m[2])
+	}
+	return &Error{Line: val.Line, Field: field, Msg: msg}
+}
+
+// itemIndex returns "[i]" for the item of a sequence node that holds line.
+func itemIndex(seq *yaml.Node, line int) string {
+	if seq.Kind != yaml.SequenceNode {
+		return ""
+	}
+	idx := 0
+	for i, item := range seq.Content {
+		if item.Line <= line {
+			idx = i
+		}
+	}
+	return fmt.Sprintf("[%d]", idx)
+}
+
+// UnmarshalYAML decodes a step strictly.
+func (s *Step) UnmarshalYAML(n *yaml.Node) error {
+	type plain Step
+	var p plain
+	lines, err := decodeStrict(n, &p, "")
+	if err != nil {
+		return err
+	}
+	*s = Step(p)
+	s.Line, s.lines = n.Line, lines
+	return nil
+}
+
+// Parse reads one scenario from YAML and validates it. file names it in
+// errors.
+func Parse(file string, data []byte) (*Scenario, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		line := 0
+		if m := regexp.MustCompile(`^line (\d+): (.*)`).FindStringSubmatch(msg); m != nil {
+			fmt.Sscan(m[1], &line)
+			msg = m[2]
+		}
+		return nil, &Error{File: file, Line: line, Msg: "not valid YAML: " + msg}
+	}
+	if len(doc.Content) == 0 {
+		return nil, &Error{File: file, Msg: "empty file"}
+	}
+	type plain Scenario
+	var p plain
+	lines, err := decodeStrict(doc.Content[0], &p, "")
+	if err == nil {
+		sc := Scenario(p)
+		sc.File, sc.lines = file, lines
+		sc.applyDefaults()
+		if err = sc.validate(); err == nil {
+			return &sc, nil
+		}
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		e.File = file
+	}
+	return nil, err
+}
+
+func (s *Scenario) applyDefaults() {
+	if s.Clients == 0 {
+		s.Clients = 2
+	}
+	if s.TTL.Duration == 0 {
+		s.TTL.Duration = 10 * time.Second
+	}
+	if s.NodeTimeout.Duration == 0 {
+		s.NodeTimeout.Duration = 50 * time.Millisecond
+	}
+	if s.Key == "" {
+		s.Key = "L"
+	}
+	if s.Nodes == 0 {
+		if spec, err := clients.Lookup(s.Lock); err == nil && spec.Backend == "redis" {
+			s.Nodes = 1
+			if s.Lock == "redlock" {
+				s.Nodes = 5
+			}
+		}
+	}
+}
+
+// errAt builds an Error for a top-level field.
+func (s *Scenario) errAt(field, format string, args ...any) error {
+	return &Error{File: s.File, Line: s.lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *Scenario) validate() error {
+	if s.Name == "" {
+		return s.errAt("name", "missing: every scenario needs a name")
+	}
+	if !regexp.MustCompile(`^[a-z0-9][a-z0-9./-]*$`).MatchString(s.Name) {
+		return s.errAt("name", "expected lower-case letters, digits, '-', '.', '/', got %q", s.Name)
+	}
+	if s.Lock == "" {
+		return s.errAt("lock", "missing: name a lock (%s)", strings.Join(clients.Names(), ", "))
+	}
+	if _, err := clients.Lookup(s.Lock); err != nil {
+		return s.errAt("lock", "unknown lock %q (known: %s)", s.Lock, strings.Join(clients.Names(), ", "))
+	}
+	if !contains(Verdicts, s.Expected) {
+		return s.errAt("expected", "expected one of %s, got %q", strings.Join(Verdicts, ", "), s.Expected)
+	}
+	if s.Nodes < 0 || s.Nodes > 9 {
+		return s.errAt("nodes", "expected 1 to 9 nodes, got %d", s.Nodes)
+	}
+	if s.Clients < 1 || s.Clients > 64 {
+		return s.errAt("clients", "expected 1 to 64 clients, got %d", s.Clients)
+	}
+	if s.TTL.Duration <= 0 {
+		return s.errAt("ttl", "expected a positive duration, got %v", s.TTL)
+	}
+	if s.NodeTimeout.Duration <= 0 {
+		return s.errAt("node_timeout", "expected a positive duration, got %v", s.NodeTimeout)
+	}
+	if len(s.Steps) == 0 {
+		return s.errAt("steps", "missing: a scripted scenario needs at least one step")
+	}
+	for i := range s.Steps {
+		if err := s.validateStep(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Scenario) validateStep(i int) error {
+	st := s.Steps[i]
+	at := func(field, format string, args ...any) error {
+		line := st.lines[field]
+		if line == 0 {
+			line = st.Line
+		}
+		return &Error{File: s.File, Line: line, Field: fmt.Sprintf("steps[%d].%s", i, field), Msg: fmt.Sprintf(format, args...)}
+	}
+	a, ok := LookupAction(st.Do)
+	if !ok {
+		return at("do", "unknown action %q (known: %s)", st.Do, strings.Join(ActionNames(), ", "))
+	}
+	for _, need := range a.Needs {
+		if _, given := st.lines[need]; !given {
+			return at(need, "missing: %q needs %s", st.Do, need)
+		}
+	}
+	if _, given := st.lines["client"]; given && (st.Client < 1 || st.Client > s.Clients) {
+		return at("client", "expected a client from 1 to %d, got %d", s.Clients, st.Client)
+	}
+	nodes := st.Nodes
+	if st.Node != "" {
+		nodes = append([]string{st.Node}, nodes...)
+	}
+	for _, n := range nodes {
+		if len(n) != 1 || n[0] < 'A' || int(n[0]-'A') >= s.Nodes {
+			return at("node", "unknown node %q: this scenario has %d node(s), A to %s", n, s.Nodes, NodeName(max(s.Nodes-1, 0)))
+		}
+	}
+	if st.For.Duration < 0 {
+		return at("for", "expected a positive duration, got %v", st.For)
+	}
+	if st.TTL.Duration < 0 {
+		return at("ttl", "expected a positive duration, got %v", st.TTL)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Catalogue loads every built-in scenario, sorted by name. A duplicate name
+// is an error.
+func Catalogue() ([]*Scenario, error) {
+	entries, err := catalogue.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]string{}
+	var out []*Scenario
+	for _, e := range entries {
+		data, err := catalogue.ReadFile(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		sc, err := Parse("scenarios/"+e.Name(), data)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := seen[sc.Name]; dup {
+			return nil, &Error{File: sc.File, Line: sc.lines["name"], Field: "name", Msg: fmt.Sprintf("%q is also the name in %s", sc.Name, prev)}
+		}
+		seen[sc.Name] = sc.File
+		out = append(out, sc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// NotFoundError says no scenario has that name; Close lists near names.
+type NotFoundError struct {
+	Name  string
+	Close []string
+}
+
+func (e *NotFoundError) Error() string {
+	msg := fmt.Sprintf("no scenario named %q", e.Name)
+	if len(e.Close) > 0 {
+		msg += "; did you mean: " + strings.Join(e.Close, ", ")
+	}
+	return msg + " (sim list shows them all)"
+}
+
+// Find returns the built-in scenario called name, or loads a file when
+// name is a path (it contains a '/' or ends in .yaml or .yml).
+func Find(name string) (*Scenario, error) {
+	if strings.Contains(name, "/") || strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return nil, &Error{File: name, Msg: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
+		}
+		return Parse(filepath.Clean(name), data)
+	}
+	all, err := Catalogue()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, sc := range all {
+		if sc.Name == name {
+			return sc, nil
+		}
+		names = append(names, sc.Name)
+	}
+	return nil, &NotFoundError{Name: name, Close: closeNames(name, names)}
+}
+
+// Match returns the built-in scenarios whose name matches the regex.
+func Match(pattern string) ([]*Scenario, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("bad pattern %q: %v", pattern, err)
+	}
+	all, err := Catalogue()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Scenario
+	for _, sc := range all {
+		if re.MatchString(sc.Name) {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+// closeNames returns up to five names within a small edit distance of
+// name, or that contain it, closest first.
+func closeNames(name string, names []string) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	for _, n := range names {
+		d := editDistance(name, n)
+		if strings.Contains(n, name) && len(name) >= 3 {
+			d = min(d, 2)
+		}
+		if d <= max(3, len(name)/3) {
+			cs = append(cs, cand{n, d})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
+	var out []string
+	for i := 0; i < len(cs) && i < 5; i++ {
+		out = append(out, cs[i].name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

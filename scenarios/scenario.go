@@ -1,0 +1,142 @@
+// Package scenarios holds the scenario catalogue (one YAML file each,
+// embedded in the binary) and the strict loader that turns a file into a
+// Scenario or into one clear error naming the file, line and field.
+package scenarios
+
+import (
+	"fmt"
+	"time"
+)
+
+// Verdicts a scenario can expect.
+var Verdicts = []string{"safe", "unsafe", "leaked"}
+
+// Scenario is one story of the Redlock debate, as data.
+type Scenario struct {
+	// Name is unique in the catalogue; families share a prefix
+	// (redlock-..., postgres-...) so a regex selects them.
+	Name string `yaml:"name"`
+	// Title is one line for `sim list`.
+	Title string `yaml:"title"`
+	// Source cites the passage of the seed article the story comes from.
+	Source string `yaml:"source"`
+	// Explain is the paragraph `sim explain` prints: what happens and why.
+	Explain string `yaml:"explain"`
+	// Lock names a registered lock algorithm (see `sim locks`).
+	Lock string `yaml:"lock"`
+	// Fault is a short description of the fault, for `sim list`.
+	Fault string `yaml:"fault"`
+	// Nodes is how many Redis servers to start (A, B, C...). Default: 5 for
+	// redlock, 1 for other Redis locks, 0 otherwise.
+	Nodes int `yaml:"nodes"`
+	// Clients is how many client processes take part. Default 2.
+	Clients int `yaml:"clients"`
+	// TTL is the lease time clients ask for. Default 10s.
+	TTL Duration `yaml:"ttl"`
+	// NodeTimeout bounds each request to one node. Default 50ms.
+	NodeTimeout Duration `yaml:"node_timeout"`
+	// Key is the lock's name. Default "L".
+	Key string `yaml:"key"`
+	// Expected is the verdict the story should end in: safe, unsafe or leaked.
+	Expected string `yaml:"expected"`
+	// Steps is the story, in order.
+	Steps []Step `yaml:"steps"`
+
+	// File is where the scenario was loaded from.
+	File string `yaml:"-"`
+	// lines maps field names to their line in File.
+	lines map[string]int
+}
+
+// Step is one step of a scripted story.
+type Step struct {
+	// Do is the action: see Actions.
+	Do string `yaml:"do"`
+	// Say is the narration printed before the step (and kept in the history).
+	Say string `yaml:"say"`
+	// Client is the client the step acts on or as (1-based).
+	Client int `yaml:"client"`
+	// Node is the server the step acts on (A, B, C...).
+	Node string `yaml:"node"`
+	// Nodes lists servers, for a partition.
+	Nodes []string `yaml:"nodes"`
+	// By is the size of a clock jump (may be negative).
+	By Duration `yaml:"by"`
+	// For is how long a pause or sleep lasts.
+	For Duration `yaml:"for"`
+	// TTL overrides the scenario's TTL for this acquire or extend.
+	TTL Duration `yaml:"ttl"`
+	// Async lets the story go on without waiting for the client's reply;
+	// a later `wait` step collects it.
+	Async bool `yaml:"async"`
+
+	// Line is the step's line in the file.
+	Line  int `yaml:"-"`
+	lines map[string]int
+}
+
+// Action describes one value of Step.Do.
+type Action struct {
+	// Name is the value of `do`.
+	Name string
+	// Doc is one line for help text.
+	Doc string
+	// Needs lists the step fields the action requires.
+	Needs []string
+}
+
+// Actions is every step action the runner knows.
+var Actions = []Action{
+	{"say", "print the narration and go on", nil},
+	{"acquire", "the client tries once to take the lock", []string{"client"}},
+	{"release", "the client releases its lease", []string{"client"}},
+	{"extend", "the client renews its lease", []string{"client"}},
+	{"wait", "wait for the client's async operation to finish", []string{"client"}},
+	{"partition", "cut the client's links to the nodes (packets dropped, no reply)", []string{"client", "nodes"}},
+	{"clock-jump", "move the node's wall clock by `by`", []string{"node", "by"}},
+	{"sleep", "let `for` pass", []string{"for"}},
+	{"heal", "heal every fault injected so far", nil},
+}
+
+// LookupAction finds an action by name.
+func LookupAction(name string) (Action, bool) {
+	for _, a := range Actions {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Action{}, false
+}
+
+// Duration is a time.Duration written as "500ms", "10s", "1m".
+type Duration struct{ time.Duration }
+
+// String prints the duration as Go does.
+func (d Duration) String() string { return d.Duration.String() }
+
+// ActionNames lists the actions for error messages.
+func ActionNames() []string {
+	var out []string
+	for _, a := range Actions {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// NodeName is the letter of the i-th node (0 -> A).
+func NodeName(i int) string { return string(rune('A' + i)) }
+
+// Describe is a one-line account of a step, for narration and errors.
+func (s Step) Describe() string {
+	switch s.Do {
+	case "acquire", "release", "extend", "wait":
+		return fmt.Sprintf("client %d: %s", s.Client, s.Do)
+	case "partition":
+		return fmt.Sprintf("partition client %d from %v", s.Client, s.Nodes)
+	case "clock-jump":
+		return fmt.Sprintf("clock jump on %s by %v", s.Node, s.By)
+	case "sleep":
+		return fmt.Sprintf("sleep %v", s.For)
+	}
+	return s.Do
+}

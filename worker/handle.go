@@ -1,0 +1,160 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"locksim/env"
+	"locksim/history"
+)
+
+// Client is the harness's handle on one worker process.
+type Client struct {
+	// ID is the client's number in the story (1-based).
+	ID    int
+	proc  *env.Proc
+	stdin io.WriteCloser
+	rec   *history.Recorder
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]chan error
+	dead    error
+}
+
+// Start re-executes this binary as a worker for client id, records its
+// events in rec, and sends it init. Its stderr goes to stderr (a file).
+func Start(ctx context.Context, id int, rec *history.Recorder, init Init, stderr io.Writer) (*Client, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), EnvVar+"=1")
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	proc, err := env.StartProc(fmt.Sprintf("client %d", id), cmd)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{ID: id, proc: proc, stdin: stdin, rec: rec, pending: map[int64]chan error{}}
+	go c.read(stdout)
+	if err := c.Do(ctx, Command{Op: "init", Init: &init}); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("client %d: %w", id, err)
+	}
+	return c, nil
+}
+
+// Proc is the worker process, for faults that signal it.
+func (c *Client) Proc() *env.Proc { return c.proc }
+
+func (c *Client) read(stdout io.Reader) {
+	dec := json.NewDecoder(bufio.NewReader(stdout))
+	for {
+		var r Reply
+		if err := dec.Decode(&r); err != nil {
+			c.fail(fmt.Errorf("client %d exited", c.ID))
+			return
+		}
+		if r.Event != nil {
+			e := *r.Event
+			e.Time = c.rec.Since(e.Time)
+			if e.LeaseEnd != 0 {
+				e.LeaseEnd = c.rec.Since(e.LeaseEnd)
+			}
+			e.Process = c.ID
+			c.rec.Add(e)
+		}
+		if r.Done {
+			c.mu.Lock()
+			ch := c.pending[r.ID]
+			delete(c.pending, r.ID)
+			c.mu.Unlock()
+			if ch != nil {
+				if r.Error != "" {
+					ch <- errors.New(r.Error)
+				} else {
+					ch <- nil
+				}
+			}
+		}
+	}
+}
+
+// fail ends every pending command: the worker is gone.
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dead = err
+	for id, ch := range c.pending {
+		ch <- err
+		delete(c.pending, id)
+	}
+}
+
+// Send starts a command and returns a channel that yields its result once.
+func (c *Client) Send(cmd Command) <-chan error {
+	ch := make(chan error, 1)
+	c.mu.Lock()
+	if c.dead != nil {
+		c.mu.Unlock()
+		ch <- c.dead
+		return ch
+	}
+	c.nextID++
+	cmd.ID = c.nextID
+	c.pending[cmd.ID] = ch
+	c.mu.Unlock()
+	b, _ := json.Marshal(cmd)
+	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
+		c.mu.Lock()
+		delete(c.pending, cmd.ID)
+		c.mu.Unlock()
+		ch <- fmt.Errorf("client %d: %w", c.ID, err)
+	}
+	return ch
+}
+
+// Do sends a command and waits for it to finish.
+func (c *Client) Do(ctx context.Context, cmd Command) error {
+	select {
+	case err := <-c.Send(cmd):
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Kill kills the worker at once (kill -9) and records the crash: every
+// lease it held dies with it.
+func (c *Client) Kill() {
+	c.proc.Kill()
+	c.rec.Add(history.Event{Process: c.ID, Type: history.Ok, Op: history.OpCrash})
+}
+
+// Stop closes the worker's stdin, lets it exit, and kills it if it does
+// not within a second.
+func (c *Client) Stop() {
+	_ = c.stdin.Close()
+	_ = c.proc.Signal(syscall.SIGCONT) // a paused worker cannot exit
+	if c.proc.Wait(time.Second) != nil {
+		c.proc.Kill()
+	}
+}

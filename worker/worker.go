@@ -1,0 +1,210 @@
+// Package worker is the client process: the sim binary re-executed with
+// LOCKSIM_WORKER=1 runs one lock client, reads commands as JSON lines on
+// stdin and answers with history events on stdout, each stamped with
+// CLOCK_MONOTONIC. Because a client is a whole OS process, a pause is a
+// real SIGSTOP: its timers and its watchdog stop with it.
+package worker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"locksim/clients"
+	"locksim/history"
+)
+
+// EnvVar marks a process as a worker.
+const EnvVar = "LOCKSIM_WORKER"
+
+// Command is one line from the harness to a worker.
+type Command struct {
+	// ID ties replies to the command.
+	ID int64 `json:"id"`
+	// Op is init, acquire, release, extend or write.
+	Op string `json:"op"`
+	// Key is the lock key.
+	Key string `json:"key,omitempty"`
+	// TTL is the lease time asked for by acquire and extend.
+	TTL time.Duration `json:"ttl,omitempty"`
+	// Work is how long a write works between its read and its write.
+	Work time.Duration `json:"work,omitempty"`
+	// Init configures the worker (op init only).
+	Init *Init `json:"init,omitempty"`
+}
+
+// Init is what a worker needs to build its lock client and reach storage.
+type Init struct {
+	// Lock names a registered lock algorithm.
+	Lock string `json:"lock"`
+	// Config is the lock's connection config, as this client reaches it.
+	Config clients.Config `json:"config"`
+}
+
+// Reply is one line from a worker to the harness.
+type Reply struct {
+	// ID is the command this reply belongs to.
+	ID int64 `json:"id"`
+	// Event is a history event whose Time is an absolute CLOCK_MONOTONIC
+	// reading; the harness rebases it and sets Process.
+	Event *history.Event `json:"event,omitempty"`
+	// Done says the command is finished.
+	Done bool `json:"done,omitempty"`
+	// Error is set when the command could not be carried out at all (bad
+	// command, init failure): a harness error, not an operation outcome.
+	Error string `json:"error,omitempty"`
+}
+
+// MaybeRun turns this process into a worker when LOCKSIM_WORKER=1, and
+// never returns in that case. main and TestMain call it first.
+func MaybeRun() {
+	if os.Getenv(EnvVar) != "1" {
+		return
+	}
+	os.Exit(Serve(os.Stdin, os.Stdout))
+}
+
+// state is one worker's lock client and its current leases.
+type state struct {
+	lock   clients.Lock
+	leases map[string]clients.Lease
+	out    *json.Encoder
+	outMu  sync.Mutex
+}
+
+func (s *state) send(r Reply) {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	_ = s.out.Encode(r)
+}
+
+func (s *state) event(id int64, e history.Event) {
+	if e.Time == 0 {
+		e.Time = history.Monotonic()
+	}
+	s.send(Reply{ID: id, Event: &e})
+}
+
+// Serve runs the command loop until stdin closes; it returns the exit code.
+func Serve(in io.Reader, out io.Writer) int {
+	s := &state{leases: map[string]clients.Lease{}, out: json.NewEncoder(out)}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		var c Command
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			s.send(Reply{Done: true, Error: fmt.Sprintf("bad command: %v", err)})
+			continue
+		}
+		if err := s.do(context.Background(), c); err != nil {
+			s.send(Reply{ID: c.ID, Done: true, Error: err.Error()})
+			continue
+		}
+		s.send(Reply{ID: c.ID, Done: true})
+	}
+	if s.lock != nil {
+		_ = s.lock.Close()
+	}
+	return 0
+}
+
+func (s *state) do(ctx context.Context, c Command) error {
+	if c.Op == "init" {
+		if c.Init == nil {
+			return errors.New("init without config")
+		}
+		spec, err := clients.Lookup(c.Init.Lock)
+		if err != nil {
+			return err
+		}
+		s.lock, err = spec.New(c.Init.Config)
+		return err
+	}
+	if s.lock == nil {
+		return fmt.Errorf("%s before init", c.Op)
+	}
+	switch c.Op {
+	case history.OpAcquire:
+		s.acquire(ctx, c)
+	case history.OpRelease:
+		s.release(ctx, c)
+	case history.OpExtend:
+		s.extend(ctx, c)
+	default:
+		return fmt.Errorf("unknown op %q", c.Op)
+	}
+	return nil
+}
+
+// outcome maps an operation's error to how it completed: a certain
+// refusal is Fail, anything else (a timeout, a reset) is Info: unknown.
+func outcome(err error) history.Type {
+	switch {
+	case err == nil:
+		return history.Ok
+	case errors.Is(err, clients.ErrNotAcquired), errors.Is(err, clients.ErrNotHeld):
+		return history.Fail
+	default:
+		return history.Info
+	}
+}
+
+func leaseEnd(l clients.Lease) int64 {
+	if l.Validity == 0 {
+		return 0
+	}
+	return l.Start + int64(l.Validity)
+}
+
+func (s *state) acquire(ctx context.Context, c Command) {
+	s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpAcquire, Key: c.Key, TTL: int64(c.TTL)})
+	l, err := s.lock.Acquire(ctx, c.Key, c.TTL)
+	done := history.Event{Type: outcome(err), Op: history.OpAcquire, Key: c.Key, Nodes: l.Nodes}
+	if err != nil {
+		done.Detail = err.Error()
+	} else {
+		s.leases[c.Key] = l
+		done.Token, done.Fence, done.LeaseEnd = l.Token, l.Fence, leaseEnd(l)
+	}
+	s.event(c.ID, done)
+}
+
+func (s *state) release(ctx context.Context, c Command) {
+	l, ok := s.leases[c.Key]
+	s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpRelease, Key: c.Key, Token: l.Token})
+	if !ok {
+		s.event(c.ID, history.Event{Type: history.Fail, Op: history.OpRelease, Key: c.Key, Detail: "no lease to release"})
+		return
+	}
+	delete(s.leases, c.Key)
+	err := s.lock.Release(ctx, l)
+	done := history.Event{Type: outcome(err), Op: history.OpRelease, Key: c.Key, Token: l.Token}
+	if err != nil {
+		done.Detail = err.Error()
+	}
+	s.event(c.ID, done)
+}
+
+func (s *state) extend(ctx context.Context, c Command) {
+	l, ok := s.leases[c.Key]
+	s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpExtend, Key: c.Key, Token: l.Token, TTL: int64(c.TTL)})
+	if !ok {
+		s.event(c.ID, history.Event{Type: history.Fail, Op: history.OpExtend, Key: c.Key, Detail: "no lease to extend"})
+		return
+	}
+	nl, err := s.lock.Extend(ctx, l, c.TTL)
+	done := history.Event{Type: outcome(err), Op: history.OpExtend, Key: c.Key, Token: l.Token}
+	if err != nil {
+		done.Detail = err.Error()
+	} else {
+		s.leases[c.Key] = nl
+		done.LeaseEnd, done.Nodes = leaseEnd(nl), nl.Nodes
+	}
+	s.event(c.ID, done)
+}
