@@ -49,3 +49,9 @@ type Lock interface {
 	// Close frees connections.
 	Close() error
 }
+
+// Warmer is a lock that can open its connections ahead of the first
+// acquire; workers call it once after building the lock.
+type Warmer interface {
+	Warm(ctx context.Context) error
+}

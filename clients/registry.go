@@ -33,7 +33,7 @@ func (c Config) Timeout() time.Duration {
 	if c.NodeTimeout > 0 {
 		return c.NodeTimeout
 	}
-	return 50 * time.Millisecond
+	return 200 * time.Millisecond
 }
 
 // Constructor builds a lock from a config.

@@ -194,7 +194,7 @@ func (s *Scenario) applyDefaults() {
 		s.TTL.Duration = 10 * time.Second
 	}
 	if s.NodeTimeout.Duration == 0 {
-		s.NodeTimeout.Duration = 50 * time.Millisecond
+		s.NodeTimeout.Duration = 200 * time.Millisecond
 	}
 	if s.Key == "" {
 		s.Key = "L"

@@ -33,7 +33,7 @@ type Scenario struct {
 	Clients int `yaml:"clients"`
 	// TTL is the lease time clients ask for. Default 10s.
 	TTL Duration `yaml:"ttl"`
-	// NodeTimeout bounds each request to one node. Default 50ms.
+	// NodeTimeout bounds each request to one node. Default 200ms.
 	NodeTimeout Duration `yaml:"node_timeout"`
 	// Key is the lock's name. Default "L".
 	Key string `yaml:"key"`

@@ -123,8 +123,13 @@ func (s *state) do(ctx context.Context, c Command) error {
 		if err != nil {
 			return err
 		}
-		s.lock, err = spec.New(c.Init.Config)
-		return err
+		if s.lock, err = spec.New(c.Init.Config); err != nil {
+			return err
+		}
+		if w, ok := s.lock.(clients.Warmer); ok {
+			return w.Warm(ctx)
+		}
+		return nil
 	}
 	if s.lock == nil {
 		return fmt.Errorf("%s before init", c.Op)

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"locksim/env"
+	"locksim/worker"
+)
+
+// The test binary doubles as the sim binary: as a worker when
+// LOCKSIM_WORKER=1, as the CLI when simMainEnv=1.
+const simMainEnv = "LOCKSIM_TEST_SIM_MAIN"
+
+func TestMain(m *testing.M) {
+	worker.MaybeRun()
+	if os.Getenv(simMainEnv) == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// sim runs the CLI in this process.
+func sim(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func readResult(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestSpineScenarios runs the clock-jump story and its control on real
+// servers: the verdict comes from the checker reading the history, and
+// must match the scenario's expected verdict.
+func TestSpineScenarios(t *testing.T) {
+	for _, name := range []string{"redlock-clock-jump", "redlock-clock-jump-control"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			code, out, errb := sim(t, "run", name, "--out", dir)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+			}
+			r := readResult(t, dir)
+			if r["verdict"] != r["expected"] {
+				t.Fatalf("verdict %v, expected %v", r["verdict"], r["expected"])
+			}
+			for _, f := range []string{"history.jsonl", "summary.md", "history.html", "result.json"} {
+				if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+					t.Errorf("run directory lacks %s", f)
+				}
+			}
+			if r["verdict"] == "unsafe" {
+				// The verdict line names the two clients and their acquires.
+				if !strings.Contains(out, "clients 1 and 2 both held lock L") || !strings.Contains(out, "acquire #") {
+					t.Errorf("verdict line lacks the evidence: %q", out)
+				}
+			}
+			if html, _ := os.ReadFile(filepath.Join(dir, "history.html")); !bytes.Contains(html, []byte("partition")) {
+				t.Errorf("porcupine visualization lacks the partition annotations")
+			}
+			if n := env.LiveCount(); n != 0 {
+				t.Errorf("%d child processes still running after the run", n)
+			}
+		})
+	}
+}
+
+// TestExpectMismatchExits1: --expect that differs from the verdict fails.
+func TestExpectMismatchExits1(t *testing.T) {
+	code, out, _ := sim(t, "run", "redlock-clock-jump-control", "--expect", "unsafe", "-q", "--out", t.TempDir())
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stdout %q", code, out)
+	}
+	if !strings.Contains(out, "NOT as expected") {
+		t.Fatalf("stdout does not say the verdict differed: %q", out)
+	}
+}
+
+func TestBadInputExits2WithOneLine(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("name: x\nlock: redlock\nexpected: safe\nttl: -5s\nsteps:\n  - do: acquire\n    client: 1\n"), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown scenario", []string{"run", "nope"}, `no scenario named "nope"`},
+		{"close names", []string{"run", "redlock-clockjump"}, "did you mean: redlock-clock-jump"},
+		{"bad file", []string{"run", bad}, bad + ":4: ttl: expected a positive duration"},
+		{"bad expect", []string{"run", "redlock-clock-jump", "--expect", "fine"}, "--expect: expected safe, unsafe or leaked"},
+		{"unknown flag", []string{"run", "redlock-clock-jump", "--colour"}, "flag provided but not defined: -colour"},
+		{"unknown command", []string{"fly"}, `unknown command "fly"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errb := sim(t, c.args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2 (stderr %q)", code, errb)
+			}
+			if !strings.Contains(errb, c.want) {
+				t.Fatalf("stderr %q lacks %q", errb, c.want)
+			}
+			if strings.Count(strings.TrimSpace(errb), "\n") != 0 {
+				t.Fatalf("stderr is more than one line: %q", errb)
+			}
+		})
+	}
+}
+
+// longStory is a scenario that stays mid-story long enough to be
+// interrupted.
+const longStory = `name: long-story
+title: holds the lock and sleeps
+lock: redlock
+expected: safe
+steps:
+  - do: acquire
+    client: 1
+  - do: clock-jump
+    node: C
+    by: 1s
+  - do: sleep
+    for: 30s
+    say: sleeping
+`
+
+// markedProcs lists processes whose environment holds mark or whose
+// working dir is under dir (servers get an environment of their own, but
+// work in the run's temp dir).
+func markedProcs(mark, dir string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range procs {
+		environ, _ := os.ReadFile(p)
+		cmd, _ := os.ReadFile(strings.Replace(p, "environ", "cmdline", 1))
+		cwd, _ := os.Readlink(strings.Replace(p, "environ", "cwd", 1))
+		if bytes.Contains(environ, []byte(mark)) || strings.HasPrefix(cwd, dir) {
+			out = append(out, filepath.Dir(p)+" "+strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestInterruptLeavesNothing starts sim as its own process, interrupts it
+// mid-story (SIGINT, as Ctrl-C does, and SIGKILL, which it cannot catch),
+// and checks that no server or client it started is left, and (after
+// SIGINT) no temp dir.
+func TestInterruptLeavesNothing(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			tmp := t.TempDir()
+			story := filepath.Join(tmp, "long.yaml")
+			os.WriteFile(story, []byte(longStory), 0o644)
+			scratch := filepath.Join(tmp, "tmp")
+			os.Mkdir(scratch, 0o755)
+			b := make([]byte, 8)
+			rand.Read(b)
+			mark := "LOCKSIM_TEST_MARK=" + hex.EncodeToString(b)
+
+			cmd := exec.Command(os.Args[0], "run", story, "--out", filepath.Join(tmp, "run"))
+			cmd.Env = append(os.Environ(), simMainEnv+"=1", "TMPDIR="+scratch, mark)
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			ready := make(chan struct{})
+			go func() {
+				sc := bufio.NewScanner(stderr)
+				closed := false
+				for sc.Scan() {
+					if strings.Contains(sc.Text(), "sleeping") && !closed {
+						close(ready)
+						closed = true
+					}
+				}
+			}()
+			select {
+			case <-ready:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("the story never reached its sleep")
+			}
+			if n := len(markedProcs(mark, scratch)); n < 7 {
+				t.Fatalf("expected sim, 5 redis-servers and 2 clients running, found %d", n)
+			}
+			cmd.Process.Signal(sig)
+			err := cmd.Wait()
+			if sig == syscall.SIGINT {
+				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+					t.Fatalf("exit after SIGINT: %v, want code %d", err, exitInterrupted)
+				}
+			}
+			// The kernel kills the children of a killed harness
+			// (Pdeathsig); give it a moment.
+			deadline := time.Now().Add(5 * time.Second)
+			for len(markedProcs(mark, scratch)) > 0 && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if left := markedProcs(mark, scratch); len(left) > 0 {
+				t.Fatalf("left running after %v:\n%s", sig, strings.Join(left, "\n"))
+			}
+			if sig == syscall.SIGINT {
+				if left, _ := os.ReadDir(scratch); len(left) > 0 {
+					t.Fatalf("temp dirs left after SIGINT: %v", left)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkColdRunRedlockClockJump times a whole `sim run
+// redlock-clock-jump` as a new process, servers included, and reports the
+// median.
+func BenchmarkColdRunRedlockClockJump(b *testing.B) {
+	var times []time.Duration
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command(os.Args[0], "run", "redlock-clock-jump", "-q", "--out", filepath.Join(b.TempDir(), "run"))
+		cmd.Env = append(os.Environ(), simMainEnv+"=1")
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		times = append(times, time.Since(start))
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	b.ReportMetric(float64(times[len(times)/2].Milliseconds()), "median-ms/run")
+}
