@@ -1,0 +1,468 @@
+package env
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"locksim/nemesis/clockshim"
+)
+
+// Persistence is how a Redis server keeps its data across a crash.
+type Persistence string
+
+const (
+	// PersistNone keeps nothing: no RDB snapshots, no AOF (the default).
+	PersistNone Persistence = "none"
+	// PersistEverysec is AOF with appendfsync everysec: a crash can lose
+	// the last second of writes.
+	PersistEverysec Persistence = "everysec"
+	// PersistAlways is AOF with appendfsync always: a write is on disk
+	// before its reply is sent.
+	PersistAlways Persistence = "always"
+)
+
+// RedisOptions says how to start one redis-server.
+type RedisOptions struct {
+	// Name names the server ("A".."E"); it must be set.
+	Name string
+	// Dir is the parent dir; the server works in Dir/redis-<Name>. Empty:
+	// a new temp dir that Cleanup removes.
+	Dir string
+	// Persistence defaults to PersistNone.
+	Persistence Persistence
+	// ReplicaOf ("host:port"), if set, starts the server as an
+	// asynchronous replica of that primary.
+	ReplicaOf string
+}
+
+// Redis is a real redis-server child process on 127.0.0.1, running under
+// the clock shim so that its wall clock can be shifted while it runs.
+type Redis struct {
+	Name string
+	Addr string // 127.0.0.1:Port
+	Port int
+	// Dir is the server's own dir (config, log, AOF, clock file).
+	Dir string
+	// Clock shifts the wall clock this server sees.
+	Clock *clockshim.Control
+
+	opts RedisOptions
+	env  []string
+
+	mu     sync.Mutex
+	proc   *Proc
+	paused bool
+	client *redis.Client
+}
+
+// RedisStartTimeout bounds how long StartRedis and Restart wait for PING.
+const RedisStartTimeout = 3 * time.Second
+
+// redisServerPath finds the redis-server binary.
+func redisServerPath() string {
+	if p, err := exec.LookPath("redis-server"); err == nil {
+		return p
+	}
+	return "/usr/bin/redis-server"
+}
+
+// StartRedis starts a redis-server on a free port of 127.0.0.1, under the
+// clock shim (control file Dir/redis-<Name>/clock), and waits until it
+// answers PING. The process dies with the harness (see StartProc).
+func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
+	if o.Name == "" {
+		return nil, errors.New("start redis: RedisOptions.Name is empty")
+	}
+	switch o.Persistence {
+	case "":
+		o.Persistence = PersistNone
+	case PersistNone, PersistEverysec, PersistAlways:
+	default:
+		return nil, fmt.Errorf("start redis %s: unknown persistence %q (want none, everysec or always)", o.Name, o.Persistence)
+	}
+	if o.ReplicaOf != "" {
+		if _, _, err := net.SplitHostPort(o.ReplicaOf); err != nil {
+			return nil, fmt.Errorf("start redis %s: ReplicaOf %q: %w", o.Name, o.ReplicaOf, err)
+		}
+	}
+	if o.Dir == "" {
+		d, err := TempDir("locksim-redis-")
+		if err != nil {
+			return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
+		}
+		o.Dir = d
+	}
+	dir, err := filepath.Abs(filepath.Join(o.Dir, "redis-"+o.Name))
+	if err != nil {
+		return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
+	}
+	clock, err := clockshim.NewControl(filepath.Join(dir, "clock"))
+	if err != nil {
+		return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
+	}
+	shimEnv, err := clockshim.Env(clock.Path())
+	if err != nil {
+		clock.Close()
+		return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
+	}
+	r := &Redis{Name: o.Name, Dir: dir, Clock: clock, opts: o, env: append(os.Environ(), shimEnv...)}
+	for attempt := 0; ; attempt++ {
+		port, err := redisFreePort()
+		if err != nil {
+			clock.Close()
+			return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
+		}
+		r.Port, r.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		err = r.start(ctx)
+		if err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, errRedisPortInUse) || attempt >= 4 {
+			clock.Close()
+			return nil, err
+		}
+	}
+}
+
+var errRedisPortInUse = errors.New("port in use")
+
+func redisFreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// LogPath is the server's log file.
+func (r *Redis) LogPath() string { return filepath.Join(r.Dir, "redis.log") }
+
+func (r *Redis) config() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p("# written by locksim for redis %s", r.Name)
+	p("bind 127.0.0.1")
+	p("protected-mode yes")
+	p("port %d", r.Port)
+	p("dir %q", r.Dir)
+	p("daemonize no")
+	p("supervised no")
+	p("logfile %q", r.LogPath())
+	p("dbfilename dump.rdb")
+	p(`save ""`)
+	switch r.opts.Persistence {
+	case PersistEverysec, PersistAlways:
+		p("appendonly yes")
+		p("appendfsync %s", r.opts.Persistence)
+	default:
+		p("appendonly no")
+	}
+	// Replicas sync at once rather than after the default 5 s delay.
+	p("repl-diskless-sync-delay 0")
+	// DEBUG (SLEEP, SET-ACTIVE-EXPIRE...) from loopback only.
+	p("enable-debug-command local")
+	if r.opts.ReplicaOf != "" {
+		host, port, _ := net.SplitHostPort(r.opts.ReplicaOf)
+		p("replicaof %s %s", host, port)
+	}
+	return b.String()
+}
+
+// start writes the config and starts the server on r.Port; the caller
+// must not hold r.mu concurrently with another start.
+func (r *Redis) start(ctx context.Context) error {
+	conf := filepath.Join(r.Dir, "redis.conf")
+	if err := os.WriteFile(conf, []byte(r.config()), 0o644); err != nil {
+		return fmt.Errorf("start redis %s: %w", r.Name, err)
+	}
+	stderr, err := os.OpenFile(filepath.Join(r.Dir, "redis.stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start redis %s: %w", r.Name, err)
+	}
+	defer stderr.Close() // the child has its own copy
+	logStart := redisFileSize(r.LogPath())
+	cmd := exec.Command(redisServerPath(), conf)
+	cmd.Dir = r.Dir
+	cmd.Env = r.env
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	p, err := StartProc("redis "+r.Name, cmd)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.proc, r.paused = p, false
+	r.mu.Unlock()
+	if err := redisWaitPing(ctx, r.Addr, p, RedisStartTimeout); err != nil {
+		p.Kill()
+		newLog := redisTailFrom(r.LogPath(), logStart)
+		e := fmt.Errorf("start redis %s on %s: %w\n%s", r.Name, r.Addr, err, r.tails())
+		if strings.Contains(newLog, "Address already in use") {
+			return errors.Join(errRedisPortInUse, e)
+		}
+		return e
+	}
+	return nil
+}
+
+// redisWaitPing waits until addr answers PING with PONG (not LOADING), the
+// process exits, ctx ends or d passes.
+func redisWaitPing(ctx context.Context, addr string, p *Proc, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	var last error
+	for {
+		if p.Exited() {
+			return fmt.Errorf("redis-server exited during start-up: %v", p.err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no PONG within %v (last: %v)", d, last)
+		}
+		last = redisPing(addr, 200*time.Millisecond)
+		if last == nil {
+			return nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func redisPing(addr string, timeout time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("PING: %s", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+func redisFileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// redisTailFrom is the text of path from byte off on (at most 64 KiB).
+func redisTailFrom(path string, off int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if size := redisFileSize(path); size-off > 64<<10 {
+		off = size - 64<<10
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// redisLastLines is the last n lines of path.
+func redisLastLines(path string, n int) string {
+	size := redisFileSize(path)
+	b := []byte(redisTailFrom(path, max(0, size-8<<10)))
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// tails is the last lines of the server's log and stderr, for errors.
+func (r *Redis) tails() string {
+	var b strings.Builder
+	if s := redisLastLines(r.LogPath(), 15); s != "" {
+		fmt.Fprintf(&b, "--- %s (last lines)\n%s\n", r.LogPath(), s)
+	}
+	if s := redisLastLines(filepath.Join(r.Dir, "redis.stderr"), 10); s != "" {
+		fmt.Fprintf(&b, "--- %s (last lines)\n%s\n", filepath.Join(r.Dir, "redis.stderr"), s)
+	}
+	if b.Len() == 0 {
+		return "(redis wrote no log)"
+	}
+	return b.String()
+}
+
+// Proc is the current process (nil before the first start).
+func (r *Redis) Proc() *Proc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.proc
+}
+
+// Running reports whether the process is alive (a paused one is).
+func (r *Redis) Running() bool {
+	p := r.Proc()
+	return p != nil && !p.Exited()
+}
+
+// Paused reports whether the process is stopped by Pause.
+func (r *Redis) Paused() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.paused && r.proc != nil && !r.proc.Exited()
+}
+
+// Stop kills the server and waits until it is reaped. Idempotent. The
+// clock control file and the client stay usable for Restart.
+func (r *Redis) Stop() {
+	if p := r.Proc(); p != nil {
+		p.Kill()
+	}
+}
+
+// Crash kills the server with SIGKILL (no shutdown, no final fsync) and
+// waits until it is reaped.
+func (r *Redis) Crash() {
+	if p := r.Proc(); p != nil {
+		p.Kill()
+	}
+}
+
+// Restart starts the server again with the same port, dir, options and
+// clock control file (whatever offset or rate it holds stays in force).
+// A server still running is crashed first. If another process took the
+// port meanwhile, Restart retries for up to a second, then fails.
+func (r *Redis) Restart(ctx context.Context) error {
+	r.Crash()
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		if err = r.start(ctx); err == nil || !errors.Is(err, errRedisPortInUse) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// Pause stops the server with SIGSTOP: it keeps its connections but
+// answers nothing until Resume.
+func (r *Redis) Pause() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil {
+		return fmt.Errorf("pause redis %s: not started", r.Name)
+	}
+	if err := r.proc.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pause redis %s: %w", r.Name, err)
+	}
+	r.paused = true
+	return nil
+}
+
+// Resume continues a paused server with SIGCONT.
+func (r *Redis) Resume() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil {
+		return fmt.Errorf("resume redis %s: not started", r.Name)
+	}
+	if err := r.proc.Signal(syscall.SIGCONT); err != nil {
+		return fmt.Errorf("resume redis %s: %w", r.Name, err)
+	}
+	r.paused = false
+	return nil
+}
+
+// Client is a go-redis client straight to the server (never through a
+// proxy), for resets, checks and tests. It survives Restart.
+func (r *Redis) Client() *redis.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client == nil {
+		r.client = redis.NewClient(&redis.Options{
+			Addr:            r.Addr,
+			DialTimeout:     time.Second,
+			ReadTimeout:     2 * time.Second,
+			WriteTimeout:    2 * time.Second,
+			DisableIdentity: true,
+			MaintNotificationsConfig: &maintnotifications.Config{
+				Mode: maintnotifications.ModeDisabled,
+			},
+		})
+	}
+	return r.client
+}
+
+// Reset readies the server for the next trial: the clock goes back to real
+// time, a paused server resumes, and the data is flushed (FLUSHALL; a
+// replica refuses it with READONLY, which is ignored: the primary's
+// FLUSHALL reaches it by replication). A server that is not running is an
+// error.
+func (r *Redis) Reset(ctx context.Context) error {
+	r.Clock.Reset()
+	if !r.Running() {
+		return fmt.Errorf("reset redis %s: not running", r.Name)
+	}
+	if r.Paused() {
+		if err := r.Resume(); err != nil {
+			return err
+		}
+	}
+	err := r.Client().FlushAll(ctx).Err()
+	if err != nil && r.opts.ReplicaOf != "" && strings.HasPrefix(err.Error(), "READONLY") {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reset redis %s: FLUSHALL: %w", r.Name, err)
+	}
+	return nil
+}
+
+// Close stops the server and releases the client and the clock mapping.
+// The server's dir stays (it belongs to the caller's Dir or to Cleanup).
+func (r *Redis) Close() error {
+	r.Stop()
+	r.mu.Lock()
+	c := r.client
+	r.client = nil
+	r.mu.Unlock()
+	var errs []error
+	if c != nil {
+		errs = append(errs, c.Close())
+	}
+	errs = append(errs, r.Clock.Close())
+	return errors.Join(errs...)
+}
