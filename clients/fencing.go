@@ -1,0 +1,163 @@
+package clients
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+)
+
+// TokenSource hands out fencing tokens: each call returns a number larger
+// than every number it returned before, as long as the source keeps its
+// state.
+type TokenSource interface {
+	Next(ctx context.Context) (int64, error)
+}
+
+// PGSequence draws fencing tokens from the PostgreSQL sequence fence_seq
+// (made by storage.Setup). A sequence never goes backwards, even across a
+// server crash: it is WAL-logged ahead of the values it hands out.
+type PGSequence struct {
+	mu sync.Mutex
+	c  pgConn
+}
+
+// NewPGSequence makes a sequence token source on dsn; it connects on
+// first use.
+func NewPGSequence(dsn string) (*PGSequence, error) {
+	dsn, err := pgParse("fence sequence", Config{Postgres: dsn})
+	if err != nil {
+		return nil, err
+	}
+	return &PGSequence{c: pgConn{dsn: dsn}}, nil
+}
+
+// Next returns nextval('fence_seq').
+func (s *PGSequence) Next(ctx context.Context) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	conn, err := s.c.get(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("fence sequence: %w", err)
+	}
+	var v int64
+	if err := conn.QueryRow(ctx, `SELECT nextval('fence_seq')`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("fence sequence: %w", err)
+	}
+	return v, nil
+}
+
+// Close closes the connection.
+func (s *PGSequence) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.close()
+}
+
+// RedisIncr draws fencing tokens from INCR on one Redis node. It is not
+// safe across a crash: a node without fsync (appendonly no, or
+// appendfsync everysec) that restarts loses the counter, and INCR starts
+// again from 1, below tokens already handed out. That is the point of
+// the fenced-redis-incr-crash scenario.
+type RedisIncr struct {
+	client *redis.Client
+	key    string
+}
+
+// DefaultFenceKey is the Redis key RedisIncr counts on when none is given.
+const DefaultFenceKey = "locksim:fence"
+
+// NewRedisIncr makes an INCR token source on the node at addr, counting on
+// key ("" means DefaultFenceKey), each request bounded by timeout (0:
+// 50ms) and never retried.
+func NewRedisIncr(addr, key string, timeout time.Duration) *RedisIncr {
+	if key == "" {
+		key = DefaultFenceKey
+	}
+	if timeout <= 0 {
+		timeout = Config{}.Timeout()
+	}
+	return &RedisIncr{client: NewRedisClient(addr, timeout), key: key}
+}
+
+// Next returns INCR key.
+func (r *RedisIncr) Next(ctx context.Context) (int64, error) {
+	v, err := r.client.Incr(ctx, r.key).Result()
+	if err != nil {
+		return 0, fmt.Errorf("fence INCR %s: %w", r.key, err)
+	}
+	return v, nil
+}
+
+// Close closes the client.
+func (r *RedisIncr) Close() error { return r.client.Close() }
+
+// Fenced wraps a lock so that every granted lease carries a fencing token
+// from src, drawn after the lock is granted (so tokens follow the order
+// of grants as far as the lock itself is exclusive). If the token cannot
+// be drawn, the lock is released again and Acquire fails. Extend keeps the
+// lease's token. Close closes the lock and, if it has a Close method, src.
+// When l is a TxHolder (postgres-xact) the wrapper is one too.
+func Fenced(l Lock, src TokenSource) Lock {
+	f := &fenced{inner: l, src: src}
+	if _, ok := l.(TxHolder); ok {
+		return &fencedTx{f}
+	}
+	return f
+}
+
+type fenced struct {
+	inner Lock
+	src   TokenSource
+}
+
+// fencedTx is a fenced TxHolder.
+type fencedTx struct{ *fenced }
+
+func (f *fencedTx) Tx() pgx.Tx { return f.inner.(TxHolder).Tx() }
+
+// Unwrap returns the wrapped lock.
+func (f *fenced) Unwrap() Lock { return f.inner }
+
+func (f *fenced) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	l, err := f.inner.Acquire(ctx, key, ttl)
+	if err != nil {
+		return l, err
+	}
+	tok, err := f.src.Next(ctx)
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		rerr := f.inner.Release(rctx, l)
+		cancel()
+		if rerr != nil {
+			return Lease{}, fmt.Errorf("fencing token: %w (and releasing the lock: %v)", err, rerr)
+		}
+		return Lease{}, fmt.Errorf("fencing token: %w (lock released)", err)
+	}
+	l.Fence = tok
+	return l, nil
+}
+
+func (f *fenced) Release(ctx context.Context, l Lease) error { return f.inner.Release(ctx, l) }
+
+func (f *fenced) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	nl, err := f.inner.Extend(ctx, l, ttl)
+	if err != nil {
+		return nl, err
+	}
+	nl.Fence = l.Fence
+	return nl, nil
+}
+
+func (f *fenced) Close() error {
+	err := f.inner.Close()
+	if c, ok := f.src.(interface{ Close() error }); ok {
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}

@@ -1,0 +1,443 @@
+package env
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"locksim/storage"
+)
+
+// ErrPostgresNotFound says the PostgreSQL server binaries are not installed.
+var ErrPostgresNotFound = errors.New("PostgreSQL not found: apt-get install postgresql")
+
+// PostgresOptions tunes a throwaway cluster.
+type PostgresOptions struct {
+	// IdleSessionTimeout makes the server end any session idle for longer
+	// (idle_session_timeout, PostgreSQL 14+), as poolers and managed
+	// services often do; with it a session's advisory locks go too.
+	// Zero leaves it off.
+	IdleSessionTimeout time.Duration
+	// StartTimeout bounds initdb plus start-up. Zero means 30s.
+	StartTimeout time.Duration
+}
+
+// Postgres is one throwaway PostgreSQL cluster listening on 127.0.0.1,
+// run by the harness and killed with it.
+type Postgres struct {
+	dir  string // the cluster's dir (data/ and the unix socket); removed by Stop
+	port int
+	bin  string
+	opts PostgresOptions
+	proc *Proc
+	log  string
+}
+
+// postgresBinDir finds initdb and postgres: `pg_config --bindir` first,
+// then the newest /usr/lib/postgresql/*/bin.
+func postgresBinDir() (string, error) {
+	ok := func(d string) bool {
+		for _, b := range []string{"initdb", "postgres"} {
+			if st, err := os.Stat(filepath.Join(d, b)); err != nil || st.IsDir() {
+				return false
+			}
+		}
+		return true
+	}
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		if d := strings.TrimSpace(string(out)); d != "" && ok(d) {
+			return d, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { // newest major version first
+		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[i])))
+		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[j])))
+		return vi > vj
+	})
+	for _, d := range dirs {
+		if ok(d) {
+			return d, nil
+		}
+	}
+	return "", ErrPostgresNotFound
+}
+
+// postgresCredential is nil unless the harness runs as root, in which case
+// initdb and postgres (which refuse to run as root) run as the `postgres`
+// system user.
+func postgresCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root, and PostgreSQL will not: need the postgres system user: %v", err)
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("postgres user has uid %q gid %q", u.Uid, u.Gid)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// makeReachable gives "others" search (x) permission on every ancestor of
+// dir that lacks it, so that the unprivileged postgres user can reach a
+// dir inside, say, a 0700 run dir made by root. Search only: nobody gains
+// the right to list those dirs.
+func makeReachable(dir string) error {
+	for d := filepath.Dir(dir); d != "/" && d != "."; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(d, st.Mode().Perm()|0o001); err != nil {
+				return fmt.Errorf("make %s reachable for the postgres user: %v", d, err)
+			}
+		}
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// StartPostgres makes a throwaway cluster in dir (created if missing, and
+// removed by Stop, contents and all; "" means a new temp dir, on /dev/shm
+// when there is one, that Cleanup also removes) and starts it on a free
+// port of 127.0.0.1, with the unix socket in dir too. The data dir is a
+// copy of a per-process initdb template. Durability is off (fsync,
+// synchronous_commit, full_page_writes): the cluster lives for one run.
+// It returns once the server answers a query.
+func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (pg *Postgres, err error) {
+	bin, err := postgresBinDir()
+	if err != nil {
+		return nil, err
+	}
+	if o.IdleSessionTimeout < 0 {
+		return nil, fmt.Errorf("postgres: negative idle_session_timeout %v", o.IdleSessionTimeout)
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+
+	cred, err := postgresCredential()
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		if dir, err = fastTempDir("locksim-pg-"); err != nil {
+			return nil, err
+		}
+	} else {
+		if dir, err = filepath.Abs(dir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	pg = &Postgres{dir: dir, bin: bin, opts: o, log: filepath.Join(dir, "postgres.log")}
+	defer func() {
+		if err != nil {
+			pg.Stop() // also removes dir
+			pg = nil
+		}
+	}()
+	if cred != nil {
+		if err := makeReachable(dir); err != nil {
+			return pg, err
+		}
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return pg, fmt.Errorf("chown %s to postgres: %v", dir, err)
+		}
+	}
+
+	tmpl, err := postgresTemplate(ctx, bin, cred)
+	if err != nil {
+		return pg, err
+	}
+	// cp -a keeps the postgres user's ownership and the 0700 mode.
+	if out, err := exec.CommandContext(ctx, "cp", "-a", tmpl, filepath.Join(dir, "data")).CombinedOutput(); err != nil {
+		return pg, fmt.Errorf("copy the initdb template: %v\n%s", err, lastLines(out, 5))
+	}
+
+	// A free port can be taken by someone else before postgres binds it:
+	// try a few.
+	for attempt := 0; ; attempt++ {
+		if pg.port, err = freePort(); err != nil {
+			return pg, err
+		}
+		err = pg.start(ctx, cred)
+		if err == nil {
+			return pg, nil
+		}
+		if attempt >= 2 || ctx.Err() != nil || !strings.Contains(err.Error(), "could not bind") {
+			return pg, err
+		}
+	}
+}
+
+// fastTempDir is TempDir on /dev/shm (tmpfs) when there is one: initdb
+// and the copy of its template take about half as long there as on the
+// disk here. Like TempDir, Cleanup removes it.
+func fastTempDir(pattern string) (string, error) {
+	parent := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && syscall.Access("/dev/shm", 0o2|0o1) == nil {
+		parent = "/dev/shm"
+	}
+	d, err := os.MkdirTemp(parent, pattern)
+	if err != nil && parent != "" {
+		d, err = os.MkdirTemp("", pattern)
+	}
+	if err != nil {
+		return "", err
+	}
+	dirsMu.Lock()
+	dirs[d] = struct{}{}
+	dirsMu.Unlock()
+	return d, nil
+}
+
+// The initdb template: initdb (about a second even with --no-sync) runs
+// once per process, and each cluster starts from a copy of its result.
+// It lives in a temp dir that Cleanup removes.
+var pgTmpl struct {
+	sync.Mutex
+	data string
+}
+
+func postgresTemplate(ctx context.Context, bin string, cred *syscall.Credential) (string, error) {
+	pgTmpl.Lock()
+	defer pgTmpl.Unlock()
+	if pgTmpl.data != "" {
+		if _, err := os.Stat(filepath.Join(pgTmpl.data, "PG_VERSION")); err == nil {
+			return pgTmpl.data, nil
+		}
+		pgTmpl.data = ""
+	}
+	dir, err := fastTempDir("locksim-pg-template-")
+	if err != nil {
+		return "", err
+	}
+	if cred != nil {
+		if err := makeReachable(dir); err != nil {
+			RemoveTempDir(dir)
+			return "", err
+		}
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			RemoveTempDir(dir)
+			return "", fmt.Errorf("chown %s to postgres: %v", dir, err)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"),
+		"-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8",
+		"--locale=C", "--no-sync", "--no-instructions")
+	initdb.Dir = dir
+	initdb.Env = pgEnv()
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		RemoveTempDir(dir)
+		return "", fmt.Errorf("initdb: %v\n%s", err, lastLines(out, 15))
+	}
+	pgTmpl.data = data
+	return data, nil
+}
+
+func pgEnv() []string {
+	return []string{"PATH=/usr/bin:/bin", "LC_ALL=C", "LANG=C", "TZ=UTC"}
+}
+
+func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
+	args := []string{
+		"-D", filepath.Join(pg.dir, "data"),
+		"-k", pg.dir,
+		"-p", strconv.Itoa(pg.port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "fsync=off",
+		"-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off",
+		"-c", "max_connections=200",
+		"-c", "shared_buffers=32MB",
+		"-c", "logging_collector=off",
+		"-c", "log_min_messages=warning",
+	}
+	if d := pg.opts.IdleSessionTimeout; d > 0 {
+		ms := d.Milliseconds()
+		if ms == 0 {
+			ms = 1
+		}
+		args = append(args, "-c", fmt.Sprintf("idle_session_timeout=%d", ms))
+	}
+	logf, err := os.OpenFile(pg.log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	if cred != nil {
+		_ = logf.Chown(int(cred.Uid), int(cred.Gid))
+	}
+	cmd := exec.Command(filepath.Join(pg.bin, "postgres"), args...)
+	cmd.Dir = pg.dir
+	cmd.Env = pgEnv()
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	proc, err := StartProc("postgres", cmd)
+	if err != nil {
+		return err
+	}
+	pg.proc = proc
+
+	// Wait until it answers a query (it accepts TCP connections, then
+	// says "starting up", before it is ready).
+	var last error
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		conn, err := pgx.Connect(cctx, pg.DSN(pg.Addr()))
+		if err == nil {
+			var one int
+			err = conn.QueryRow(cctx, "SELECT 1").Scan(&one)
+			conn.Close(cctx)
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-proc.Done():
+			logTail, _ := os.ReadFile(pg.log)
+			return fmt.Errorf("postgres exited at start-up: %v\n%s", proc.err, lastLines(logTail, 15))
+		case <-ctx.Done():
+			proc.Kill()
+			logTail, _ := os.ReadFile(pg.log)
+			return fmt.Errorf("postgres did not accept connections within %v: %v\n%s", pg.opts.StartTimeout, last, lastLines(logTail, 15))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func lastLines(b []byte, n int) string {
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// Addr is host:port of the server on 127.0.0.1.
+func (pg *Postgres) Addr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.port))
+}
+
+// Dir is the cluster's dir (data/, the unix socket and postgres.log).
+func (pg *Postgres) Dir() string { return pg.dir }
+
+// Pid is the postmaster's pid (also its process group: every backend is
+// in that group).
+func (pg *Postgres) Pid() int {
+	if pg.proc == nil {
+		return 0
+	}
+	return pg.proc.Pid()
+}
+
+// DSN is a connection string to database postgres as user postgres at
+// addr (host:port), so that a caller can aim it at a toxiproxy proxy in
+// front of the server instead of Addr itself.
+func (pg *Postgres) DSN(addr string) string {
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.User("postgres"),
+		Host:     addr,
+		Path:     "/postgres",
+		RawQuery: "sslmode=disable&connect_timeout=5",
+	}
+	return u.String()
+}
+
+// Stop shuts the server down (fast shutdown: SIGINT to the postmaster,
+// then SIGKILL to its whole group after 5s) and removes its dir.
+func (pg *Postgres) Stop() {
+	if pg == nil {
+		return
+	}
+	if pg.proc != nil && !pg.proc.Exited() {
+		_ = syscall.Kill(pg.proc.Pid(), syscall.SIGINT)
+		select {
+		case <-pg.proc.Done():
+		case <-time.After(5 * time.Second):
+		}
+		// Past 5s (a backend SIGSTOPped by a fault, say), SIGKILL and
+		// SIGCONT the whole group.
+		pg.proc.Kill()
+	}
+	if pg.dir != "" {
+		RemoveTempDir(pg.dir)
+	}
+}
+
+// Reset brings the cluster back to a clean start for the next run: it
+// terminates every other client session (which frees their advisory
+// locks), then drops and recreates the protected-resource tables
+// (storage.Setup).
+func (pg *Postgres) Reset(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, pg.DSN(pg.Addr()))
+	if err != nil {
+		return fmt.Errorf("postgres reset: %v", err)
+	}
+	defer conn.Close(context.Background())
+	// pg_terminate_backend(pid, timeout) waits (up to 5s) for the backend
+	// to be gone, so its locks are released when this returns.
+	rows, err := conn.Query(ctx, `SELECT pid, pg_terminate_backend(pid, 5000) FROM pg_stat_activity
+		WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()`)
+	if err != nil {
+		return fmt.Errorf("postgres reset: terminate sessions: %v", err)
+	}
+	for rows.Next() {
+		var pid int32
+		var ok bool
+		if err := rows.Scan(&pid, &ok); err != nil {
+			rows.Close()
+			return fmt.Errorf("postgres reset: %v", err)
+		}
+		if !ok {
+			rows.Close()
+			return fmt.Errorf("postgres reset: backend %d did not terminate", pid)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres reset: terminate sessions: %v", err)
+	}
+	if err := storage.Setup(ctx, pg.DSN(pg.Addr())); err != nil {
+		return fmt.Errorf("postgres reset: %v", err)
+	}
+	return nil
+}

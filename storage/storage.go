@@ -1,0 +1,294 @@
+// Package storage is the protected resource of a run: one counter row in
+// PostgreSQL that clients read-modify-write while they believe they hold
+// the lock. Its modes are the defences the seeds argue about: none
+// (plain), a fencing token (fenced), antirez's check-and-set on the lease's
+// random token (token-cas), and an idempotency constraint (idempotent).
+//
+// A refusal (accepted == false with a nil error) is always the storage's
+// own decision, read from the statement's result; a broken connection or
+// any other failure is an error, whose outcome the caller must treat as
+// unknown.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Mode says how the storage guards writes.
+type Mode string
+
+const (
+	// Plain writes whatever value it is given: read counter, write counter+1.
+	Plain Mode = "plain"
+	// Fenced writes only with a fencing token at least the last one seen:
+	// UPDATE ... WHERE fence <= $fence (Kleppmann's fencing).
+	Fenced Mode = "fenced"
+	// TokenCAS is antirez's answer to fencing: Claim records the lease's
+	// random token on the row at the start of the critical section, and a
+	// write succeeds only while the row still carries that token.
+	TokenCAS Mode = "token-cas"
+	// Idempotent records each run as (job, period) under a unique
+	// constraint, in the same transaction as the counter update: a second
+	// run of the same period is refused and the counter is untouched.
+	Idempotent Mode = "idempotent"
+)
+
+// Modes lists the valid modes.
+func Modes() []Mode { return []Mode{Plain, Fenced, TokenCAS, Idempotent} }
+
+// ParseMode checks a mode name ("" means plain).
+func ParseMode(s string) (Mode, error) {
+	if s == "" {
+		return Plain, nil
+	}
+	for _, m := range Modes() {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("unknown storage mode %q (known: plain, fenced, token-cas, idempotent)", s)
+}
+
+// Setup (re)creates the tables, dropping any previous state:
+// counter(id, value, fence, owner) with the one row id=1, value 0, fence 0;
+// runs(job, period) unique; and the sequence fence_seq that the PostgreSQL
+// fencing-token source draws from.
+func Setup(ctx context.Context, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("storage setup: %v", err)
+	}
+	defer conn.Close(context.Background())
+	// One simple-protocol round trip runs the whole script in one
+	// implicit transaction.
+	_, err = conn.Exec(ctx, `
+DROP TABLE IF EXISTS counter, runs;
+DROP SEQUENCE IF EXISTS fence_seq;
+CREATE TABLE counter (id int PRIMARY KEY, value bigint NOT NULL, fence bigint NOT NULL, owner text);
+INSERT INTO counter (id, value, fence, owner) VALUES (1, 0, 0, NULL);
+CREATE TABLE runs (job text NOT NULL, period text NOT NULL, UNIQUE (job, period));
+CREATE SEQUENCE fence_seq;
+`)
+	if err != nil {
+		return fmt.Errorf("storage setup: %v", err)
+	}
+	return nil
+}
+
+// querier is what both a connection and a transaction offer.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Store is one client's handle on the protected counter. It is safe for
+// concurrent use, though a client normally uses it from one goroutine.
+type Store struct {
+	// Job names the job in idempotent mode's runs table ("counter" by
+	// default).
+	Job string
+
+	mode Mode
+	dsn  string
+	mu   *sync.Mutex
+	conn **pgx.Conn
+	tx   pgx.Tx // set on a WithTx view
+}
+
+// Open connects to the storage at dsn (normally through the client's own
+// proxy, so that network faults reach the storage link too).
+func Open(ctx context.Context, dsn string, mode Mode) (*Store, error) {
+	if _, err := ParseMode(string(mode)); err != nil {
+		return nil, err
+	}
+	if mode == "" {
+		mode = Plain
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %v", err)
+	}
+	return &Store{Job: "counter", mode: mode, dsn: dsn, mu: &sync.Mutex{}, conn: &conn}, nil
+}
+
+// Mode is the store's mode.
+func (s *Store) Mode() Mode { return s.mode }
+
+// WithTx returns a view of the store whose Read, Claim and Write run
+// inside tx, the transaction of a postgres-xact lock: then the write
+// commits (and the lock goes) together, or not at all. The view shares
+// the store's mode; closing it does nothing.
+func (s *Store) WithTx(tx pgx.Tx) *Store {
+	v := *s
+	v.tx = tx
+	return &v
+}
+
+// q returns what to run statements on, and the function that ends that use.
+func (s *Store) q(ctx context.Context) (querier, func(), error) {
+	if s.tx != nil {
+		return s.tx, func() {}, nil
+	}
+	s.mu.Lock()
+	if *s.conn == nil || (*s.conn).IsClosed() {
+		// The previous connection broke (its error was returned then);
+		// a new one is a new session.
+		c, err := pgx.Connect(ctx, s.dsn)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, nil, fmt.Errorf("storage: %v", err)
+		}
+		*s.conn = c
+	}
+	return *s.conn, s.mu.Unlock, nil
+}
+
+// Read returns the counter's value.
+func (s *Store) Read(ctx context.Context) (int64, error) {
+	q, done, err := s.q(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	var v int64
+	if err := q.QueryRow(ctx, `SELECT value FROM counter WHERE id = 1`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("storage read: %v", err)
+	}
+	return v, nil
+}
+
+// Value is the counter's final value, read outside any lock transaction.
+func (s *Store) Value(ctx context.Context) (int64, error) {
+	v := *s
+	v.tx = nil
+	return v.Read(ctx)
+}
+
+// Claim records token as the row's owner, at the start of the critical
+// section (token-cas mode; a no-op in the others). It is unconditional:
+// the claimer believes it holds the lock, and any earlier holder's
+// writes are refused from now on.
+func (s *Store) Claim(ctx context.Context, token string) error {
+	if s.mode != TokenCAS {
+		return nil
+	}
+	if token == "" {
+		return errors.New("storage claim: empty token")
+	}
+	q, done, err := s.q(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	tag, err := q.Exec(ctx, `UPDATE counter SET owner = $1 WHERE id = 1`, token)
+	if err != nil {
+		return fmt.Errorf("storage claim: %v", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("storage claim: counter row missing (run storage.Setup)")
+	}
+	return nil
+}
+
+// Write stores value, the result of a read-modify-write that read `read`,
+// as the mode allows:
+//   - plain: always;
+//   - fenced: only if fence is at least the row's fence, which becomes fence;
+//   - token-cas: only while the row's owner is token (see Claim);
+//   - idempotent: only if no run of (Job, period) is recorded, where the
+//     period is the value read: each increment of the counter is one
+//     scheduled period, and two runs that read the same value are the
+//     same period run twice.
+//
+// It returns (false, nil) when the storage refused the write, and an error
+// when it could not tell (the write may or may not have taken effect).
+func (s *Store) Write(ctx context.Context, read, value int64, fence int64, token string) (accepted bool, err error) {
+	q, done, err := s.q(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer done()
+	var tag pgconn.CommandTag
+	switch s.mode {
+	case Plain:
+		tag, err = q.Exec(ctx, `UPDATE counter SET value = $1 WHERE id = 1`, value)
+	case Fenced:
+		tag, err = q.Exec(ctx, `UPDATE counter SET value = $1, fence = $2 WHERE id = 1 AND fence <= $2`, value, fence)
+	case TokenCAS:
+		tag, err = q.Exec(ctx, `UPDATE counter SET value = $1 WHERE id = 1 AND owner = $2`, value, token)
+	case Idempotent:
+		return s.writeOnce(ctx, q, read, value)
+	default:
+		return false, fmt.Errorf("storage: unknown mode %q", s.mode)
+	}
+	if err != nil {
+		return false, fmt.Errorf("storage write: %v", err)
+	}
+	switch tag.RowsAffected() {
+	case 1:
+		return true, nil
+	case 0:
+		if s.mode == Plain {
+			return false, fmt.Errorf("storage write: counter row missing (run storage.Setup)")
+		}
+		return false, nil // the WHERE clause refused it
+	default:
+		return false, fmt.Errorf("storage write: %d rows updated", tag.RowsAffected())
+	}
+}
+
+// writeOnce is idempotent mode's write: the run record and the counter
+// update commit together (on a WithTx view, as a savepoint inside the
+// lock's transaction).
+func (s *Store) writeOnce(ctx context.Context, q querier, read, value int64) (bool, error) {
+	tx, err := q.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("storage write: %v", err)
+	}
+	defer tx.Rollback(context.Background()) // no-op after Commit
+	// ON CONFLICT DO NOTHING: a concurrent run of the same period waits
+	// for the first to commit, then inserts nothing.
+	tag, err := tx.Exec(ctx, `INSERT INTO runs (job, period) VALUES ($1, $2) ON CONFLICT (job, period) DO NOTHING`,
+		s.Job, strconv.FormatInt(read, 10))
+	if err != nil {
+		return false, fmt.Errorf("storage write: %v", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return false, nil // a duplicate (job, period): refused
+	}
+	tag, err = tx.Exec(ctx, `UPDATE counter SET value = $1 WHERE id = 1`, value)
+	if err != nil {
+		return false, fmt.Errorf("storage write: %v", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return false, fmt.Errorf("storage write: counter row missing (run storage.Setup)")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("storage write: commit: %v", err)
+	}
+	return true, nil
+}
+
+// Close closes the store's connection (not a WithTx view's transaction).
+func (s *Store) Close() {
+	if s.tx != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if *s.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		(*s.conn).Close(ctx)
+		*s.conn = nil
+	}
+}
