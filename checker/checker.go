@@ -1,0 +1,271 @@
+// Package checker turns a history into a verdict: mutual exclusion of the
+// lock as its clients saw it (porcupine), damage to the protected counter
+// (porcupine), fencing, and liveness; each reports its own outcome and the
+// events that prove its findings.
+package checker
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"locksim/history"
+)
+
+// Options tune a check.
+type Options struct {
+	// Timeout bounds each porcupine check (default 10s); a check that runs
+	// out of time is unknown, never a violation.
+	Timeout time.Duration
+	// MaxGap, when positive, makes a span longer than this with acquires
+	// attempted and none granted a liveness failure.
+	MaxGap time.Duration
+}
+
+// Verdicts.
+const (
+	Safe    = "safe"
+	Unsafe  = "unsafe"
+	Leaked  = "leaked"
+	Unknown = "unknown"
+)
+
+// Result is what a check found.
+type Result struct {
+	// Verdict is unknown (a porcupine check timed out), unsafe (damage,
+	// a broken fence, or, with no protected write in the history, two
+	// clients holding the lock at once), leaked (a liveness failure) or
+	// safe.
+	Verdict string `json:"verdict"`
+	// Summary is one sentence that says why.
+	Summary string `json:"summary"`
+	// Violations counts the distinct findings: overlapping holds, lost
+	// updates, stale writes, tokens gone backwards, leaks and stalls.
+	Violations int            `json:"violations"`
+	Mutex      MutexResult    `json:"mutex"`
+	Damage     DamageResult   `json:"damage"`
+	Fencing    FencingResult  `json:"fencing"`
+	Liveness   LivenessResult `json:"liveness"`
+}
+
+// Check runs the four checkers on a history and gives the verdict.
+func Check(events []history.Event, o Options) Result {
+	p := parse(events)
+	var r Result
+	r.Mutex, _, _ = checkMutex(p, o)
+	r.Damage = checkDamage(p, o)
+	r.Fencing = checkFencing(p)
+	r.Liveness = checkLiveness(p, o)
+	r.Violations = r.Mutex.OverlapCount + r.Damage.LostUpdateCount + r.Damage.StaleWriteCount +
+		r.Fencing.BackwardsCount + r.Liveness.LeakCount + len(r.Liveness.Stalls)
+
+	damaged := r.Damage.Outcome == OutcomeIllegal || r.Damage.LostUpdateCount+r.Damage.StaleWriteCount > 0
+	mutexBroken := r.Mutex.Outcome == OutcomeIllegal || r.Mutex.OverlapCount > 0
+	switch {
+	case r.Mutex.Outcome == OutcomeUnknown || r.Damage.Outcome == OutcomeUnknown:
+		r.Verdict = Unknown
+	case damaged || r.Fencing.BackwardsCount > 0 || (p.writes == 0 && mutexBroken):
+		r.Verdict = Unsafe
+	case r.Liveness.Outcome == OutcomeIllegal:
+		r.Verdict = Leaked
+	default:
+		r.Verdict = Safe
+	}
+	r.Summary = summarize(&r, p, o)
+	return r
+}
+
+func summarize(r *Result, p *parsed, o Options) string {
+	more := func(s string) string {
+		if r.Violations > 1 {
+			return fmt.Sprintf("%s (%d findings in all)", s, r.Violations)
+		}
+		return s
+	}
+	switch r.Verdict {
+	case Unknown:
+		var which []string
+		if r.Mutex.Outcome == OutcomeUnknown {
+			which = append(which, fmt.Sprintf("mutual exclusion (%d operations)", r.Mutex.Operations))
+		}
+		if r.Damage.Outcome == OutcomeUnknown {
+			which = append(which, fmt.Sprintf("damage (%d writes)", r.Damage.Accepted+r.Damage.Unknown))
+		}
+		s := fmt.Sprintf("unknown: the %s check timed out after %s", joinAnd(which), o.timeout())
+		if r.Violations > 0 {
+			s += fmt.Sprintf(" (%d findings so far)", r.Violations)
+		}
+		return s
+	case Unsafe:
+		switch {
+		case len(r.Damage.LostUpdates) > 0:
+			l := r.Damage.LostUpdates[0]
+			return more(fmt.Sprintf("unsafe: lost update on %s: client %d's write #%d (%s) and client %d's write #%d (%s) both read %d and both were accepted",
+				l.Key, l.ClientA, l.WriteA.Seq, secs(l.WriteA.Time), l.ClientB, l.WriteB.Seq, secs(l.WriteB.Time), l.Read))
+		case len(r.Damage.StaleWrites) > 0:
+			s := r.Damage.StaleWrites[0]
+			return more(fmt.Sprintf("unsafe: storage accepted client %d's stale write #%d on %s at %s: it %s",
+				s.Client, s.Write.Seq, s.Key, secs(s.Write.Time), s.Detail))
+		case len(r.Fencing.Backwards) > 0:
+			b := r.Fencing.Backwards[0]
+			what := "an acquire was granted"
+			if b.Kind == "write" {
+				what = "storage accepted a write with"
+			}
+			return more(fmt.Sprintf("unsafe: the fencing token went backwards on %s: %s fence %d (#%d by client %d, %s) after fence %d (#%d by client %d, %s)",
+				b.Key, what, b.Fence, b.Event.Seq, b.Event.Process, secs(b.Event.Time), b.Previous, b.Earlier.Seq, b.Earlier.Process, secs(b.Earlier.Time)))
+		case r.Damage.Outcome == OutcomeIllegal:
+			return more("unsafe: no order of the accepted writes explains the values they read")
+		case len(r.Mutex.Overlaps) > 0:
+			return more("unsafe: " + describeOverlap(r.Mutex.Overlaps[0]))
+		}
+		return more("unsafe: no order of the lock's grants and releases keeps one holder at a time")
+	case Leaked:
+		if len(r.Liveness.Leaks) > 0 {
+			l := r.Liveness.Leaks[0]
+			return more(fmt.Sprintf("leaked: lock %s stayed held after client %d %s at %s: client %d's acquire #%d failed at %s (%d failed acquires)",
+				l.Key, l.Holder, l.Gone, secs(l.GoneAt), l.FailedAcquire.Process, l.FailedAcquire.Seq, secs(l.FailedAcquire.Time), l.Failures))
+		}
+		s := r.Liveness.Stalls[0]
+		return more(fmt.Sprintf("leaked: no acquire of %s was granted between %s and %s (%d attempts refused, longer than %s)",
+			s.Key, secs(s.From), secs(s.To), s.Attempts, o.MaxGap))
+	}
+	// Safe.
+	if len(r.Mutex.Overlaps) > 0 {
+		s := "safe, but the lock was violated: " + describeOverlap(r.Mutex.Overlaps[0])
+		if r.Mutex.OverlapCount > 1 {
+			s += fmt.Sprintf(" (%d overlaps in all)", r.Mutex.OverlapCount)
+		}
+		s += fmt.Sprintf("; the data stayed intact: %d writes accepted with no lost update or stale write", r.Damage.Accepted)
+		if r.Damage.Refused > 0 {
+			s += fmt.Sprintf(", %d refused", r.Damage.Refused)
+			if r.Fencing.Refused > 0 {
+				s += " by the fence"
+			}
+		}
+		return s
+	}
+	s := fmt.Sprintf("safe: %d holds with no overlap", r.Mutex.Holds)
+	if r.Damage.Outcome != OutcomeSkipped {
+		s += fmt.Sprintf(", %d writes accepted with no lost update or stale write", r.Damage.Accepted)
+		if r.Damage.Refused > 0 {
+			s += fmt.Sprintf(", %d refused", r.Damage.Refused)
+		}
+	}
+	return s
+}
+
+func describeOverlap(ov Overlap) string {
+	return fmt.Sprintf("clients %d and %d both held lock %s between %s and %s (acquire #%d by client %d, acquire #%d by client %d)",
+		ov.ClientA, ov.ClientB, ov.Key, secs(ov.From), secs(ov.To), ov.AcquireA.Seq, ov.ClientA, ov.AcquireB.Seq, ov.ClientB)
+}
+
+func joinAnd(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return xs[0] + " and " + xs[1]
+}
+
+// Visualize runs the mutual-exclusion check verbosely and writes
+// porcupine's HTML visualization to w, with the history's faults as spans
+// (a Fault to its Heal, tagged with the target), its notes as points, and
+// client crashes on the crashed client's row.
+func Visualize(events []history.Event, o Options, w io.Writer) error {
+	p := parse(events)
+	ops := mutexOperations(p, holds(p))
+	_, info := porcupine.CheckOperationsVerbose(mutexModel, ops, o.timeout())
+	info.AddAnnotations(Annotations(events))
+	return porcupine.Visualize(mutexModel, info, w)
+}
+
+// Annotations turns the history's faults, heals, notes and crashes into
+// porcupine annotations: a Fault and the next Heal of the same fault and
+// target become one span (an unhealed fault runs to the end of the
+// history), a note a point.
+func Annotations(events []history.Event) []porcupine.Annotation {
+	p := parse(events)
+	var out []porcupine.Annotation
+	type faultKey struct{ op, target string }
+	open := map[faultKey][]history.Event{}
+	var order []faultKey
+	span := func(f history.Event, end int64, healed bool) {
+		tag := f.Target
+		if tag == "" {
+			tag = "nemesis"
+		}
+		desc := f.Op
+		if f.Detail != "" {
+			desc += " " + f.Detail
+		}
+		details := fmt.Sprintf("%s from %s", desc, secs(f.Time))
+		if healed {
+			details += " to " + secs(end)
+		} else {
+			details += ", never healed"
+		}
+		out = append(out, porcupine.Annotation{
+			Tag: tag, Start: f.Time, End: end, Description: desc, Details: details,
+			BackgroundColor: "#f9d6d5",
+		})
+	}
+	for _, e := range p.faults {
+		switch e.Type {
+		case history.Fault:
+			k := faultKey{e.Op, e.Target}
+			if _, ok := open[k]; !ok {
+				order = append(order, k)
+			}
+			open[k] = append(open[k], e)
+		case history.Heal:
+			k := faultKey{e.Op, e.Target}
+			if fs := open[k]; len(fs) > 0 {
+				span(fs[0], e.Time, true)
+				open[k] = fs[1:]
+				continue
+			}
+			tag := e.Target
+			if tag == "" {
+				tag = "nemesis"
+			}
+			out = append(out, porcupine.Annotation{Tag: tag, Start: e.Time, Description: "heal " + e.Op, Details: e.Detail})
+		case history.Note:
+			out = append(out, porcupine.Annotation{Tag: "story", Start: e.Time, Description: noteText(e), Details: e.Op})
+		}
+	}
+	for _, k := range order {
+		for _, f := range open[k] {
+			span(f, p.last, false)
+		}
+	}
+	for _, e := range p.notes {
+		out = append(out, porcupine.Annotation{ClientId: e.Process - 1, Start: e.Time, Description: noteText(e), Details: e.Op})
+	}
+	procs := make([]int, 0, len(p.crashes))
+	for proc := range p.crashes {
+		procs = append(procs, proc)
+	}
+	sort.Ints(procs)
+	for _, proc := range procs {
+		for _, c := range p.crashes[proc] {
+			out = append(out, porcupine.Annotation{
+				ClientId: c.Process - 1, Start: c.Time, Description: "crash", Details: c.Detail,
+				BackgroundColor: "#f4a3a0",
+			})
+		}
+	}
+	return out
+}
+
+func noteText(e history.Event) string {
+	if e.Detail != "" {
+		return e.Detail
+	}
+	return e.Op
+}

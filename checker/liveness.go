@@ -1,0 +1,251 @@
+package checker
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"locksim/history"
+)
+
+// ExpirySlack is added to a lease's TTL before the checker counts the lock
+// as expired on the server.
+const ExpirySlack = time.Second
+
+// LivenessResult is the liveness check: a lock that stayed held with no
+// live holder, and (with Options.MaxGap) no grant for too long.
+type LivenessResult struct {
+	// Outcome is ok, illegal (a leak or a stall) or skipped (no acquire).
+	Outcome   string  `json:"outcome"`
+	LeakCount int     `json:"leak_count"`
+	Leaks     []Leak  `json:"leaks,omitempty"`
+	Stalls    []Stall `json:"stalls,omitempty"`
+}
+
+// Leak is a lock refused to a client after every earlier holder was gone.
+type Leak struct {
+	Key string `json:"key"`
+	// Holder is the last holder to go, Acquire its acquire's completion.
+	Holder  int           `json:"holder"`
+	Acquire history.Event `json:"acquire"`
+	// Gone is how it went: released, crashed or expired; GoneAt when;
+	// Release the event that says so (the release's Ok, the crash; the
+	// acquire's invocation, whose TTL ran out).
+	Gone    string        `json:"gone"`
+	GoneAt  int64         `json:"gone_at"`
+	Release history.Event `json:"release"`
+	// FailedAcquire is the first acquire refused afterwards; Failures
+	// counts them all.
+	FailedAcquire history.Event `json:"failed_acquire"`
+	Failures      int           `json:"failures"`
+}
+
+// Stall is a span longer than Options.MaxGap with acquires attempted and
+// none granted.
+type Stall struct {
+	Key  string `json:"key"`
+	From int64  `json:"from"`
+	To   int64  `json:"to"`
+	// Since is the last grant before the span (or the first attempt),
+	// Failed the last refused acquire in it.
+	Since    history.Event `json:"since"`
+	Failed   history.Event `json:"failed"`
+	Attempts int           `json:"attempts"`
+}
+
+type holder struct {
+	o      *op
+	gone   int64
+	kind   string
+	goneEv history.Event
+}
+
+func checkLiveness(p *parsed, o Options) LivenessResult {
+	var r LivenessResult
+	acquires := map[string][]*op{}
+	releases := map[procKey][]*op{}
+	extends := map[procKey][]*op{}
+	var keys []string
+	for _, x := range p.ops {
+		pk := procKey{x.inv.Process, x.key()}
+		switch x.inv.Op {
+		case history.OpAcquire:
+			if _, ok := acquires[pk.key]; !ok {
+				keys = append(keys, pk.key)
+			}
+			acquires[pk.key] = append(acquires[pk.key], x)
+		case history.OpRelease:
+			releases[pk] = append(releases[pk], x)
+		case history.OpExtend:
+			extends[pk] = append(extends[pk], x)
+		}
+	}
+	if len(keys) == 0 {
+		r.Outcome = OutcomeSkipped
+		return r
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		all := acquires[k] // ordered by invocation
+		var hs []holder
+		// The acquire's release is before the same client's next
+		// acquire of this key.
+		next := make([]int64, len(all))
+		seenNext := map[int]int64{}
+		for i := len(all) - 1; i >= 0; i-- {
+			next[i] = math.MaxInt64
+			if t, ok := seenNext[all[i].inv.Process]; ok {
+				next[i] = t
+			}
+			seenNext[all[i].inv.Process] = all[i].inv.Time
+		}
+		for i, a := range all {
+			if a.status() == history.Fail {
+				continue
+			}
+			hs = append(hs, goneTime(p, a, next[i], releases, extends))
+		}
+		// Leaks: every holder invoked before the refusal completed was
+		// gone before it was invoked.
+		prefMax := make([]int, len(hs)) // index of the latest gone holder
+		for i := range hs {
+			prefMax[i] = i
+			if i > 0 && hs[prefMax[i-1]].gone >= hs[i].gone {
+				prefMax[i] = prefMax[i-1]
+			}
+		}
+		leaks := map[int]*Leak{}
+		var order []int
+		for _, f := range all {
+			if f.status() != history.Fail {
+				continue
+			}
+			n := sort.Search(len(hs), func(i int) bool { return hs[i].o.inv.Time >= f.done.Time })
+			if n == 0 {
+				continue
+			}
+			last := hs[prefMax[n-1]]
+			if last.gone >= f.inv.Time {
+				continue
+			}
+			if l := leaks[prefMax[n-1]]; l != nil {
+				l.Failures++
+				continue
+			}
+			leaks[prefMax[n-1]] = &Leak{
+				Key: k, Holder: last.o.inv.Process, Acquire: last.o.completion(),
+				Gone: last.kind, GoneAt: last.gone, Release: last.goneEv,
+				FailedAcquire: f.done, Failures: 1,
+			}
+			order = append(order, prefMax[n-1])
+		}
+		for _, i := range order {
+			r.LeakCount++
+			r.Leaks = appendCapped(r.Leaks, *leaks[i])
+		}
+		if o.MaxGap > 0 {
+			r.Stalls = append(r.Stalls, stalls(k, all, o.MaxGap)...)
+		}
+	}
+	r.Outcome = OutcomeOk
+	if r.LeakCount+len(r.Stalls) > 0 {
+		r.Outcome = OutcomeIllegal
+	}
+	return r
+}
+
+// goneTime says when the holder of acquire a was surely gone: its release
+// returned Ok, its process crashed, or its lease (with extends, plus
+// ExpirySlack) ran out on the server.
+func goneTime(p *parsed, a *op, next int64, releases, extends map[procKey][]*op) holder {
+	h := holder{o: a, gone: math.MaxInt64}
+	pk := procKey{a.inv.Process, a.key()}
+	after := a.inv.Time
+	rels := releases[pk]
+	rels = rels[sort.Search(len(rels), func(i int) bool { return rels[i].inv.Time >= after }):]
+	for _, rel := range rels {
+		if rel.inv.Time > next {
+			break
+		}
+		if !tokensMatch(a.token(), rel.token()) {
+			continue
+		}
+		if rel.status() == history.Ok {
+			h.gone, h.kind, h.goneEv = rel.done.Time, "released", rel.done
+			break
+		}
+	}
+	for _, c := range p.crashes[a.inv.Process] {
+		if c.Time >= after {
+			if c.Time < h.gone {
+				h.gone, h.kind, h.goneEv = c.Time, "crashed", c
+			}
+			break
+		}
+	}
+	if a.inv.TTL > 0 {
+		exp := a.inv.Time + a.inv.TTL
+		forever := false
+		exts := extends[pk]
+		exts = exts[sort.Search(len(exts), func(i int) bool { return exts[i].inv.Time >= after }):]
+		for _, e := range exts {
+			if e.inv.Time > next {
+				break
+			}
+			if e.status() == history.Fail || !tokensMatch(a.token(), e.token()) {
+				continue
+			}
+			if e.inv.TTL <= 0 {
+				forever = true
+				break
+			}
+			exp = max(exp, e.inv.Time+e.inv.TTL)
+		}
+		exp += int64(ExpirySlack)
+		if !forever && exp < h.gone {
+			h.gone, h.kind, h.goneEv = exp, "expired", a.inv
+		}
+	}
+	return h
+}
+
+func stalls(key string, all []*op, maxGap time.Duration) []Stall {
+	var grants []*op
+	for _, a := range all {
+		if a.status() == history.Ok {
+			grants = append(grants, a)
+		}
+	}
+	sort.SliceStable(grants, func(i, j int) bool { return grants[i].done.Time < grants[j].done.Time })
+	byPrev := map[int]*Stall{}
+	var order []int
+	for _, f := range all {
+		if f.status() == history.Ok {
+			continue
+		}
+		end := f.completion().Time
+		n := sort.Search(len(grants), func(i int) bool { return grants[i].done.Time > end })
+		since := all[0].inv
+		if n > 0 {
+			since = grants[n-1].done
+		}
+		if end-since.Time <= int64(maxGap) {
+			continue
+		}
+		s := byPrev[n]
+		if s == nil {
+			s = &Stall{Key: key, From: since.Time, Since: since}
+			byPrev[n] = s
+			order = append(order, n)
+		}
+		s.Attempts++
+		if end >= s.To {
+			s.To, s.Failed = end, f.completion()
+		}
+	}
+	var out []Stall
+	for _, n := range order {
+		out = append(out, *byPrev[n])
+	}
+	return out
+}

@@ -1,0 +1,512 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"locksim/history"
+)
+
+// MutexResult is the mutual-exclusion check: the lock as its clients saw it.
+type MutexResult struct {
+	// Outcome is ok, illegal, unknown (porcupine timed out) or skipped
+	// (no lock was ever granted).
+	Outcome string `json:"outcome"`
+	// Holds counts the intervals in which a client believed it held a lock.
+	Holds int `json:"holds"`
+	// Operations counts the operations given to porcupine.
+	Operations int `json:"operations"`
+	// OverlapCount counts the pairs of overlapping holds; Overlaps lists
+	// them (at most MaxEvidence).
+	OverlapCount int       `json:"overlap_count"`
+	Overlaps     []Overlap `json:"overlaps,omitempty"`
+}
+
+// Overlap is two clients that both believed they held the same lock.
+type Overlap struct {
+	Key     string `json:"key"`
+	ClientA int    `json:"client_a"`
+	ClientB int    `json:"client_b"`
+	// From and To bound the time (ns) in which both held it.
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+	// AcquireA and AcquireB are the Ok events that granted the two holds
+	// (an extend Ok when a hold resumed after its lease had run out).
+	AcquireA history.Event `json:"acquire_a"`
+	AcquireB history.Event `json:"acquire_b"`
+	// Detail says how each hold ended.
+	Detail string `json:"detail,omitempty"`
+}
+
+// MaxEvidence bounds each list of findings in a Result; counts stay exact.
+const MaxEvidence = 1000
+
+// How a hold ended.
+const (
+	endOpen      = ""          // never, within the history
+	endRelease   = "release"   // its release was invoked
+	endLease     = "lease"     // its lease ran out
+	endCrash     = "crash"     // its process crashed
+	endReacquire = "reacquire" // the client was granted the same key again
+)
+
+// hold is an interval in which one client believed it held one key.
+type hold struct {
+	id       int
+	key      string
+	process  int
+	token    string
+	fence    int64
+	grant    *op // the acquire, or the extend that resumed a lapsed lease
+	start    int64
+	leaseEnd int64
+	end      int64 // math.MaxInt64 while open
+	endKind  string
+	endOp    *op           // the release
+	endEvent history.Event // the release invoke, the crash, or the new grant
+}
+
+func (h *hold) grantEvent() history.Event { return h.grant.done }
+
+func (h *hold) close(t int64, kind string) {
+	if h.leaseEnd != 0 && h.leaseEnd <= t {
+		h.end, h.endKind = h.leaseEnd, endLease
+		return
+	}
+	h.end, h.endKind = t, kind
+}
+
+func (h *hold) describeEnd() string {
+	who := fmt.Sprintf("client %d", h.process)
+	switch h.endKind {
+	case endRelease:
+		return fmt.Sprintf("%s invoked release at %s", who, secs(h.end))
+	case endLease:
+		return fmt.Sprintf("%s's lease ran out at %s", who, secs(h.end))
+	case endCrash:
+		return fmt.Sprintf("%s crashed at %s", who, secs(h.end))
+	case endReacquire:
+		return fmt.Sprintf("%s was granted the lock again at %s", who, secs(h.end))
+	}
+	return who + " still held it at the end of the history"
+}
+
+type procKey struct {
+	process int
+	key     string
+}
+
+func tokensMatch(a, b string) bool { return a == "" || b == "" || a == b }
+
+// holds derives, from the clients' operations, every interval in which a
+// client believed it held a key: from its acquire's Ok until the earliest
+// of the invoke of its release, its lease end (moved later by extends) and
+// its crash.
+func holds(p *parsed) []*hold {
+	type action struct {
+		t     int64
+		seq   int64
+		o     *op
+		crash *history.Event
+	}
+	var acts []action
+	for _, o := range p.ops {
+		switch o.inv.Op {
+		case history.OpAcquire, history.OpExtend:
+			if o.status() == history.Ok {
+				acts = append(acts, action{t: o.done.Time, seq: o.done.Seq, o: o})
+			}
+		case history.OpRelease:
+			acts = append(acts, action{t: o.inv.Time, seq: o.inv.Seq, o: o})
+		}
+	}
+	for _, cs := range p.crashes {
+		for i := range cs {
+			acts = append(acts, action{t: cs[i].Time, seq: cs[i].Seq, crash: &cs[i]})
+		}
+	}
+	sort.SliceStable(acts, func(i, j int) bool {
+		if acts[i].t != acts[j].t {
+			return acts[i].t < acts[j].t
+		}
+		return acts[i].seq < acts[j].seq
+	})
+
+	var all []*hold
+	open := map[procKey]*hold{}
+	lapsed := map[procKey]*hold{} // holds whose lease ran out, for extends
+	// current returns the open hold of pk at time t, closing it first if
+	// its lease ran out before t.
+	current := func(pk procKey, t int64) *hold {
+		h := open[pk]
+		if h != nil && h.leaseEnd != 0 && h.leaseEnd < t {
+			h.close(h.leaseEnd, endLease)
+			delete(open, pk)
+			lapsed[pk] = h
+			return nil
+		}
+		return h
+	}
+	newHold := func(o *op, token string, fence, leaseEnd int64) {
+		h := &hold{
+			id: len(all) + 1, key: o.key(), process: o.inv.Process, token: token,
+			fence: fence, grant: o, start: o.done.Time, leaseEnd: leaseEnd, end: math.MaxInt64,
+		}
+		all = append(all, h)
+		pk := procKey{h.process, h.key}
+		open[pk] = h
+		delete(lapsed, pk)
+	}
+	for _, a := range acts {
+		if a.crash != nil {
+			for pk, h := range open {
+				if pk.process == a.crash.Process {
+					h.close(a.t, endCrash)
+					h.endEvent = *a.crash
+					delete(open, pk)
+				}
+			}
+			for pk := range lapsed {
+				if pk.process == a.crash.Process {
+					delete(lapsed, pk)
+				}
+			}
+			continue
+		}
+		o := a.o
+		pk := procKey{o.inv.Process, o.key()}
+		h := current(pk, a.t)
+		switch o.inv.Op {
+		case history.OpAcquire:
+			if h != nil {
+				h.close(a.t, endReacquire)
+				h.endEvent = o.done
+				delete(open, pk)
+			}
+			le := o.done.LeaseEnd
+			if le != 0 && le <= a.t {
+				continue // granted already expired: never held
+			}
+			newHold(o, o.token(), o.fence(), le)
+		case history.OpExtend:
+			le := o.done.LeaseEnd
+			if h != nil && tokensMatch(h.token, o.token()) {
+				if h.leaseEnd != 0 && le > h.leaseEnd {
+					h.leaseEnd = le
+				}
+				continue
+			}
+			// An extend granted after the lease had run out: the client
+			// believes it holds the lock again, from the extend's Ok.
+			if l := lapsed[pk]; h == nil && l != nil && tokensMatch(l.token, o.token()) && le > a.t {
+				f := o.fence()
+				if f == 0 {
+					f = l.fence
+				}
+				newHold(o, l.token, f, le)
+			}
+		case history.OpRelease:
+			if h != nil && tokensMatch(h.token, o.token()) {
+				h.close(a.t, endRelease)
+				h.endOp, h.endEvent = o, o.inv
+				delete(open, pk)
+			}
+			delete(lapsed, pk)
+		}
+	}
+	for _, h := range open {
+		if h.leaseEnd != 0 {
+			h.close(h.leaseEnd, endLease)
+		}
+	}
+	return all
+}
+
+// overlaps sweeps the holds of each key for pairs of clients whose holds
+// intersect (as open intervals: a hold that ends at t and one that starts
+// at t do not overlap, as porcupine reads closed operation intervals).
+func overlaps(hs []*hold, last int64) (n int, out []Overlap) {
+	byKey := map[string][]*hold{}
+	var keys []string
+	for _, h := range hs {
+		if _, ok := byKey[h.key]; !ok {
+			keys = append(keys, h.key)
+		}
+		byKey[h.key] = append(byKey[h.key], h)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		list := byKey[k]
+		sort.SliceStable(list, func(i, j int) bool { return list[i].start < list[j].start })
+		var active []*hold
+		for _, h := range list {
+			kept := active[:0]
+			for _, a := range active {
+				if a.end > h.start {
+					kept = append(kept, a)
+				}
+			}
+			active = kept
+			for _, a := range active {
+				if a.process == h.process || h.end <= h.start {
+					continue
+				}
+				n++
+				if len(out) >= MaxEvidence {
+					continue
+				}
+				to := min(a.end, h.end)
+				if to == math.MaxInt64 {
+					to = last
+				}
+				out = append(out, Overlap{
+					Key: k, ClientA: a.process, ClientB: h.process, From: h.start, To: to,
+					AcquireA: a.grantEvent(), AcquireB: h.grantEvent(),
+					Detail: a.describeEnd() + "; " + h.describeEnd(),
+				})
+			}
+			if h.end > h.start {
+				active = append(active, h)
+			}
+		}
+	}
+	return n, out
+}
+
+// Porcupine's view of the lock.
+
+// MutexInput is the input of one operation of the mutex model.
+type MutexInput struct {
+	Kind   string // acquire, release, lease, crash, reacquire
+	Key    string
+	Client int
+	Hold   int // the hold this operation starts or ends
+	Fence  int64
+	Seq    int64 // the event that says so
+}
+
+// MutexOutput is the output of one operation of the mutex model.
+type MutexOutput struct {
+	Unknown bool // a release whose outcome is unknown
+}
+
+// MutexState is who holds the lock; the zero value is free.
+type MutexState struct {
+	Hold   int
+	Client int
+	Fence  int64
+}
+
+var mutexModel = porcupine.Model{
+	Partition: func(ops []porcupine.Operation) [][]porcupine.Operation {
+		return partitionByKey(ops, func(o porcupine.Operation) string { return o.Input.(MutexInput).Key })
+	},
+	Init: func() interface{} { return MutexState{} },
+	Step: func(state, input, output interface{}) (bool, interface{}) {
+		s := state.(MutexState)
+		in := input.(MutexInput)
+		if in.Kind == history.OpAcquire {
+			if s.Hold != 0 {
+				return false, s
+			}
+			return true, MutexState{Hold: in.Hold, Client: in.Client, Fence: in.Fence}
+		}
+		if s.Hold != in.Hold {
+			return false, s
+		}
+		return true, MutexState{}
+	},
+	Equal: func(a, b interface{}) bool { return a.(MutexState) == b.(MutexState) },
+	Hash:  func(s interface{}) uint64 { return uint64(s.(MutexState).Hold) },
+	DescribeOperation: func(input, output interface{}) string {
+		in := input.(MutexInput)
+		c := fmt.Sprintf("client %d", in.Client)
+		switch in.Kind {
+		case history.OpAcquire:
+			s := fmt.Sprintf("%s acquire %s → granted", c, in.Key)
+			if in.Fence != 0 {
+				s += fmt.Sprintf(", fence %d", in.Fence)
+			}
+			return fmt.Sprintf("%s (#%d)", s, in.Seq)
+		case history.OpRelease:
+			s := fmt.Sprintf("%s release %s (#%d)", c, in.Key, in.Seq)
+			if output.(MutexOutput).Unknown {
+				s += " → outcome unknown"
+			}
+			return s
+		case endLease:
+			return fmt.Sprintf("%s's lease on %s runs out", c, in.Key)
+		case endCrash:
+			return fmt.Sprintf("%s crashes, losing %s (#%d)", c, in.Key, in.Seq)
+		case endReacquire:
+			return fmt.Sprintf("%s drops its old lease on %s (granted again, #%d)", c, in.Key, in.Seq)
+		}
+		return fmt.Sprintf("%s %s %s", c, in.Kind, in.Key)
+	},
+	DescribeState: func(state interface{}) string {
+		s := state.(MutexState)
+		if s.Hold == 0 {
+			return "free"
+		}
+		if s.Fence != 0 {
+			return fmt.Sprintf("held by client %d (fence %d)", s.Client, s.Fence)
+		}
+		return fmt.Sprintf("held by client %d", s.Client)
+	},
+}
+
+// segmentedMutexModel is mutexModel with each key's operations cut further
+// at every instant when the lock is surely free and no operation is in
+// flight: every operation before it returned before every operation after
+// it was called, and every hold begun before it has ended before it. The
+// state there is free in any linearization, so each segment is checked on
+// its own from the initial state, and a history is linearizable exactly
+// when every segment is. This keeps porcupine's per-partition cost (a
+// bitset of the partition's size cloned at every step) small on long
+// histories.
+var segmentedMutexModel = func() porcupine.Model {
+	m := mutexModel
+	m.Partition = func(ops []porcupine.Operation) [][]porcupine.Operation {
+		var out [][]porcupine.Operation
+		for _, part := range mutexModel.Partition(ops) {
+			out = append(out, segmentMutex(part)...)
+		}
+		return out
+	}
+	return m
+}()
+
+// minSegment is the fewest operations a segment holds before it is cut:
+// many tiny partitions cost more in porcupine's set-up than they save.
+var minSegment = 256
+
+func segmentMutex(ops []porcupine.Operation) [][]porcupine.Operation {
+	sortByCall(ops)
+	var out [][]porcupine.Operation
+	start, open := 0, 0
+	maxRet := int64(math.MinInt64)
+	for i, o := range ops {
+		if i-start >= minSegment && open == 0 && maxRet < o.Call {
+			out = append(out, ops[start:i:i])
+			start = i
+		}
+		if o.Input.(MutexInput).Kind == history.OpAcquire {
+			open++
+		} else {
+			open--
+		}
+		maxRet = max(maxRet, o.Return)
+	}
+	return append(out, ops[start:])
+}
+
+// sortByCall orders operations by call time, an acquire before the end of
+// the same hold when both are called at once.
+func sortByCall(ops []porcupine.Operation) {
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+}
+
+// partitionByKey groups operations by key, keys in order.
+func partitionByKey(ops []porcupine.Operation, key func(porcupine.Operation) string) [][]porcupine.Operation {
+	idx := map[string]int{}
+	var keys []string
+	for _, o := range ops {
+		k := key(o)
+		if _, ok := idx[k]; !ok {
+			idx[k] = 0
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		idx[k] = i
+	}
+	out := make([][]porcupine.Operation, len(keys))
+	for _, o := range ops {
+		i := idx[key(o)]
+		out[i] = append(out[i], o)
+	}
+	return out
+}
+
+// MutexModel is the porcupine model of a lock, partitioned by key: its state
+// is the hold that has it (free at first); an acquire needs it free, and
+// only the end of that hold (its release, its lease running out, its
+// client's crash) frees it.
+func MutexModel() porcupine.Model { return mutexModel }
+
+// MutexOperations builds the mutex model's operations from a history: one
+// acquire per hold, over the acquire's [invoke, ok], and one operation that
+// ends it ([invoke, completion] of a release, a point at the lease end or
+// crash). Failed acquires add no constraint and are left out.
+func MutexOperations(events []history.Event) []porcupine.Operation {
+	p := parse(events)
+	return mutexOperations(p, holds(p))
+}
+
+func mutexOperations(p *parsed, hs []*hold) []porcupine.Operation {
+	ops := make([]porcupine.Operation, 0, 2*len(hs))
+	for _, h := range hs {
+		in := MutexInput{Kind: history.OpAcquire, Key: h.key, Client: h.process, Hold: h.id, Fence: h.fence, Seq: h.grant.done.Seq}
+		ops = append(ops, porcupine.Operation{
+			ClientId: h.process - 1, Input: in, Output: MutexOutput{},
+			Call: h.grant.inv.Time, Return: h.start,
+		})
+		if h.endKind == endOpen {
+			continue
+		}
+		in.Kind, in.Seq = h.endKind, h.endEvent.Seq
+		o := porcupine.Operation{ClientId: h.process - 1, Input: in, Output: MutexOutput{}, Call: h.end, Return: h.end}
+		if h.endKind == endRelease {
+			o.Return = h.endOp.returnTime(p.horizon)
+			o.Output = MutexOutput{Unknown: h.endOp.status() == history.Info}
+		}
+		ops = append(ops, o)
+	}
+	return ops
+}
+
+func checkMutex(p *parsed, o Options) (MutexResult, []*hold, porcupine.LinearizationInfo) {
+	hs := holds(p)
+	var r MutexResult
+	r.Holds = len(hs)
+	r.OverlapCount, r.Overlaps = overlaps(hs, p.last)
+	ops := mutexOperations(p, hs)
+	r.Operations = len(ops)
+	if len(ops) == 0 {
+		r.Outcome = OutcomeSkipped
+		return r, hs, porcupine.LinearizationInfo{}
+	}
+	res, info := porcupine.CheckOperationsVerbose(segmentedMutexModel, ops, o.timeout())
+	r.Outcome = outcome(res)
+	return r, hs, info
+}
+
+// Outcomes of one checker.
+const (
+	OutcomeOk      = "ok"
+	OutcomeIllegal = "illegal"
+	OutcomeUnknown = "unknown"
+	OutcomeSkipped = "skipped"
+)
+
+func outcome(r porcupine.CheckResult) string {
+	switch r {
+	case porcupine.Ok:
+		return OutcomeOk
+	case porcupine.Illegal:
+		return OutcomeIllegal
+	}
+	return OutcomeUnknown
+}
+
+func (o Options) timeout() time.Duration {
+	if o.Timeout <= 0 {
+		return 10 * time.Second
+	}
+	return o.Timeout
+}
