@@ -198,6 +198,15 @@ func (r *Redlock) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease
 	return l, nil
 }
 
+// PlainExpire renews key with a plain PEXPIRE on every node, without
+// checking whose key it is: seed 000's watchdog. It returns the nodes
+// where the key existed.
+func (r *Redlock) PlainExpire(ctx context.Context, key string, ttl time.Duration) ([]string, error) {
+	return r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+		return c.PExpire(ctx, key, ttl).Result()
+	}), nil
+}
+
 // Warm opens a connection to every node (PING), so that the first acquire
 // of a story does not pay for dialling inside its per-node timeout.
 func (r *Redlock) Warm(ctx context.Context) error {

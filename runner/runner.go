@@ -21,6 +21,7 @@ import (
 	"locksim/nemesis"
 	"locksim/reports"
 	"locksim/scenarios"
+	"locksim/storage"
 	"locksim/worker"
 )
 
@@ -58,6 +59,7 @@ type run struct {
 	pending map[int]<-chan error
 	faults  []nemesis.Fault
 	tmp     string
+	pg      *env.Postgres
 }
 
 // Run plays sc and returns its outcome. The environment is gone when it
@@ -151,10 +153,8 @@ func (r *run) setup(ctx context.Context) error {
 	if err != nil {
 		return harness("%v", err)
 	}
-	if spec.Backend == "redis" {
-		if err := r.startRedis(ctx); err != nil {
-			return err
-		}
+	if err := r.startServers(ctx, spec); err != nil {
+		return err
 	}
 	var (
 		mu   sync.Mutex
@@ -162,24 +162,19 @@ func (r *run) setup(ctx context.Context) error {
 		errs []error
 	)
 	for c := 1; c <= r.sc.Clients; c++ {
-		cfg := clients.Config{ClientID: c, NodeTimeout: r.sc.NodeTimeout.Duration}
-		for i := 0; i < r.sc.Nodes; i++ {
-			name := scenarios.NodeName(i)
-			l, err := r.target.Network.AddLink(env.LinkName(c, name), r.target.Redis[name].Addr)
-			if err != nil {
-				return harness("%v", err)
-			}
-			cfg.Redis = append(cfg.Redis, clients.Node{Name: name, Addr: l.Listen})
+		init, err := r.clientInit(c)
+		if err != nil {
+			return err
 		}
 		logf, err := os.Create(filepath.Join(r.o.Out, fmt.Sprintf("client-%d.log", c)))
 		if err != nil {
 			return harness("%v", err)
 		}
 		wg.Add(1)
-		go func(c int, cfg clients.Config) {
+		go func(c int, init worker.Init) {
 			defer wg.Done()
 			defer logf.Close()
-			w, err := worker.Start(ctx, c, r.rec, worker.Init{Lock: r.sc.Lock, Config: cfg}, logf)
+			w, err := worker.Start(ctx, c, r.rec, init, logf)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -188,29 +183,104 @@ func (r *run) setup(ctx context.Context) error {
 			}
 			r.clients[c] = w
 			r.target.Clients[c] = w.Proc()
-		}(c, cfg)
+		}(c, init)
 	}
 	wg.Wait()
 	if len(errs) > 0 {
 		return harness("starting clients: %v", errors.Join(errs...))
 	}
-	r.say("environment ready: %d Redis node(s), %d client process(es), %d proxies", r.sc.Nodes, r.sc.Clients, len(r.target.Network.Links()))
+	pg := "no PostgreSQL"
+	if r.pg != nil {
+		pg = "PostgreSQL on " + r.pg.Addr()
+	}
+	r.say("environment ready: %d Redis node(s), %s, %d client process(es), %d proxies", r.sc.Nodes, pg, r.sc.Clients, len(r.target.Network.Links()))
 	return nil
 }
 
-// startRedis starts the scenario's Redis nodes at once.
-func (r *run) startRedis(ctx context.Context) error {
+// clientInit builds client c's links, one proxy per server it talks to,
+// and the config its worker starts with.
+func (r *run) clientInit(c int) (worker.Init, error) {
+	in := worker.Init{
+		Lock:          r.sc.Lock,
+		Config:        clients.Config{ClientID: c, NodeTimeout: r.sc.NodeTimeout.Duration},
+		StorageMode:   storage.Mode(r.sc.Storage),
+		Fence:         r.sc.Fence,
+		Watchdog:      r.sc.Watchdog,
+		WatchdogEvery: r.sc.WatchdogEvery.Duration,
+	}
+	for i := 0; i < r.sc.Nodes; i++ {
+		name := scenarios.NodeName(i)
+		l, err := r.target.Network.AddLink(env.LinkName(c, name), r.target.Redis[name].Addr)
+		if err != nil {
+			return in, harness("%v", err)
+		}
+		in.Config.Redis = append(in.Config.Redis, clients.Node{Name: name, Addr: l.Listen})
+	}
+	if r.pg != nil {
+		// Two links: the lock's connection and the storage's, so a fault
+		// can hit one and not the other.
+		lock, err := r.target.Network.AddLink(env.LinkName(c, LinkPostgres), r.pg.Addr())
+		if err != nil {
+			return in, harness("%v", err)
+		}
+		store, err := r.target.Network.AddLink(env.LinkName(c, LinkStorage), r.pg.Addr())
+		if err != nil {
+			return in, harness("%v", err)
+		}
+		in.Config.Postgres = r.pg.DSN(lock.Listen)
+		if r.sc.Storage != "" || r.sc.Fence == "postgres" {
+			in.Storage = r.pg.DSN(store.Listen)
+		}
+	}
+	return in, nil
+}
+
+// Link names for a client's PostgreSQL connections, beside the Redis
+// node letters.
+const (
+	// LinkPostgres carries the lock's connection (advisory locks).
+	LinkPostgres = "pg"
+	// LinkStorage carries the protected storage's connection.
+	LinkStorage = "storage"
+)
+
+// needsPostgres says whether the scenario needs a PostgreSQL cluster.
+func (r *run) needsPostgres(spec clients.Spec) bool {
+	return spec.Backend == "postgres" || r.sc.Storage != "" || r.sc.Fence == "postgres"
+}
+
+// startServers starts the Redis nodes and PostgreSQL at once.
+func (r *run) startServers(ctx context.Context, spec clients.Spec) error {
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
 		errs []error
 	)
+	if r.needsPostgres(spec) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pg, err := env.StartPostgres(ctx, "", env.PostgresOptions{IdleSessionTimeout: r.sc.IdleSessionTimeout.Duration})
+			if err == nil {
+				err = storage.Setup(ctx, pg.DSN(pg.Addr()))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if pg != nil {
+				r.pg = pg
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	persistence := env.Persistence(r.sc.Persistence)
 	for i := 0; i < r.sc.Nodes; i++ {
 		name := scenarios.NodeName(i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := env.StartRedis(ctx, env.RedisOptions{Name: name, Dir: r.tmp})
+			s, err := env.StartRedis(ctx, env.RedisOptions{Name: name, Dir: r.tmp, Persistence: persistence})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -222,7 +292,7 @@ func (r *run) startRedis(ctx context.Context) error {
 	}
 	wg.Wait()
 	if len(errs) > 0 {
-		return harness("starting Redis: %v", errors.Join(errs...))
+		return harness("starting servers: %v", errors.Join(errs...))
 	}
 	return nil
 }
@@ -245,8 +315,14 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 		}
 	case "acquire", "release", "extend":
 		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.sc.Key, TTL: ttl})
+	case "write":
+		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.sc.Key, Work: st.Work.Duration})
 	case "wait":
-		return r.wait(ctx, st.Client)
+		if err := r.wait(ctx, st.Client); err != nil {
+			return err
+		}
+		r.report(st.Client)
+		return nil
 	case "partition":
 		return r.inject(ctx, &nemesis.Partition{Client: st.Client, Nodes: st.Nodes})
 	case "clock-jump":
@@ -287,6 +363,12 @@ func (r *run) report(client int) {
 		msg := fmt.Sprintf("  client %d %s: %s", client, e.Op, e.Type)
 		if len(e.Nodes) > 0 {
 			msg += fmt.Sprintf(", nodes %v", e.Nodes)
+		}
+		if e.Read != nil && e.Wrote != nil {
+			msg += fmt.Sprintf(", read %d, wrote %d", *e.Read, *e.Wrote)
+		}
+		if e.Fence != 0 {
+			msg += fmt.Sprintf(", fence %d", e.Fence)
 		}
 		if e.LeaseEnd > 0 {
 			msg += fmt.Sprintf(", believes it holds the lock until t=%.3fs", float64(e.LeaseEnd)/1e9)
@@ -355,6 +437,10 @@ func (r *run) teardown() {
 	for _, s := range r.target.Redis {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = s.Close() }()
+	}
+	if r.pg != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.pg.Stop() }()
 	}
 	wg.Wait()
 	r.target.Network.Close()

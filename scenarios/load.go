@@ -242,6 +242,24 @@ func (s *Scenario) validate() error {
 	if s.NodeTimeout.Duration <= 0 {
 		return s.errAt("node_timeout", "expected a positive duration, got %v", s.NodeTimeout)
 	}
+	if !contains([]string{"", "plain", "fenced", "token-cas", "idempotent"}, s.Storage) {
+		return s.errAt("storage", "expected plain, fenced, token-cas or idempotent, got %q", s.Storage)
+	}
+	if !contains([]string{"", "postgres", "redis-incr"}, s.Fence) {
+		return s.errAt("fence", "expected postgres or redis-incr, got %q", s.Fence)
+	}
+	if s.Fence == "redis-incr" && s.Nodes == 0 {
+		return s.errAt("fence", "redis-incr needs a Redis node: set nodes")
+	}
+	if !contains([]string{"", "token", "pexpire"}, s.Watchdog) {
+		return s.errAt("watchdog", "expected token or pexpire, got %q", s.Watchdog)
+	}
+	if !contains([]string{"", "none", "everysec", "always"}, s.Persistence) {
+		return s.errAt("persistence", "expected none, everysec or always, got %q", s.Persistence)
+	}
+	if s.WatchdogEvery.Duration < 0 || s.IdleSessionTimeout.Duration < 0 {
+		return s.errAt("watchdog_every", "expected a positive duration")
+	}
 	if len(s.Steps) == 0 {
 		return s.errAt("steps", "missing: a scripted scenario needs at least one step")
 	}
@@ -282,6 +300,12 @@ func (s *Scenario) validateStep(i int) error {
 		if len(n) != 1 || n[0] < 'A' || int(n[0]-'A') >= s.Nodes {
 			return at("node", "unknown node %q: this scenario has %d node(s), A to %s", n, s.Nodes, NodeName(max(s.Nodes-1, 0)))
 		}
+	}
+	if st.Work.Duration < 0 {
+		return at("work", "expected a positive duration, got %v", st.Work)
+	}
+	if st.Do == "write" && s.Storage == "" {
+		return at("do", "a write needs protected storage: set storage (plain, fenced, token-cas or idempotent)")
 	}
 	if st.For.Duration < 0 {
 		return at("for", "expected a positive duration, got %v", st.For)

@@ -37,6 +37,27 @@ type Scenario struct {
 	NodeTimeout Duration `yaml:"node_timeout"`
 	// Key is the lock's name. Default "L".
 	Key string `yaml:"key"`
+	// Storage is the protected resource, a counter row in PostgreSQL
+	// written by `write` steps: plain, fenced (refuses a fence lower than
+	// one it accepted), token-cas (writes only while the row carries this
+	// lease's token) or idempotent (unique (job, period)). Empty: none.
+	Storage string `yaml:"storage"`
+	// Fence is the fencing-token source handed out with each grant:
+	// postgres (a sequence) or redis-incr (INCR on node A). Empty: none.
+	Fence string `yaml:"fence"`
+	// Watchdog renews each lease in the background while the client
+	// lives: token (only while the key holds this lease's token) or
+	// pexpire (plain PEXPIRE, seed 000's code). Empty: no renewal.
+	Watchdog string `yaml:"watchdog"`
+	// WatchdogEvery is the renewal period. Default TTL/3.
+	WatchdogEvery Duration `yaml:"watchdog_every"`
+	// Persistence is how the Redis nodes keep data across a crash: none
+	// (default), everysec or always (AOF fsync policy).
+	Persistence string `yaml:"persistence"`
+	// Replicas gives every Redis node an asynchronous replica, for failover.
+	Replicas bool `yaml:"replicas"`
+	// IdleSessionTimeout sets PostgreSQL's idle_session_timeout.
+	IdleSessionTimeout Duration `yaml:"idle_session_timeout"`
 	// Expected is the verdict the story should end in: safe, unsafe or leaked.
 	Expected string `yaml:"expected"`
 	// Steps is the story, in order.
@@ -60,6 +81,8 @@ type Step struct {
 	Node string `yaml:"node"`
 	// Nodes lists servers, for a partition.
 	Nodes []string `yaml:"nodes"`
+	// Work is how long a write works between its read and its write.
+	Work Duration `yaml:"work"`
 	// By is the size of a clock jump (may be negative).
 	By Duration `yaml:"by"`
 	// For is how long a pause or sleep lasts.
@@ -92,6 +115,7 @@ var Actions = []Action{
 	{"release", "the client releases its lease", []string{"client"}},
 	{"extend", "the client renews its lease", []string{"client"}},
 	{"wait", "wait for the client's async operation to finish", []string{"client"}},
+	{"write", "the client reads the protected counter, works for `work`, writes counter+1 with its fence and token", []string{"client"}},
 	{"partition", "cut the client's links to the nodes (packets dropped, no reply)", []string{"client", "nodes"}},
 	{"clock-jump", "move the node's wall clock by `by`", []string{"node", "by"}},
 	{"sleep", "let `for` pass", []string{"for"}},
@@ -129,6 +153,8 @@ func NodeName(i int) string { return string(rune('A' + i)) }
 // Describe is a one-line account of a step, for narration and errors.
 func (s Step) Describe() string {
 	switch s.Do {
+	case "write":
+		return fmt.Sprintf("client %d: read-modify-write (work %v)", s.Client, s.Work)
 	case "acquire", "release", "extend", "wait":
 		return fmt.Sprintf("client %d: %s", s.Client, s.Do)
 	case "partition":

@@ -18,6 +18,7 @@ import (
 
 	"locksim/clients"
 	"locksim/history"
+	"locksim/storage"
 )
 
 // EnvVar marks a process as a worker.
@@ -45,6 +46,19 @@ type Init struct {
 	Lock string `json:"lock"`
 	// Config is the lock's connection config, as this client reaches it.
 	Config clients.Config `json:"config"`
+	// Storage is the protected resource's connection string ("": none).
+	Storage string `json:"storage,omitempty"`
+	// StorageMode is plain, fenced, token-cas or idempotent.
+	StorageMode storage.Mode `json:"storage_mode,omitempty"`
+	// Fence names the fencing-token source: "" (none), "postgres" (a
+	// sequence, through Storage) or "redis-incr" (INCR on the first node).
+	Fence string `json:"fence,omitempty"`
+	// Watchdog renews every lease in the background: "" (no), "token"
+	// (only while the key holds this lease's token) or "pexpire" (plain
+	// PEXPIRE on the key, as seed 000's code does).
+	Watchdog string `json:"watchdog,omitempty"`
+	// WatchdogEvery is how often the watchdog renews.
+	WatchdogEvery time.Duration `json:"watchdog_every,omitempty"`
 }
 
 // Reply is one line from a worker to the harness.
@@ -72,10 +86,17 @@ func MaybeRun() {
 
 // state is one worker's lock client and its current leases.
 type state struct {
+	init   Init
 	lock   clients.Lock
+	store  *storage.Store
 	leases map[string]clients.Lease
 	out    *json.Encoder
 	outMu  sync.Mutex
+	// commits holds, for a postgres-xact lease, the completion of the
+	// write made inside its transaction: it is only known at commit.
+	commits map[string]history.Event
+	// dogs stops each lease's watchdog.
+	dogs map[string]func()
 }
 
 func (s *state) send(r Reply) {
@@ -93,7 +114,8 @@ func (s *state) event(id int64, e history.Event) {
 
 // Serve runs the command loop until stdin closes; it returns the exit code.
 func Serve(in io.Reader, out io.Writer) int {
-	s := &state{leases: map[string]clients.Lease{}, out: json.NewEncoder(out)}
+	s := &state{leases: map[string]clients.Lease{}, out: json.NewEncoder(out),
+		commits: map[string]history.Event{}, dogs: map[string]func(){}}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
@@ -108,8 +130,14 @@ func Serve(in io.Reader, out io.Writer) int {
 		}
 		s.send(Reply{ID: c.ID, Done: true})
 	}
+	for _, stop := range s.dogs {
+		stop()
+	}
 	if s.lock != nil {
 		_ = s.lock.Close()
+	}
+	if s.store != nil {
+		s.store.Close()
 	}
 	return 0
 }
@@ -123,13 +151,7 @@ func (s *state) do(ctx context.Context, c Command) error {
 		if err != nil {
 			return err
 		}
-		if s.lock, err = spec.New(c.Init.Config); err != nil {
-			return err
-		}
-		if w, ok := s.lock.(clients.Warmer); ok {
-			return w.Warm(ctx)
-		}
-		return nil
+		return s.setup(ctx, spec, *c.Init)
 	}
 	if s.lock == nil {
 		return fmt.Errorf("%s before init", c.Op)
@@ -141,6 +163,8 @@ func (s *state) do(ctx context.Context, c Command) error {
 		s.release(ctx, c)
 	case history.OpExtend:
 		s.extend(ctx, c)
+	case history.OpWrite:
+		s.write(ctx, c)
 	default:
 		return fmt.Errorf("unknown op %q", c.Op)
 	}
@@ -176,19 +200,37 @@ func (s *state) acquire(ctx context.Context, c Command) {
 	} else {
 		s.leases[c.Key] = l
 		done.Token, done.Fence, done.LeaseEnd = l.Token, l.Fence, leaseEnd(l)
+		if s.init.Watchdog != "" {
+			// With a watchdog the client believes it holds the lock
+			// until it releases it: that belief is what a pause breaks.
+			done.LeaseEnd = 0
+			s.dogs[c.Key] = s.startWatchdog(c.ID, l, c.TTL)
+		}
 	}
 	s.event(c.ID, done)
 }
 
 func (s *state) release(ctx context.Context, c Command) {
 	l, ok := s.leases[c.Key]
-	s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpRelease, Key: c.Key, Token: l.Token})
+	if _, pending := s.commits[c.Key]; !pending {
+		s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpRelease, Key: c.Key, Token: l.Token})
+	}
 	if !ok {
 		s.event(c.ID, history.Event{Type: history.Fail, Op: history.OpRelease, Key: c.Key, Detail: "no lease to release"})
 		return
 	}
 	delete(s.leases, c.Key)
+	if stop, ok := s.dogs[c.Key]; ok {
+		stop()
+		delete(s.dogs, c.Key)
+	}
 	err := s.lock.Release(ctx, l)
+	if _, pending := s.commits[c.Key]; pending {
+		// postgres-xact: the release is the commit that settles the
+		// write; record the write's outcome first, then the release.
+		s.settleCommit(c.ID, c.Key, err)
+		s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpRelease, Key: c.Key, Token: l.Token})
+	}
 	done := history.Event{Type: outcome(err), Op: history.OpRelease, Key: c.Key, Token: l.Token}
 	if err != nil {
 		done.Detail = err.Error()

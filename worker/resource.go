@@ -1,0 +1,121 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"locksim/clients"
+	"locksim/history"
+	"locksim/storage"
+)
+
+// setup builds the lock client, its fencing-token source and the handle on
+// the protected storage, and opens their connections.
+func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
+	s.init = in
+	lock, err := spec.New(in.Config)
+	if err != nil {
+		return err
+	}
+	if in.Storage != "" {
+		if s.store, err = storage.Open(ctx, in.Storage, in.StorageMode); err != nil {
+			return err
+		}
+	}
+	switch in.Fence {
+	case "":
+	case "postgres":
+		if in.Storage == "" {
+			return errors.New("fence postgres needs the storage connection")
+		}
+		src, err := clients.NewPGSequence(in.Storage)
+		if err != nil {
+			return err
+		}
+		lock = clients.Fenced(lock, src)
+	case "redis-incr":
+		if len(in.Config.Redis) == 0 {
+			return errors.New("fence redis-incr needs a Redis node")
+		}
+		lock = clients.Fenced(lock, clients.NewRedisIncr(in.Config.Redis[0].Addr, clients.DefaultFenceKey, in.Config.Timeout()))
+	default:
+		return fmt.Errorf("unknown fence source %q", in.Fence)
+	}
+	s.lock = lock
+	if w, ok := lock.(clients.Warmer); ok {
+		return w.Warm(ctx)
+	}
+	return nil
+}
+
+// write is one critical section on the protected counter: read it, work
+// for c.Work, write read+1 with this lease's fence and token. A pause
+// (SIGSTOP) during the work is Kleppmann's GC pause.
+func (s *state) write(ctx context.Context, c Command) {
+	l := s.leases[c.Key]
+	s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpWrite, Key: c.Key, Token: l.Token, Fence: l.Fence})
+	done := history.Event{Op: history.OpWrite, Key: c.Key, Token: l.Token, Fence: l.Fence}
+	if s.store == nil {
+		done.Type, done.Detail = history.Fail, "this scenario has no protected storage"
+		s.event(c.ID, done)
+		return
+	}
+	store := s.store
+	tx, inTx := s.lock.(clients.TxHolder)
+	if inTx && tx.Tx() != nil {
+		store = store.WithTx(tx.Tx())
+	} else {
+		inTx = false
+	}
+	accepted, read, err := s.readModifyWrite(ctx, store, l, c.Work)
+	done.Read, done.Wrote = history.Int64(read), history.Int64(read+1)
+	switch {
+	case err != nil:
+		done.Type, done.Detail = history.Info, err.Error()
+	case !accepted:
+		done.Type, done.Detail = history.Fail, fmt.Sprintf("storage (%s) refused the write", store.Mode())
+	default:
+		done.Type = history.Ok
+	}
+	if inTx && done.Type == history.Ok {
+		// Not done until the transaction commits, at release.
+		s.commits[c.Key] = done
+		return
+	}
+	s.event(c.ID, done)
+}
+
+func (s *state) readModifyWrite(ctx context.Context, store *storage.Store, l clients.Lease, work time.Duration) (accepted bool, read int64, err error) {
+	if err := store.Claim(ctx, l.Token); err != nil {
+		return false, 0, err
+	}
+	if read, err = store.Read(ctx); err != nil {
+		return false, 0, err
+	}
+	time.Sleep(work)
+	accepted, err = store.Write(ctx, read, read+1, l.Fence, l.Token)
+	return accepted, read, err
+}
+
+// settleCommit records the outcome of a write made inside a postgres-xact
+// transaction once its commit (the release) has answered.
+func (s *state) settleCommit(id int64, key string, releaseErr error) {
+	done, ok := s.commits[key]
+	if !ok {
+		return
+	}
+	delete(s.commits, key)
+	switch {
+	case releaseErr == nil:
+	case errors.Is(releaseErr, pgx.ErrTxCommitRollback):
+		done.Type, done.Detail = history.Fail, "the transaction rolled back at commit"
+	default:
+		done.Type, done.Detail = history.Info, "commit: "+releaseErr.Error()
+	}
+	done.Time = 0
+	s.event(id, done)
+}
