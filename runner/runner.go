@@ -229,7 +229,9 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 		}
 		in.Config.Postgres = r.pg.DSN(lock.Listen)
 		if r.sc.Storage != "" || r.sc.Fence == "postgres" {
-			in.Storage = r.pg.DSN(store.Listen)
+			// The protected storage stands for another database: the
+			// lock server's idle_session_timeout does not apply to it.
+			in.Storage = r.pg.DSN(store.Listen) + "&idle_session_timeout=0"
 		}
 	}
 	return in, nil
