@@ -6,7 +6,9 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"locksim/env"
 )
@@ -17,13 +19,29 @@ type Target struct {
 	Redis map[string]*env.Redis
 	// Network holds this run's proxies, one per (client, node) link.
 	Network *env.Network
-	// Clients maps client numbers to their worker processes.
+	// Clients maps client numbers (from 1) to their worker processes.
 	Clients map[int]*env.Proc
+	// Replicas maps a primary's node name to its asynchronous replica
+	// (started with env.RedisOptions.ReplicaOf), for Failover.
+	Replicas map[string]*env.Redis
+	// Postgres is this run's PostgreSQL cluster, if it has one.
+	Postgres *env.Postgres
+	// PGLinks maps a client number to its proxy to PostgreSQL. Link
+	// faults (Partition, Latency, ConnReset) name that link as the node
+	// PGNode ("pg"), so no Redis node may be called "pg".
+	PGLinks map[int]*env.Link
 }
 
-// Fault is one injectable, healable fault. Inject and Heal are each called
-// once, in that order; the runner heals every injected fault before it
-// checks the history, and on every exit path.
+// PGNode is the node name by which a link fault names a client's link to
+// PostgreSQL (Target.PGLinks) instead of a link to a Redis node.
+const PGNode = "pg"
+
+// Fault is one injectable, healable fault. The runner calls Inject, then
+// Heal, and heals every injected fault before it checks the history and
+// on every exit path. Every fault here is guarded: Inject either does all
+// of its work or, failing part way, undoes what it did and returns the
+// error; a second Inject while injected does nothing; Heal before Inject,
+// after a failed Inject, or twice does nothing.
 type Fault interface {
 	// Name is the fault's kind, as scenarios name it ("clock-jump").
 	Name() string
@@ -46,10 +64,132 @@ func (t *Target) redis(node string) (*env.Redis, error) {
 	return r, nil
 }
 
-// link finds the proxy from client to node, refusing any other.
+// link finds the proxy from client to node (PGNode: to PostgreSQL),
+// refusing any other.
 func (t *Target) link(client int, node string) (*env.Link, error) {
+	if node == PGNode {
+		l, ok := t.PGLinks[client]
+		if !ok || l == nil {
+			return nil, fmt.Errorf("client %d has no link to PostgreSQL in this run", client)
+		}
+		return l, nil
+	}
 	if t.Network == nil {
 		return nil, fmt.Errorf("this run has no network proxies")
 	}
+	if _, ok := t.Redis[node]; !ok {
+		return nil, fmt.Errorf("node %q is not a server of this run", node)
+	}
 	return t.Network.Link(env.LinkName(client, node))
+}
+
+// links finds the proxies from client to each node, refusing the lot if
+// any one is not this run's.
+func (t *Target) links(client int, nodes []string) ([]*env.Link, error) {
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("no nodes named for client %d", client)
+	}
+	out := make([]*env.Link, 0, len(nodes))
+	for _, n := range nodes {
+		l, err := t.link(client, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// client finds a client's worker process, refusing any other.
+func (t *Target) client(c int) (*env.Proc, error) {
+	p, ok := t.Clients[c]
+	if !ok || p == nil {
+		return nil, fmt.Errorf("client %d is not a client of this run", c)
+	}
+	return p, nil
+}
+
+// undoFunc puts back one thing an Inject did.
+type undoFunc func(ctx context.Context) error
+
+// guard is the state machine every fault embeds: idle, then injected
+// (holding the steps that undo the injection), then idle again on Heal.
+type guard struct {
+	mu   sync.Mutex
+	on   bool
+	undo []undoFunc
+}
+
+// inject runs do once: do registers an undo step (with add) after each
+// change it makes. If do fails, the steps registered so far run, newest
+// first, and the fault stays idle. While injected, inject does nothing.
+func (g *guard) inject(ctx context.Context, do func(add func(undoFunc)) error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.on {
+		return nil
+	}
+	var steps []undoFunc
+	if err := do(func(u undoFunc) { steps = append(steps, u) }); err != nil {
+		if uerr := runUndo(ctx, steps); len(uerr) > 0 {
+			return errors.Join(append([]error{err}, uerr...)...)
+		}
+		return err
+	}
+	g.on, g.undo = true, steps
+	return nil
+}
+
+// heal runs the undo steps, newest first. Steps that fail stay, so that
+// a second Heal retries only them; when all succeed the fault is idle.
+// Heal while idle does nothing.
+func (g *guard) heal(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.on {
+		return nil
+	}
+	var failed []undoFunc
+	var errs []error
+	for i := len(g.undo) - 1; i >= 0; i-- {
+		if err := g.undo[i](ctx); err != nil {
+			failed = append([]undoFunc{g.undo[i]}, failed...)
+			errs = append(errs, err)
+		}
+	}
+	g.undo = failed
+	g.on = len(failed) > 0
+	return errors.Join(errs...)
+}
+
+// Injected reports whether the fault is in force (injected, not healed).
+func (g *guard) Injected() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.on
+}
+
+func runUndo(ctx context.Context, steps []undoFunc) []error {
+	var errs []error
+	for i := len(steps) - 1; i >= 0; i-- {
+		if err := steps[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// addToxics adds one toxic per (link, stream), named name+"-"+stream,
+// registering its removal as an undo step.
+func addToxics(links []*env.Link, name, typ string, streams []string, attrs map[string]any, add func(undoFunc)) error {
+	for _, l := range links {
+		for _, s := range streams {
+			tn := name + "-" + s
+			if err := l.AddToxic(tn, typ, s, attrs); err != nil {
+				return err
+			}
+			add(func(context.Context) error { return l.RemoveToxic(tn) })
+		}
+	}
+	return nil
 }

@@ -9,45 +9,34 @@ import (
 // Partition cuts one client off from some nodes: every byte on those links
 // is dropped in both directions and no connection is closed, as in a real
 // partition, so the client's requests time out. The client's links to the
-// other nodes are untouched.
+// other nodes are untouched. Nodes may include PGNode, the client's link
+// to PostgreSQL: a session behind a silent partition keeps its advisory
+// locks (the server sees no close). Heal lets bytes through again.
 type Partition struct {
 	Client int
 	Nodes  []string
+	guard
 }
 
 const partitionToxic = "partition"
 
-func (f *Partition) Name() string   { return "partition" }
-func (f *Partition) On() string     { return fmt.Sprintf("client %d -> %s", f.Client, strings.Join(f.Nodes, ",")) }
+func (f *Partition) Name() string { return "partition" }
+func (f *Partition) On() string {
+	return fmt.Sprintf("client %d -> %s", f.Client, strings.Join(f.Nodes, ","))
+}
 func (f *Partition) Detail() string { return "packets dropped both ways" }
 
 func (f *Partition) Inject(ctx context.Context, t *Target) error {
-	for _, n := range f.Nodes {
-		l, err := t.link(f.Client, n)
-		if err != nil {
-			return err
-		}
-		for _, stream := range []string{"upstream", "downstream"} {
-			// timeout 0: drop data and never close the connection.
-			if err := l.AddToxic(partitionToxic+"-"+stream, "timeout", stream, map[string]any{"timeout": 0}); err != nil {
-				return err
-			}
-		}
+	links, err := t.links(f.Client, f.Nodes)
+	if err != nil {
+		return err
 	}
-	return nil
+	return f.inject(ctx, func(add func(undoFunc)) error {
+		// timeout 0: drop data and never close the connection.
+		return addToxics(links, partitionToxic, "timeout", bothStreams, map[string]any{"timeout": 0}, add)
+	})
 }
 
-func (f *Partition) Heal(ctx context.Context, t *Target) error {
-	for _, n := range f.Nodes {
-		l, err := t.link(f.Client, n)
-		if err != nil {
-			return err
-		}
-		for _, stream := range []string{"upstream", "downstream"} {
-			if err := l.RemoveToxic(partitionToxic + "-" + stream); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+func (f *Partition) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
+
+var bothStreams = []string{"upstream", "downstream"}

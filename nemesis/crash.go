@@ -1,0 +1,107 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"locksim/env"
+)
+
+// Crash kills one Redis server with SIGKILL: no shutdown, no final fsync,
+// every connection reset. What survives is what the server had on disk,
+// which is its Persistence option (set when the runner started it):
+// env.PersistNone loses every key, env.PersistEverysec can lose the last
+// second of writes, env.PersistAlways loses nothing that was acknowledged.
+// A lock node that comes back empty lets a second client take a lock the
+// first still holds.
+//
+// The server restarts (same port, dir, options and clock) at once inside
+// Inject when RestartAfter is 0; after RestartAfter, in the background
+// (Inject returns at once); or only on Heal with NoRestart. Heal makes
+// sure the server runs again: it cuts a pending delay short, restarts it
+// if it is down, and waits for the restart. The lost data is not healed.
+type Crash struct {
+	Node         string
+	RestartAfter time.Duration
+	NoRestart    bool
+	guard
+}
+
+func (f *Crash) Name() string { return "crash" }
+func (f *Crash) On() string   { return f.Node }
+func (f *Crash) Detail() string {
+	switch {
+	case f.NoRestart:
+		return "kill -9, restart on heal"
+	case f.RestartAfter > 0:
+		return fmt.Sprintf("kill -9, restart after %v", f.RestartAfter)
+	}
+	return "kill -9, restart at once"
+}
+
+func (f *Crash) Inject(ctx context.Context, t *Target) error {
+	r, err := t.redis(f.Node)
+	if err != nil {
+		return err
+	}
+	if f.RestartAfter < 0 {
+		return fmt.Errorf("crash %s: negative RestartAfter %v", f.Node, f.RestartAfter)
+	}
+	return f.inject(ctx, func(add func(undoFunc)) error {
+		if !r.Running() {
+			return fmt.Errorf("crash %s: the server is not running", f.Node)
+		}
+		r.Crash()
+		switch {
+		case f.NoRestart:
+			add(func(ctx context.Context) error { return ensureRunning(ctx, r) })
+		case f.RestartAfter == 0:
+			// If this restart fails, the undo (or Heal) tries again.
+			add(func(ctx context.Context) error { return ensureRunning(ctx, r) })
+			return restart(ctx, r)
+		default:
+			now := make(chan struct{})
+			var nowOnce sync.Once
+			done := make(chan error, 1)
+			go func() {
+				select {
+				case <-time.After(f.RestartAfter):
+				case <-now:
+				}
+				rctx, cancel := context.WithTimeout(context.Background(), 2*env.RedisStartTimeout)
+				defer cancel()
+				done <- restart(rctx, r)
+			}()
+			add(func(ctx context.Context) error {
+				nowOnce.Do(func() { close(now) })
+				select {
+				case <-done: // on failure, ensureRunning tries again
+					done <- nil // a retried Heal does not wait again
+				case <-ctx.Done():
+					return fmt.Errorf("crash %s: waiting for the restart: %w", f.Node, ctx.Err())
+				}
+				return ensureRunning(ctx, r)
+			})
+		}
+		return nil
+	})
+}
+
+func (f *Crash) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
+
+func restart(ctx context.Context, r *env.Redis) error {
+	if err := r.Restart(ctx); err != nil {
+		return fmt.Errorf("restart %s after crash: %w", r.Name, err)
+	}
+	return nil
+}
+
+// ensureRunning restarts r unless it runs.
+func ensureRunning(ctx context.Context, r *env.Redis) error {
+	if r.Running() {
+		return nil
+	}
+	return restart(ctx, r)
+}

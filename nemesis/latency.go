@@ -1,0 +1,73 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Latency delays the bytes on one client's links to some nodes (a
+// toxiproxy latency toxic): each chunk of data waits Delay, plus or minus
+// up to Jitter, before it is passed on. Stream says which way: "upstream"
+// (client to server), "downstream" (server to client), or "both" (the
+// default; the round trip then grows by about 2*Delay). A request still
+// arrives, only late: a lock reply can come back after the lease it
+// grants has run out, or a write can reach storage after the lock did.
+// Nodes may include PGNode. Heal removes the toxics; data already held
+// back is still delivered late.
+type Latency struct {
+	Client int
+	Nodes  []string
+	Delay  time.Duration
+	Jitter time.Duration
+	Stream string
+	guard
+}
+
+const latencyToxic = "latency"
+
+func (f *Latency) Name() string { return "latency" }
+func (f *Latency) On() string {
+	return fmt.Sprintf("client %d -> %s", f.Client, strings.Join(f.Nodes, ","))
+}
+func (f *Latency) Detail() string {
+	s := f.Delay.String()
+	if f.Jitter > 0 {
+		s += " ±" + f.Jitter.String()
+	}
+	return s + " " + f.stream()
+}
+
+func (f *Latency) stream() string {
+	if f.Stream == "" {
+		return "both"
+	}
+	return f.Stream
+}
+
+func (f *Latency) Inject(ctx context.Context, t *Target) error {
+	var streams []string
+	switch f.stream() {
+	case "both":
+		streams = bothStreams
+	case "upstream", "downstream":
+		streams = []string{f.Stream}
+	default:
+		return fmt.Errorf("latency: stream %q: want upstream, downstream or both", f.Stream)
+	}
+	if f.Delay < 0 || f.Jitter < 0 {
+		return fmt.Errorf("latency: negative delay %v or jitter %v", f.Delay, f.Jitter)
+	}
+	links, err := t.links(f.Client, f.Nodes)
+	if err != nil {
+		return err
+	}
+	// toxiproxy counts in whole milliseconds.
+	attrs := map[string]any{"latency": f.Delay.Milliseconds(), "jitter": f.Jitter.Milliseconds()}
+	return f.inject(ctx, func(add func(undoFunc)) error {
+		return addToxics(links, latencyToxic, "latency", streams, attrs, add)
+	})
+}
+
+func (f *Latency) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }

@@ -1,0 +1,146 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"locksim/env"
+)
+
+func pingRTTs(t *testing.T, addr string, n int) []time.Duration {
+	t.Helper()
+	c := newClient(addr, 2*time.Second)
+	defer c.Close()
+	ctx := ctxT(t, 10*time.Second)
+	if err := c.Ping(ctx).Err(); err != nil { // connect first
+		t.Fatal(err)
+	}
+	out := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, time.Since(t0))
+	}
+	return out
+}
+
+// TestLatencyAddsRTT: a 100ms upstream latency toxic adds 100ms ±30ms to
+// the median of 5 PINGs through the proxy; 50ms on both streams adds
+// 100ms ±30ms too; Heal takes it away (median back under 30ms).
+func TestLatencyAddsRTT(t *testing.T) {
+	r := startRedis(t, env.RedisOptions{Name: "A"})
+	n := newNetwork(t)
+	l := addLink(t, n, 1, "A", r.Addr)
+	tg := &Target{Redis: map[string]*env.Redis{"A": r}, Network: n}
+	base := median(pingRTTs(t, l.Listen, 5))
+	for _, f := range []*Latency{
+		{Client: 1, Nodes: []string{"A"}, Delay: 100 * time.Millisecond, Stream: "upstream"},
+		{Client: 1, Nodes: []string{"A"}, Delay: 50 * time.Millisecond},
+	} {
+		inject(t, f, tg)
+		added := median(pingRTTs(t, l.Listen, 5)) - base
+		if added < 70*time.Millisecond || added > 130*time.Millisecond {
+			t.Errorf("%s: added RTT %v, want 100ms ±30ms", f.Detail(), added)
+		}
+		heal(t, f, tg)
+	}
+	if m := median(pingRTTs(t, l.Listen, 5)); m > 30*time.Millisecond {
+		t.Fatalf("after heal the median RTT is %v", m)
+	}
+}
+
+// TestPartitionTimesOut: with client 1 cut off from A, a GET through its
+// link to A times out (300ms timeout) while its link to B answers; after
+// Heal, A answers again.
+func TestPartitionTimesOut(t *testing.T) {
+	a := startRedis(t, env.RedisOptions{Name: "A"})
+	b := startRedis(t, env.RedisOptions{Name: "B"})
+	n := newNetwork(t)
+	la := addLink(t, n, 1, "A", a.Addr)
+	lb := addLink(t, n, 1, "B", b.Addr)
+	tg := &Target{Redis: map[string]*env.Redis{"A": a, "B": b}, Network: n}
+	ca := newClient(la.Listen, 300*time.Millisecond)
+	defer ca.Close()
+	cb := newClient(lb.Listen, 300*time.Millisecond)
+	defer cb.Close()
+	ctx := ctxT(t, 10*time.Second)
+	if err := ca.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f := &Partition{Client: 1, Nodes: []string{"A"}}
+	inject(t, f, tg)
+	t0 := time.Now()
+	err := ca.Get(ctx, "k").Err()
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("GET through the cut link: %v after %v, want a timeout", err, time.Since(t0))
+	}
+	if err := cb.Ping(ctx).Err(); err != nil {
+		t.Fatalf("the other link failed during the partition: %v", err)
+	}
+	heal(t, f, tg)
+	if err := ca.Ping(ctx).Err(); err != nil {
+		t.Fatalf("after heal: %v", err)
+	}
+}
+
+// TestConnResetFreesAdvisoryLock: a PostgreSQL session through client 1's
+// proxy takes pg_try_advisory_lock(7); a direct session cannot. With
+// ConnReset on Nodes ["pg"], the holder's next query fails (reset), the
+// server ends its session, and the direct session takes the lock within
+// 1s. After Heal a new session through the proxy works.
+func TestConnResetFreesAdvisoryLock(t *testing.T) {
+	pg := startPG(t)
+	n := newNetwork(t)
+	l, err := n.AddLink("c1-pg", pg.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &Target{Postgres: pg, PGLinks: map[int]*env.Link{1: l}}
+	ctx := ctxT(t, 15*time.Second)
+	holder := pgConnect(t, pg, l.Listen)
+	other := pgConnect(t, pg, pg.Addr())
+	if ok, err := tryLock(ctx, holder, 7); err != nil || !ok {
+		t.Fatalf("holder: %v %v, want the lock", ok, err)
+	}
+	if ok, err := tryLock(ctx, other, 7); err != nil || ok {
+		t.Fatalf("other: %v %v, want refused", ok, err)
+	}
+	f := &ConnReset{Client: 1, Nodes: []string{PGNode}}
+	inject(t, f, tg)
+	// Idle, the holder's session (and lock) survive.
+	if ok, err := tryLock(ctx, other, 7); err != nil || ok {
+		t.Fatalf("other while the holder is idle: %v %v, want refused", ok, err)
+	}
+	qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err = holder.Exec(qctx, "SELECT 1")
+	cancel()
+	if err == nil {
+		t.Fatal("the holder's query went through a reset_peer link")
+	}
+	t.Logf("holder: %v", err)
+	deadline := time.Now().Add(time.Second)
+	for {
+		ok, err := tryLock(ctx, other, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lock was not freed within 1s of the reset")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	heal(t, f, tg)
+	again := pgConnect(t, pg, l.Listen)
+	if _, err := again.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatalf("after heal: %v", err)
+	}
+}

@@ -1,0 +1,97 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// Pause freezes a process with SIGSTOP, as a long GC pause, a VM
+// migration or a swapped-out process would: either a client's worker
+// (Client; the whole process group, so its watchdog goroutine stops too
+// and replies wait in kernel buffers) or a Redis server (Node; it keeps
+// its connections and answers nothing). Set exactly one: Node, or Client
+// (numbered from 1) with Node empty.
+//
+// With For > 0 a timer sends SIGCONT after For and Inject returns at once;
+// with For == 0 the process stays stopped until Heal. Heal always sends
+// SIGCONT (harmless if the timer already did, or the process has exited).
+type Pause struct {
+	Client int
+	Node   string
+	For    time.Duration
+	guard
+}
+
+func (f *Pause) Name() string { return "pause" }
+func (f *Pause) On() string {
+	if f.Node != "" {
+		return f.Node
+	}
+	return fmt.Sprintf("client %d", f.Client)
+}
+func (f *Pause) Detail() string {
+	if f.For > 0 {
+		return f.For.String()
+	}
+	return "until heal"
+}
+
+func (f *Pause) Inject(ctx context.Context, t *Target) error {
+	if f.For < 0 {
+		return fmt.Errorf("pause %s: negative duration %v", f.On(), f.For)
+	}
+	var stop, cont func() error
+	switch {
+	case f.Node != "" && f.Client != 0:
+		return fmt.Errorf("pause: set either Node (%q) or Client (%d), not both", f.Node, f.Client)
+	case f.Node != "":
+		r, err := t.redis(f.Node)
+		if err != nil {
+			return err
+		}
+		stop = r.Pause
+		cont = func() error {
+			if !r.Running() {
+				return nil // crashed meanwhile: nothing to resume
+			}
+			return r.Resume()
+		}
+	default:
+		p, err := t.client(f.Client)
+		if err != nil {
+			return err
+		}
+		stop = func() error { return p.Signal(syscall.SIGSTOP) }
+		cont = func() error {
+			if p.Exited() {
+				return nil
+			}
+			return p.Signal(syscall.SIGCONT)
+		}
+	}
+	return f.inject(ctx, func(add func(undoFunc)) error {
+		if err := stop(); err != nil {
+			return err
+		}
+		var timer *time.Timer
+		if f.For > 0 {
+			timer = time.AfterFunc(f.For, func() { _ = cont() })
+		}
+		add(func(context.Context) error {
+			if timer != nil {
+				timer.Stop()
+			}
+			// SIGCONT again even if the timer sent one: it is harmless.
+			if err := cont(); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return err
+			}
+			return nil
+		})
+		return nil
+	})
+}
+
+func (f *Pause) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
