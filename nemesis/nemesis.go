@@ -30,11 +30,17 @@ type Target struct {
 	// faults (Partition, Latency, ConnReset) name that link as the node
 	// PGNode ("pg"), so no Redis node may be called "pg".
 	PGLinks map[int]*env.Link
+	// StorageLinks maps a client number to its proxy to the protected
+	// storage, named as the node StorageNode ("storage").
+	StorageLinks map[int]*env.Link
 }
 
 // PGNode is the node name by which a link fault names a client's link to
 // PostgreSQL (Target.PGLinks) instead of a link to a Redis node.
 const PGNode = "pg"
+
+// StorageNode names a client's link to the protected storage.
+const StorageNode = "storage"
 
 // Fault is one injectable, healable fault. The runner calls Inject, then
 // Heal, and heals every injected fault before it checks the history and
@@ -67,10 +73,14 @@ func (t *Target) redis(node string) (*env.Redis, error) {
 // link finds the proxy from client to node (PGNode: to PostgreSQL),
 // refusing any other.
 func (t *Target) link(client int, node string) (*env.Link, error) {
-	if node == PGNode {
-		l, ok := t.PGLinks[client]
+	if node == PGNode || node == StorageNode {
+		links, what := t.PGLinks, "PostgreSQL"
+		if node == StorageNode {
+			links, what = t.StorageLinks, "the protected storage"
+		}
+		l, ok := links[client]
 		if !ok || l == nil {
-			return nil, fmt.Errorf("client %d has no link to PostgreSQL in this run", client)
+			return nil, fmt.Errorf("client %d has no link to %s in this run", client, what)
 		}
 		return l, nil
 	}

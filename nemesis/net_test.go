@@ -144,3 +144,42 @@ func TestConnResetFreesAdvisoryLock(t *testing.T) {
 		t.Fatalf("after heal: %v", err)
 	}
 }
+
+// TestConnDropFreesAdvisoryLockAtOnce: closing an idle holder's connection
+// frees its session lock without the holder speaking.
+func TestConnDropFreesAdvisoryLockAtOnce(t *testing.T) {
+	pg := startPG(t)
+	n := newNetwork(t)
+	l, err := n.AddLink("c1-pg", pg.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &Target{Postgres: pg, PGLinks: map[int]*env.Link{1: l}}
+	ctx := ctxT(t, 15*time.Second)
+	holder := pgConnect(t, pg, l.Listen)
+	other := pgConnect(t, pg, pg.Addr())
+	if ok, err := tryLock(ctx, holder, 8); err != nil || !ok {
+		t.Fatalf("holder: %v %v, want the lock", ok, err)
+	}
+	f := &ConnDrop{Client: 1, Nodes: []string{PGNode}}
+	inject(t, f, tg)
+	deadline := time.Now().Add(time.Second)
+	for {
+		ok, err := tryLock(ctx, other, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle holder's lock was not freed within 1s of the drop")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	heal(t, f, tg)
+	again := pgConnect(t, pg, l.Listen)
+	if _, err := again.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatalf("after heal: %v", err)
+	}
+}

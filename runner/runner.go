@@ -85,7 +85,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*reports.Run, 
 		rec:     history.NewRecorder(history.Monotonic(), hf),
 		clients: map[int]*worker.Client{},
 		pending: map[int]<-chan error{},
-		target:  &nemesis.Target{Redis: map[string]*env.Redis{}, Network: env.NewNetwork(), Clients: map[int]*env.Proc{}},
+		target: &nemesis.Target{Redis: map[string]*env.Redis{}, Replicas: map[string]*env.Redis{},
+			Network: env.NewNetwork(), Clients: map[int]*env.Proc{},
+			PGLinks: map[int]*env.Link{}, StorageLinks: map[int]*env.Link{}},
 	}
 	if r.log == nil {
 		r.log = io.Discard
@@ -227,6 +229,7 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 		if err != nil {
 			return in, harness("%v", err)
 		}
+		r.target.PGLinks[c], r.target.StorageLinks[c] = lock, store
 		in.Config.Postgres = r.pg.DSN(lock.Listen)
 		if r.sc.Storage != "" || r.sc.Fence == "postgres" {
 			// The protected storage stands for another database: the
@@ -269,7 +272,7 @@ func (r *run) startServers(ctx context.Context, spec clients.Spec) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if pg != nil {
-				r.pg = pg
+				r.pg, r.target.Postgres = pg, pg
 			}
 			if err != nil {
 				errs = append(errs, err)
@@ -296,7 +299,29 @@ func (r *run) startServers(ctx context.Context, spec clients.Spec) error {
 	if len(errs) > 0 {
 		return harness("starting servers: %v", errors.Join(errs...))
 	}
+	if r.sc.Replicas {
+		return r.startReplicas(ctx)
+	}
 	return nil
+}
+
+// startReplicas gives every node an asynchronous replica that replicates
+// through its own proxy ("client 0"'s link to the node), so the story can
+// hold replication back.
+func (r *run) startReplicas(ctx context.Context) error {
+	for i := 0; i < r.sc.Nodes; i++ {
+		name := scenarios.NodeName(i)
+		l, err := r.target.Network.AddLink(env.LinkName(0, name), r.target.Redis[name].Addr)
+		if err != nil {
+			return harness("%v", err)
+		}
+		rep, err := env.StartRedis(ctx, env.RedisOptions{Name: name + "-replica", Dir: r.tmp, ReplicaOf: l.Listen})
+		if err != nil {
+			return harness("starting the replica of %s: %v", name, err)
+		}
+		r.target.Replicas[name] = rep
+	}
+	return waitReplicated(ctx, r.target.Replicas)
 }
 
 // step carries out one step of the story.
@@ -329,6 +354,33 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 		return r.inject(ctx, &nemesis.Partition{Client: st.Client, Nodes: st.Nodes})
 	case "clock-jump":
 		return r.inject(ctx, &nemesis.ClockJump{Node: st.Node, By: st.By.Duration})
+	case "clock-drift":
+		return r.inject(ctx, &nemesis.ClockDrift{Node: st.Node, Rate: st.Rate})
+	case "latency":
+		return r.inject(ctx, &nemesis.Latency{Client: st.Client, Nodes: st.Nodes, Delay: st.Delay.Duration, Jitter: st.Jitter.Duration, Stream: st.Stream})
+	case "reset":
+		return r.inject(ctx, &nemesis.ConnReset{Client: st.Client, Nodes: st.Nodes})
+	case "drop":
+		return r.inject(ctx, &nemesis.ConnDrop{Client: st.Client, Nodes: st.Nodes})
+	case "pause":
+		return r.inject(ctx, &nemesis.Pause{Client: st.Client, Node: st.Node, For: st.For.Duration})
+	case "resume":
+		return r.heal(ctx, func(f nemesis.Fault) bool {
+			p, ok := f.(*nemesis.Pause)
+			return ok && p.Client == st.Client && p.Node == st.Node
+		})
+	case "crash":
+		return r.inject(ctx, &nemesis.Crash{Node: st.Node, RestartAfter: st.For.Duration})
+	case "kill":
+		r.clients[st.Client].Kill()
+		delete(r.pending, st.Client)
+		r.say("  client %d killed (kill -9)", st.Client)
+		return nil
+	case "replication-lag":
+		// The replica's link to its primary is "client 0"'s link.
+		return r.inject(ctx, &nemesis.Partition{Client: 0, Nodes: []string{st.Node}})
+	case "failover":
+		return r.inject(ctx, &nemesis.Failover{Node: st.Node})
 	case "heal":
 		return r.healAll(ctx)
 	}
@@ -343,9 +395,17 @@ func (r *run) client(ctx context.Context, st scenarios.Step, cmd worker.Command)
 		}
 	}
 	w := r.clients[st.Client]
-	r.pending[st.Client] = w.Send(cmd)
+	started, done := w.Start(cmd)
+	r.pending[st.Client] = done
 	if st.Async {
-		return nil
+		// Go on once the client has begun (recorded its invocation), so
+		// that a fault in the next step hits the operation, not its start.
+		select {
+		case <-started:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	if err := r.wait(ctx, st.Client); err != nil {
 		return err
@@ -411,15 +471,26 @@ func (r *run) inject(ctx context.Context, f nemesis.Fault) error {
 
 // healAll heals every injected fault, newest first, and records each heal.
 func (r *run) healAll(ctx context.Context) error {
+	return r.heal(ctx, func(nemesis.Fault) bool { return true })
+}
+
+// heal heals the injected faults that match, newest first, and records
+// each heal.
+func (r *run) heal(ctx context.Context, match func(nemesis.Fault) bool) error {
 	var errs []error
+	var kept []nemesis.Fault
 	for i := len(r.faults) - 1; i >= 0; i-- {
 		f := r.faults[i]
+		if !match(f) {
+			kept = append([]nemesis.Fault{f}, kept...)
+			continue
+		}
 		if err := f.Heal(ctx, r.target); err != nil {
 			errs = append(errs, fmt.Errorf("heal %s on %s: %w", f.Name(), f.On(), err))
 		}
 		r.rec.Add(history.Event{Type: history.Heal, Op: f.Name(), Target: f.On()})
 	}
-	r.faults = nil
+	r.faults = kept
 	return errors.Join(errs...)
 }
 
@@ -437,6 +508,10 @@ func (r *run) teardown() {
 		go func() { defer wg.Done(); c.Stop() }()
 	}
 	for _, s := range r.target.Redis {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = s.Close() }()
+	}
+	for _, s := range r.target.Replicas {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = s.Close() }()
 	}

@@ -292,14 +292,35 @@ func (s *Scenario) validateStep(i int) error {
 	if _, given := st.lines["client"]; given && (st.Client < 1 || st.Client > s.Clients) {
 		return at("client", "expected a client from 1 to %d, got %d", s.Clients, st.Client)
 	}
-	nodes := st.Nodes
-	if st.Node != "" {
-		nodes = append([]string{st.Node}, nodes...)
+	isNode := func(n string) bool { return len(n) == 1 && n[0] >= 'A' && int(n[0]-'A') < s.Nodes }
+	if st.Node != "" && !isNode(st.Node) {
+		return at("node", "unknown node %q: this scenario has %d Redis node(s), A to %s", st.Node, s.Nodes, NodeName(max(s.Nodes-1, 0)))
 	}
-	for _, n := range nodes {
-		if len(n) != 1 || n[0] < 'A' || int(n[0]-'A') >= s.Nodes {
-			return at("node", "unknown node %q: this scenario has %d node(s), A to %s", n, s.Nodes, NodeName(max(s.Nodes-1, 0)))
+	for _, n := range st.Nodes {
+		// A client's links: to Redis nodes, to PostgreSQL (pg) and to the
+		// protected storage (storage).
+		if !isNode(n) && n != "pg" && n != "storage" {
+			return at("nodes", "unknown node %q: expected a Redis node (A to %s), pg or storage", n, NodeName(max(s.Nodes-1, 0)))
 		}
+	}
+	if st.Do == "pause" || st.Do == "resume" {
+		_, c := st.lines["client"]
+		_, n := st.lines["node"]
+		if c == n {
+			return at("do", "%q needs exactly one of client or node", st.Do)
+		}
+	}
+	if (st.Do == "replication-lag" || st.Do == "failover") && !s.Replicas {
+		return at("do", "%q needs replicas: true", st.Do)
+	}
+	if st.Do == "clock-drift" && st.Rate <= 0 {
+		return at("rate", "expected a rate above 0, got %g", st.Rate)
+	}
+	if !contains([]string{"", "upstream", "downstream", "both"}, st.Stream) {
+		return at("stream", "expected upstream, downstream or both, got %q", st.Stream)
+	}
+	if st.Delay.Duration < 0 || st.Jitter.Duration < 0 {
+		return at("delay", "expected a positive duration")
 	}
 	if st.Work.Duration < 0 {
 		return at("work", "expected a positive duration, got %v", st.Work)

@@ -41,7 +41,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown lock", strings.Replace(good, "lock: redlock", "lock: zookeeper", 1), `x.yaml:3: lock: unknown lock "zookeeper"`},
 		{"unknown action", strings.Replace(good, "do: acquire", "do: acquier", 1), `x.yaml:6: steps[0].do: unknown action "acquier"`},
 		{"client out of range", strings.Replace(good, "client: 1", "client: 3", 1), "x.yaml:7: steps[0].client: expected a client from 1 to 2, got 3"},
-		{"unknown node", good + "  - do: clock-jump\n    node: F\n    by: 1s\n", `x.yaml:9: steps[1].node: unknown node "F": this scenario has 5 node(s), A to E`},
+		{"unknown node", good + "  - do: clock-jump\n    node: F\n    by: 1s\n", `x.yaml:9: steps[1].node: unknown node "F": this scenario has 5 Redis node(s), A to E`},
 		{"missing field", good + "  - do: clock-jump\n    node: C\n", `steps[1].by: missing: "clock-jump" needs by`},
 		{"bad verdict", strings.Replace(good, "expected: unsafe", "expected: broken", 1), `x.yaml:4: expected: expected one of safe, unsafe, leaked, got "broken"`},
 		{"bad yaml", "name: [\n", "x.yaml:1: not valid YAML"},

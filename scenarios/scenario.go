@@ -87,6 +87,14 @@ type Step struct {
 	By Duration `yaml:"by"`
 	// For is how long a pause or sleep lasts.
 	For Duration `yaml:"for"`
+	// Delay is the added latency of a latency fault; Jitter varies it.
+	Delay  Duration `yaml:"delay"`
+	Jitter Duration `yaml:"jitter"`
+	// Stream is the direction of a latency fault: upstream (client to
+	// server), downstream or both (default).
+	Stream string `yaml:"stream"`
+	// Rate is a clock-drift rate: 1.5 runs the clock 50% fast.
+	Rate float64 `yaml:"rate"`
 	// TTL overrides the scenario's TTL for this acquire or extend.
 	TTL Duration `yaml:"ttl"`
 	// Async lets the story go on without waiting for the client's reply;
@@ -117,7 +125,17 @@ var Actions = []Action{
 	{"wait", "wait for the client's async operation to finish", []string{"client"}},
 	{"write", "the client reads the protected counter, works for `work`, writes counter+1 with its fence and token", []string{"client"}},
 	{"partition", "cut the client's links to the nodes (packets dropped, no reply)", []string{"client", "nodes"}},
+	{"latency", "delay the client's traffic to the nodes by `delay` (± `jitter`)", []string{"client", "nodes", "delay"}},
+	{"reset", "TCP RST on the client's connections to the nodes when data next flows", []string{"client", "nodes"}},
+	{"drop", "close the client's connections to the nodes at once, both sides", []string{"client", "nodes"}},
 	{"clock-jump", "move the node's wall clock by `by`", []string{"node", "by"}},
+	{"clock-drift", "run the node's wall clock at `rate` times real speed", []string{"node", "rate"}},
+	{"pause", "SIGSTOP the client or the node; SIGCONT after `for`, or at resume or heal", nil},
+	{"resume", "SIGCONT the paused client or node", nil},
+	{"crash", "kill -9 the node; it restarts after `for` (at once if not given)", []string{"node"}},
+	{"kill", "kill -9 the client process; its leases die with it", []string{"client"}},
+	{"replication-lag", "hold back the node's replication link, so writes do not reach its replica", []string{"node"}},
+	{"failover", "kill -9 the node and promote its replica; clients are moved over", []string{"node"}},
 	{"sleep", "let `for` pass", []string{"for"}},
 	{"heal", "heal every fault injected so far", nil},
 }
@@ -161,6 +179,21 @@ func (s Step) Describe() string {
 		return fmt.Sprintf("partition client %d from %v", s.Client, s.Nodes)
 	case "clock-jump":
 		return fmt.Sprintf("clock jump on %s by %v", s.Node, s.By)
+	case "clock-drift":
+		return fmt.Sprintf("clock on %s runs at x%g", s.Node, s.Rate)
+	case "latency":
+		return fmt.Sprintf("latency %v on client %d's links to %v", s.Delay, s.Client, s.Nodes)
+	case "reset", "drop":
+		return fmt.Sprintf("connection %s on client %d's links to %v", s.Do, s.Client, s.Nodes)
+	case "pause", "resume":
+		if s.Node != "" {
+			return fmt.Sprintf("%s node %s %v", s.Do, s.Node, s.For)
+		}
+		return fmt.Sprintf("%s client %d %v", s.Do, s.Client, s.For)
+	case "crash", "failover", "replication-lag":
+		return fmt.Sprintf("%s %s", s.Do, s.Node)
+	case "kill":
+		return fmt.Sprintf("kill client %d", s.Client)
 	case "sleep":
 		return fmt.Sprintf("sleep %v", s.For)
 	}

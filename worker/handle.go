@@ -28,6 +28,7 @@ type Client struct {
 	mu      sync.Mutex
 	nextID  int64
 	pending map[int64]chan error
+	started map[int64]chan struct{}
 	dead    error
 }
 
@@ -53,7 +54,7 @@ func Start(ctx context.Context, id int, rec *history.Recorder, init Init, stderr
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{ID: id, proc: proc, stdin: stdin, rec: rec, pending: map[int64]chan error{}}
+	c := &Client{ID: id, proc: proc, stdin: stdin, rec: rec, pending: map[int64]chan error{}, started: map[int64]chan struct{}{}}
 	go c.read(stdout)
 	if err := c.Do(ctx, Command{Op: "init", Init: &init}); err != nil {
 		c.Stop()
@@ -81,8 +82,10 @@ func (c *Client) read(stdout io.Reader) {
 			}
 			e.Process = c.ID
 			c.rec.Add(e)
+			c.markStarted(r.ID)
 		}
 		if r.Done {
+			c.markStarted(r.ID)
 			c.mu.Lock()
 			ch := c.pending[r.ID]
 			delete(c.pending, r.ID)
@@ -98,6 +101,17 @@ func (c *Client) read(stdout io.Reader) {
 	}
 }
 
+// markStarted signals that the worker has begun command id (its first
+// event arrived, or it finished).
+func (c *Client) markStarted(id int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch, ok := c.started[id]; ok {
+		close(ch)
+		delete(c.started, id)
+	}
+}
+
 // fail ends every pending command: the worker is gone.
 func (c *Client) fail(err error) {
 	c.mu.Lock()
@@ -107,20 +121,35 @@ func (c *Client) fail(err error) {
 		ch <- err
 		delete(c.pending, id)
 	}
+	for id, ch := range c.started {
+		close(ch)
+		delete(c.started, id)
+	}
 }
 
 // Send starts a command and returns a channel that yields its result once.
 func (c *Client) Send(cmd Command) <-chan error {
+	_, done := c.Start(cmd)
+	return done
+}
+
+// Start sends a command and returns two channels: started is closed once
+// the worker has begun it (its first event arrived), done yields its
+// result once.
+func (c *Client) Start(cmd Command) (started <-chan struct{}, done <-chan error) {
 	ch := make(chan error, 1)
+	st := make(chan struct{})
 	c.mu.Lock()
 	if c.dead != nil {
 		c.mu.Unlock()
 		ch <- c.dead
-		return ch
+		close(st)
+		return st, ch
 	}
 	c.nextID++
 	cmd.ID = c.nextID
 	c.pending[cmd.ID] = ch
+	c.started[cmd.ID] = st
 	c.mu.Unlock()
 	b, _ := json.Marshal(cmd)
 	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
@@ -128,8 +157,9 @@ func (c *Client) Send(cmd Command) <-chan error {
 		delete(c.pending, cmd.ID)
 		c.mu.Unlock()
 		ch <- fmt.Errorf("client %d: %w", c.ID, err)
+		c.markStarted(cmd.ID)
 	}
-	return ch
+	return st, ch
 }
 
 // Do sends a command and waits for it to finish.

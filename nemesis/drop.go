@@ -1,0 +1,41 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// ConnDrop closes one client's connections to some nodes at once, both
+// sides, and refuses new ones (the proxy stops listening): the server sees
+// its peer's socket close right away. PostgreSQL then ends the session and
+// frees its session advisory locks within a millisecond, while a client
+// that does not speak still believes it holds them. Heal listens again;
+// the dropped connections stay closed (the client must reconnect).
+type ConnDrop struct {
+	Client int
+	Nodes  []string
+	guard
+}
+
+func (f *ConnDrop) Name() string { return "conn-drop" }
+func (f *ConnDrop) On() string {
+	return fmt.Sprintf("client %d -> %s", f.Client, strings.Join(f.Nodes, ","))
+}
+func (f *ConnDrop) Detail() string { return "connections closed, new ones refused" }
+
+func (f *ConnDrop) Inject(ctx context.Context, t *Target) error {
+	links, err := t.links(f.Client, f.Nodes)
+	if err != nil {
+		return err
+	}
+	return f.inject(ctx, func(add func(undoFunc)) error {
+		for _, l := range links {
+			l.Disable()
+			add(func(context.Context) error { return l.Enable() })
+		}
+		return nil
+	})
+}
+
+func (f *ConnDrop) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
