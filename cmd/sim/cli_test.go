@@ -142,9 +142,12 @@ func TestBadInputExits2WithOneLine(t *testing.T) {
 const longStory = `name: long-story
 title: holds the lock and sleeps
 lock: redlock
+storage: plain
 expected: safe
 steps:
   - do: acquire
+    client: 1
+  - do: write
     client: 1
   - do: clock-jump
     node: C
@@ -155,16 +158,20 @@ steps:
 `
 
 // markedProcs lists processes whose environment holds mark or whose
-// working dir is under dir (servers get an environment of their own, but
-// work in the run's temp dir).
-func markedProcs(mark, dir string) []string {
+// working dir is under one of dirs (servers get an environment of their
+// own, but work in the run's temp dirs).
+func markedProcs(mark string, dirs ...string) []string {
 	var out []string
 	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, p := range procs {
 		environ, _ := os.ReadFile(p)
 		cmd, _ := os.ReadFile(strings.Replace(p, "environ", "cmdline", 1))
 		cwd, _ := os.Readlink(strings.Replace(p, "environ", "cwd", 1))
-		if bytes.Contains(environ, []byte(mark)) || strings.HasPrefix(cwd, dir) {
+		inDir := false
+		for _, d := range dirs {
+			inDir = inDir || strings.HasPrefix(cwd, d)
+		}
+		if bytes.Contains(environ, []byte(mark)) || inDir {
 			out = append(out, filepath.Dir(p)+" "+strings.ReplaceAll(string(cmd), "\x00", " "))
 		}
 	}
@@ -188,6 +195,8 @@ func TestInterruptLeavesNothing(t *testing.T) {
 			rand.Read(b)
 			mark := "LOCKSIM_TEST_MARK=" + hex.EncodeToString(b)
 
+			// PostgreSQL's data dir goes on /dev/shm, outside TMPDIR.
+			shmBefore, _ := filepath.Glob("/dev/shm/locksim-*")
 			cmd := exec.Command(os.Args[0], "run", story, "--out", filepath.Join(tmp, "run"))
 			cmd.Env = append(os.Environ(), simMainEnv+"=1", "TMPDIR="+scratch, mark)
 			stderr, _ := cmd.StderrPipe()
@@ -211,8 +220,10 @@ func TestInterruptLeavesNothing(t *testing.T) {
 				cmd.Process.Kill()
 				t.Fatal("the story never reached its sleep")
 			}
-			if n := len(markedProcs(mark, scratch)); n < 7 {
-				t.Fatalf("expected sim, 5 redis-servers and 2 clients running, found %d", n)
+			shmNow, _ := filepath.Glob("/dev/shm/locksim-*")
+			dirs := append([]string{scratch}, newPaths(shmBefore, shmNow)...)
+			if n := len(markedProcs(mark, dirs...)); n < 8 {
+				t.Fatalf("expected sim, 5 redis-servers, PostgreSQL and 2 clients running, found %d:\n%s", n, strings.Join(markedProcs(mark, dirs...), "\n"))
 			}
 			cmd.Process.Signal(sig)
 			err := cmd.Wait()
@@ -224,19 +235,44 @@ func TestInterruptLeavesNothing(t *testing.T) {
 			// The kernel kills the children of a killed harness
 			// (Pdeathsig); give it a moment.
 			deadline := time.Now().Add(5 * time.Second)
-			for len(markedProcs(mark, scratch)) > 0 && time.Now().Before(deadline) {
+			for len(markedProcs(mark, dirs...)) > 0 && time.Now().Before(deadline) {
 				time.Sleep(50 * time.Millisecond)
 			}
-			if left := markedProcs(mark, scratch); len(left) > 0 {
+			if left := markedProcs(mark, dirs...); len(left) > 0 {
 				t.Fatalf("left running after %v:\n%s", sig, strings.Join(left, "\n"))
 			}
 			if sig == syscall.SIGINT {
 				if left, _ := os.ReadDir(scratch); len(left) > 0 {
 					t.Fatalf("temp dirs left after SIGINT: %v", left)
 				}
+				for _, d := range dirs[1:] {
+					if _, err := os.Stat(d); err == nil {
+						t.Fatalf("PostgreSQL dir %s left after SIGINT", d)
+					}
+				}
+			} else {
+				// kill -9 cannot clean up; remove what this test made.
+				for _, d := range dirs[1:] {
+					os.RemoveAll(d)
+				}
 			}
 		})
 	}
+}
+
+// newPaths returns the paths in after that are not in before.
+func newPaths(before, after []string) []string {
+	seen := map[string]bool{}
+	for _, p := range before {
+		seen[p] = true
+	}
+	var out []string
+	for _, p := range after {
+		if !seen[p] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // BenchmarkColdRunRedlockClockJump times a whole `sim run
