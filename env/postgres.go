@@ -211,17 +211,11 @@ func fastTempDir(pattern string) (string, error) {
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && syscall.Access("/dev/shm", 0o2|0o1) == nil {
 		parent = "/dev/shm"
 	}
-	d, err := os.MkdirTemp(parent, pattern)
+	d, err := tempDirIn(parent, pattern)
 	if err != nil && parent != "" {
-		d, err = os.MkdirTemp("", pattern)
+		d, err = tempDirIn("", pattern)
 	}
-	if err != nil {
-		return "", err
-	}
-	dirsMu.Lock()
-	dirs[d] = struct{}{}
-	dirsMu.Unlock()
-	return d, nil
+	return d, err
 }
 
 // The initdb template: initdb (about a second even with --no-sync) runs

@@ -127,9 +127,15 @@ var (
 	dirs   = map[string]struct{}{}
 )
 
-// TempDir makes a temp dir that RemoveTempDirs removes on exit.
+// TempDir makes a temp dir that Cleanup removes on exit.
 func TempDir(pattern string) (string, error) {
-	d, err := os.MkdirTemp("", pattern)
+	return tempDirIn("", pattern)
+}
+
+// tempDirIn makes a temp dir under parent ("" for the default) and
+// registers it for Cleanup.
+func tempDirIn(parent, pattern string) (string, error) {
+	d, err := os.MkdirTemp(parent, pattern)
 	if err != nil {
 		return "", err
 	}

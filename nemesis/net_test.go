@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"locksim/env"
 )
 
@@ -95,16 +97,8 @@ func TestPartitionTimesOut(t *testing.T) {
 // server ends its session, and the direct session takes the lock within
 // 1s. After Heal a new session through the proxy works.
 func TestConnResetFreesAdvisoryLock(t *testing.T) {
-	pg := startPG(t)
-	n := newNetwork(t)
-	l, err := n.AddLink("c1-pg", pg.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg := &Target{Postgres: pg, PGLinks: map[int]*env.Link{1: l}}
+	pg, l, tg, holder, other := pgLinkSetup(t)
 	ctx := ctxT(t, 15*time.Second)
-	holder := pgConnect(t, pg, l.Listen)
-	other := pgConnect(t, pg, pg.Addr())
 	if ok, err := tryLock(ctx, holder, 7); err != nil || !ok {
 		t.Fatalf("holder: %v %v, want the lock", ok, err)
 	}
@@ -118,26 +112,13 @@ func TestConnResetFreesAdvisoryLock(t *testing.T) {
 		t.Fatalf("other while the holder is idle: %v %v, want refused", ok, err)
 	}
 	qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	_, err = holder.Exec(qctx, "SELECT 1")
+	_, err := holder.Exec(qctx, "SELECT 1")
 	cancel()
 	if err == nil {
 		t.Fatal("the holder's query went through a reset_peer link")
 	}
 	t.Logf("holder: %v", err)
-	deadline := time.Now().Add(time.Second)
-	for {
-		ok, err := tryLock(ctx, other, 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the lock was not freed within 1s of the reset")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitLockFreed(ctx, t, other, 7, "the reset")
 	heal(t, f, tg)
 	again := pgConnect(t, pg, l.Listen)
 	if _, err := again.Exec(ctx, "SELECT 1"); err != nil {
@@ -148,38 +129,49 @@ func TestConnResetFreesAdvisoryLock(t *testing.T) {
 // TestConnDropFreesAdvisoryLockAtOnce: closing an idle holder's connection
 // frees its session lock without the holder speaking.
 func TestConnDropFreesAdvisoryLockAtOnce(t *testing.T) {
-	pg := startPG(t)
-	n := newNetwork(t)
-	l, err := n.AddLink("c1-pg", pg.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg := &Target{Postgres: pg, PGLinks: map[int]*env.Link{1: l}}
+	pg, l, tg, holder, other := pgLinkSetup(t)
 	ctx := ctxT(t, 15*time.Second)
-	holder := pgConnect(t, pg, l.Listen)
-	other := pgConnect(t, pg, pg.Addr())
 	if ok, err := tryLock(ctx, holder, 8); err != nil || !ok {
 		t.Fatalf("holder: %v %v, want the lock", ok, err)
 	}
 	f := &ConnDrop{Client: 1, Nodes: []string{PGNode}}
 	inject(t, f, tg)
-	deadline := time.Now().Add(time.Second)
-	for {
-		ok, err := tryLock(ctx, other, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the idle holder's lock was not freed within 1s of the drop")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitLockFreed(ctx, t, other, 8, "the drop")
 	heal(t, f, tg)
 	again := pgConnect(t, pg, l.Listen)
 	if _, err := again.Exec(ctx, "SELECT 1"); err != nil {
 		t.Fatalf("after heal: %v", err)
+	}
+}
+
+// pgLinkSetup starts PostgreSQL, a proxy c1-pg to it and a Target holding
+// that link; holder connects through the proxy, other directly.
+func pgLinkSetup(t *testing.T) (pg *env.Postgres, l *env.Link, tg *Target, holder, other *pgx.Conn) {
+	t.Helper()
+	pg = startPG(t)
+	l, err := newNetwork(t).AddLink("c1-pg", pg.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg = &Target{Postgres: pg, PGLinks: map[int]*env.Link{1: l}}
+	return pg, l, tg, pgConnect(t, pg, l.Listen), pgConnect(t, pg, pg.Addr())
+}
+
+// waitLockFreed waits up to 1s for other to take advisory lock key.
+func waitLockFreed(ctx context.Context, t *testing.T, other *pgx.Conn, key int64, after string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for {
+		ok, err := tryLock(ctx, other, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lock was not freed within 1s of %s", after)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
