@@ -38,8 +38,12 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 
+# bench prints the figures: generator throughput against the loopback floor
+# (runner), checking 100k operations with the harness's peak RSS (checker),
+# and one sweep of 10 points x 30 trials (sweep; once: it takes ~50 s).
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 ./...
+	$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v '/sweep$$')
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./sweep
 
 clean:
 	rm -rf bin runs

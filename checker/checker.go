@@ -15,6 +15,13 @@ import (
 	"locksim/history"
 )
 
+// MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) the
+// sim binary runs under unless GOMEMLIMIT is set: the garbage collector
+// works harder instead of letting the heap double, which keeps a check of
+// a 100,000-operation history under 200 MB of RSS at no measurable cost in
+// time (BenchmarkCheck100kRSS).
+const MemoryLimit = 160 << 20
+
 // Options tune a check.
 type Options struct {
 	// Timeout bounds each porcupine check (default 10s); a check that runs

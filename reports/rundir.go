@@ -1,6 +1,8 @@
 // Package reports turns a checked run into what people and CI read:
-// result.json, summary.md and porcupine's HTML visualization, all in the
-// run directory next to history.jsonl.
+// result.json, summary.md, report.html, timeline.svg, junit.xml and
+// porcupine's HTML visualization, all in the run directory next to
+// history.jsonl; and reads a run directory back (LoadRun) so that a run
+// from CI can be re-checked and re-reported on a laptop.
 package reports
 
 import (
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -52,6 +55,14 @@ type Result struct {
 	Operations int            `json:"operations"`
 	Faults     int            `json:"faults"`
 	Check      checker.Result `json:"check"`
+	// The scenario as it was, so that a run directory can be reported
+	// again when the scenario is no longer in the catalogue.
+	Fault   string `json:"fault,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Explain string `json:"explain,omitempty"`
+	Nodes   int    `json:"nodes"`
+	Clients int    `json:"clients,omitempty"`
+	File    string `json:"file,omitempty"`
 }
 
 // NewResult builds result.json's content.
@@ -61,6 +72,8 @@ func NewResult(r *Run) Result {
 		Verdict: r.Check.Verdict, Expected: r.Expected, Matches: r.Matches(),
 		Summary: r.Check.Summary, Violations: r.Check.Violations, Seed: r.Seed,
 		DurationMS: r.Duration.Milliseconds(), Check: r.Check,
+		Fault: r.Scenario.Fault, Source: r.Scenario.Source, Explain: r.Scenario.Explain,
+		Nodes: r.Scenario.Nodes, Clients: r.Scenario.Clients, File: r.Scenario.File,
 	}
 	for _, e := range r.Events {
 		switch e.Type {
@@ -73,8 +86,9 @@ func NewResult(r *Run) Result {
 	return res
 }
 
-// WriteRunDir writes result.json, summary.md and history.html into r.Dir
-// (history.jsonl is written while the run goes).
+// WriteRunDir writes result.json, summary.md, report.html, timeline.svg,
+// junit.xml and history.html into r.Dir (history.jsonl is written while
+// the run goes).
 func WriteRunDir(r *Run) error {
 	b, err := json.MarshalIndent(NewResult(r), "", "  ")
 	if err != nil {
@@ -86,11 +100,77 @@ func WriteRunDir(r *Run) error {
 	if err := os.WriteFile(filepath.Join(r.Dir, "summary.md"), []byte(Markdown(r)), 0o644); err != nil {
 		return err
 	}
+	tl := NewTimeline(r.Scenario.Name+": "+r.Scenario.Title, r.Events, r.Check, LockNodes(r.Scenario), r.Scenario.Clients)
+	var svg bytes.Buffer
+	if err := tl.WriteSVG(&svg); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "timeline.svg"), svg.Bytes(), 0o644); err != nil {
+		return err
+	}
+	var page bytes.Buffer
+	if err := WriteHTML(&page, r, tl); err != nil {
+		return fmt.Errorf("report.html: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "report.html"), page.Bytes(), 0o644); err != nil {
+		return err
+	}
+	var junit bytes.Buffer
+	if err := WriteJUnit(&junit, []Case{{Name: r.Scenario.Name, Run: r, Duration: r.Duration}}); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "junit.xml"), junit.Bytes(), 0o644); err != nil {
+		return err
+	}
 	var html bytes.Buffer
 	if err := checker.Visualize(r.Events, checker.Options{}, &html); err != nil {
 		return fmt.Errorf("porcupine visualization: %w", err)
 	}
 	return os.WriteFile(filepath.Join(r.Dir, "history.html"), html.Bytes(), 0o644)
+}
+
+// LoadRun reads a run directory back: history.jsonl, and result.json for
+// the seed, the expectation and the scenario. The scenario is taken from
+// result.json as it was when the run ran; fields it lacks (an older run
+// directory) come from the catalogue when the scenario is still there.
+// Check is the stored result; re-check Events to refresh it.
+func LoadRun(dir string) (*Run, Result, error) {
+	var res Result
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		return nil, res, err
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, res, fmt.Errorf("%s: %v", filepath.Join(dir, "result.json"), err)
+	}
+	if res.Scenario == "" {
+		return nil, res, fmt.Errorf("%s: no scenario name", filepath.Join(dir, "result.json"))
+	}
+	events, err := history.Load(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return nil, res, err
+	}
+	sc := &scenarios.Scenario{
+		Name: res.Scenario, Title: res.Title, Lock: res.Lock, Fault: res.Fault, Source: res.Source,
+		Explain: res.Explain, Nodes: res.Nodes, Clients: res.Clients, Expected: res.Expected, File: res.File,
+	}
+	if known, err := scenarios.Match("^" + regexp.QuoteMeta(res.Scenario) + "$"); err == nil && len(known) == 1 {
+		k := known[0]
+		if sc.Explain == "" {
+			sc.Explain, sc.Source, sc.Fault = k.Explain, k.Source, k.Fault
+		}
+		if sc.Nodes == 0 && res.Explain == "" {
+			sc.Nodes, sc.Clients = k.Nodes, k.Clients
+		}
+		if sc.Title == "" {
+			sc.Title = k.Title
+		}
+	}
+	r := &Run{
+		Scenario: sc, Dir: dir, Seed: res.Seed, Expected: res.Expected, Check: res.Check,
+		Events: events, Duration: time.Duration(res.DurationMS) * time.Millisecond,
+	}
+	return r, res, nil
 }
 
 // Markdown is a summary of one run fit for a CI job page.
@@ -117,7 +197,7 @@ func Markdown(r *Run) string {
 		}
 		fmt.Fprintf(&b, "| %.3f | %s | %s | %s | %s |\n", float64(e.Time)/1e9, who, e.Type, mdEscape(e.Op), mdEscape(EventDetail(e)))
 	}
-	fmt.Fprintf(&b, "\nFiles: history.jsonl (every event), result.json, history.html (porcupine's view).\n")
+	fmt.Fprintf(&b, "\nFiles: report.html (verdict, evidence, timeline), timeline.svg, history.jsonl (every event), result.json, history.html (porcupine's view).\n")
 	return b.String()
 }
 

@@ -30,4 +30,3 @@ func waitReplicated(ctx context.Context, replicas map[string]*env.Redis) error {
 	}
 	return nil
 }
-

@@ -35,6 +35,9 @@ type Options struct {
 	Log io.Writer
 	// Expected overrides the scenario's expected verdict.
 	Expected string
+	// Step is workshop mode: stop before each step, show the state, wait for Enter on Stdin.
+	Step  bool
+	Stdin io.Reader
 }
 
 // HarnessError is a failure of the harness itself (a server that would not
@@ -60,6 +63,9 @@ type run struct {
 	faults  []nemesis.Fault
 	tmp     string
 	pg      *env.Postgres
+	// direct connects the clients straight to the servers, past their
+	// proxies (generator.go: a fault that needs no network).
+	direct bool
 }
 
 // Run plays sc and returns its outcome. The environment is gone when it
@@ -71,6 +77,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*reports.Run, 
 	}
 	if o.Expected == "" {
 		o.Expected = sc.Expected
+	}
+	if sc.Generator != nil {
+		return runGenerated(ctx, sc, o, started) // generator.go
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, harness("run directory: %v", err)
@@ -127,6 +136,7 @@ func (r *run) play(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return harness("interrupted before step %d: %v", i+1, err)
 		}
+		r.beforeStep(ctx, i, st) // workshop mode (step.go)
 		if st.Say != "" {
 			r.say("%s", st.Say)
 			r.rec.Add(history.Event{Type: history.Note, Op: "step", Detail: st.Say})
@@ -236,6 +246,9 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 			// lock server's idle_session_timeout does not apply to it.
 			in.Storage = r.pg.DSN(store.Listen) + "&idle_session_timeout=0"
 		}
+	}
+	if r.direct {
+		r.bypassLinks(&in) // generator.go
 	}
 	return in, nil
 }

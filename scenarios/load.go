@@ -152,6 +152,19 @@ func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// UnmarshalYAML decodes a generator block strictly.
+func (g *Generator) UnmarshalYAML(n *yaml.Node) error {
+	type plain Generator
+	var p plain
+	lines, err := decodeStrict(n, &p, "")
+	if err != nil {
+		return err
+	}
+	*g = Generator(p)
+	g.lines = lines
+	return nil
+}
+
 // Parse reads one scenario from YAML and validates it. file names it in
 // errors.
 func Parse(file string, data []byte) (*Scenario, error) {
@@ -260,8 +273,14 @@ func (s *Scenario) validate() error {
 	if s.WatchdogEvery.Duration < 0 || s.IdleSessionTimeout.Duration < 0 {
 		return s.errAt("watchdog_every", "expected a positive duration")
 	}
+	if s.Generator != nil {
+		if len(s.Steps) > 0 {
+			return s.errAt("steps", "a generator scenario has no steps: remove steps or generator")
+		}
+		return s.validateGenerator()
+	}
 	if len(s.Steps) == 0 {
-		return s.errAt("steps", "missing: a scripted scenario needs at least one step")
+		return s.errAt("steps", "missing: a scripted scenario needs at least one step (or a generator)")
 	}
 	for i := range s.Steps {
 		if err := s.validateStep(i); err != nil {
@@ -333,6 +352,73 @@ func (s *Scenario) validateStep(i int) error {
 	}
 	if st.TTL.Duration < 0 {
 		return at("ttl", "expected a positive duration, got %v", st.TTL)
+	}
+	return nil
+}
+
+// validateGenerator checks a generator block and fills in its defaults.
+func (s *Scenario) validateGenerator() error {
+	g := s.Generator
+	at := func(field, format string, args ...any) error {
+		line := g.lines[field]
+		if line == 0 {
+			line = s.lines["generator"]
+		}
+		return &Error{File: s.File, Line: line, Field: "generator." + field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if s.Storage == "" {
+		return s.errAt("storage", "missing: a generator scenario needs protected storage (plain, fenced, token-cas or idempotent)")
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"duration", g.Duration.Duration}, {"work", g.Work.Duration}, {"backoff", g.Backoff.Duration},
+		{"pause", g.Pause.Duration}, {"delay", g.Delay.Duration}} {
+		if d.v < 0 {
+			return at(d.field, "expected a positive duration, got %v", d.v)
+		}
+	}
+	if g.Duration.Duration == 0 {
+		g.Duration.Duration = time.Second
+	}
+	if g.Work.Duration == 0 {
+		g.Work.Duration = 2 * time.Millisecond
+	}
+	if g.Backoff.Duration == 0 {
+		g.Backoff.Duration = time.Millisecond
+	}
+	if g.WorkDist == "" {
+		g.WorkDist = "uniform"
+	}
+	if !contains([]string{"uniform", "exponential", "fixed"}, g.WorkDist) {
+		return at("work_dist", "expected uniform, exponential or fixed, got %q", g.WorkDist)
+	}
+	if g.Fault == "" {
+		return at("fault", "missing: name the fault (%s)", strings.Join(GeneratorFaults, ", "))
+	}
+	if !contains(GeneratorFaults, g.Fault) {
+		return at("fault", "expected one of %s, got %q", strings.Join(GeneratorFaults, ", "), g.Fault)
+	}
+	if g.MaxCycles < 0 {
+		return at("max_cycles", "expected 0 or more, got %d", g.MaxCycles)
+	}
+	if g.Faults < 0 || g.Faults > 100 {
+		return at("faults", "expected 0 to 100, got %d", g.Faults)
+	}
+	if g.Trials < 0 {
+		return at("trials", "expected 0 or more, got %d", g.Trials)
+	}
+	if g.Faults == 0 && g.Fault != "none" {
+		g.Faults = 1
+	}
+	if g.Trials == 0 {
+		g.Trials = 1
+	}
+	if (g.Fault == "clock-jump" || g.Fault == "clock-drift") && s.Nodes == 0 {
+		return at("fault", "%s needs a Redis node: this scenario's lock %s has none", g.Fault, s.Lock)
+	}
+	if g.Fault == "clock-drift" && g.Drift <= 0 {
+		return at("drift", "expected a rate above 0, got %g", g.Drift)
 	}
 	return nil
 }

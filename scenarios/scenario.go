@@ -62,12 +62,67 @@ type Scenario struct {
 	Expected string `yaml:"expected"`
 	// Steps is the story, in order.
 	Steps []Step `yaml:"steps"`
+	// Generator makes this a generator scenario instead of a scripted
+	// story: the clients loop acquire -> read-modify-write -> release while
+	// a schedule drawn from the seed injects the fault (see Generator).
+	// A scenario has either steps or a generator.
+	Generator *Generator `yaml:"generator"`
 
 	// File is where the scenario was loaded from.
 	File string `yaml:"-"`
 	// lines maps field names to their line in File.
 	lines map[string]int
 }
+
+// Generator is the load and fault schedule of a generator scenario: every
+// client loops acquire -> read-modify-write (working for a time drawn from
+// the work distribution) -> release until Duration has passed, and each
+// trial injects Fault Faults times, at times and on targets drawn from the
+// seed. The fault's size is the field named after its sweep parameter
+// (pause, jump, delay, drift).
+type Generator struct {
+	// Duration is how long the clients loop in one trial. Default 1s.
+	Duration Duration `yaml:"duration"`
+	// Work is the mean time a client works between its read and its write.
+	// Default 2ms.
+	Work Duration `yaml:"work"`
+	// WorkDist is the distribution of the work time: uniform (default;
+	// from Work/2 to 3*Work/2), exponential (mean Work) or fixed.
+	WorkDist string `yaml:"work_dist"`
+	// Backoff bounds the wait after a refused acquire, drawn uniformly
+	// from 0 to Backoff, so that contending clients do not spin in lock
+	// step. Default 1ms.
+	Backoff Duration `yaml:"backoff"`
+	// MaxCycles stops each client after that many critical sections
+	// (0: only Duration bounds the loop).
+	MaxCycles int `yaml:"max_cycles"`
+	// Fault is what the schedule injects: pause (SIGSTOP a client during
+	// its critical section, for Pause), clock-jump (move a node's clock by
+	// Jump while a client holds the lock), latency (delay a client's
+	// storage link by Delay during its critical section), clock-drift (a
+	// node's clock runs at Drift times real speed for the whole trial) or
+	// none.
+	Fault string `yaml:"fault"`
+	// Faults is how many faults one trial injects. Default 1 (0 with
+	// fault none).
+	Faults int `yaml:"faults"`
+	// Pause is the length of a pause fault.
+	Pause Duration `yaml:"pause"`
+	// Jump is the size of a clock-jump fault.
+	Jump Duration `yaml:"jump"`
+	// Delay is the added latency of a latency fault.
+	Delay Duration `yaml:"delay"`
+	// Drift is a clock-drift fault's rate: 1.5 runs the clock 50% fast.
+	Drift float64 `yaml:"drift"`
+	// Trials is how many trials `sim run` plays (default 1); `sim sweep`
+	// sets its own with --trials.
+	Trials int `yaml:"trials"`
+
+	lines map[string]int
+}
+
+// GeneratorFaults lists the values of Generator.Fault.
+var GeneratorFaults = []string{"pause", "clock-jump", "latency", "clock-drift", "none"}
 
 // Step is one step of a scripted story.
 type Step struct {

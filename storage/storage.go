@@ -166,6 +166,28 @@ func (s *Store) Read(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
+// ReadFenced is the read of a critical section holding fencing token
+// fence. In fenced mode the read raises the row's fence to fence, so that
+// from now on a holder with a lower token cannot write: fencing the write
+// alone is not enough for a read-modify-write, because a stale holder's
+// write could land between the new holder's read and its write, and both
+// would be accepted. In the other modes it is Read.
+func (s *Store) ReadFenced(ctx context.Context, fence int64) (int64, error) {
+	if s.mode != Fenced || fence == 0 {
+		return s.Read(ctx)
+	}
+	q, done, err := s.q(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	var v int64
+	if err := q.QueryRow(ctx, `UPDATE counter SET fence = GREATEST(fence, $1) WHERE id = 1 RETURNING value`, fence).Scan(&v); err != nil {
+		return 0, fmt.Errorf("storage read: %v", err)
+	}
+	return v, nil
+}
+
 // Value is the counter's final value, read outside any lock transaction.
 func (s *Store) Value(ctx context.Context) (int64, error) {
 	v := *s

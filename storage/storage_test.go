@@ -108,6 +108,27 @@ func TestFencedRefusesLowerAcceptsEqualOrHigher(t *testing.T) {
 	}
 }
 
+// TestFencedReadShutsOutTheOldHolder: the new holder's read raises the
+// fence, so the old holder's write landing between that read and the new
+// holder's write is refused, and no update is lost.
+func TestFencedReadShutsOutTheOldHolder(t *testing.T) {
+	ctx, s := open(t, storage.Fenced, 2)
+	old, err := s[0].ReadFenced(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old holder (token 1) pauses; the new one (token 2) reads.
+	fresh, err := s[1].ReadFenced(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, ctx, s[0], old, old+1, 1, "", false) // the old holder wakes: refused
+	write(t, ctx, s[1], fresh, fresh+1, 2, "", true)
+	if v := value(t, ctx, s[0]); v != 1 {
+		t.Fatalf("counter %d, want 1", v)
+	}
+}
+
 func TestTokenCASRefusesAfterAnotherClaim(t *testing.T) {
 	ctx, s := open(t, storage.TokenCAS, 2)
 	if err := s[0].Claim(ctx, "tokA"); err != nil {

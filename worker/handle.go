@@ -30,6 +30,8 @@ type Client struct {
 	pending map[int64]chan error
 	started map[int64]chan struct{}
 	dead    error
+	// watch, when set, sees every event as it arrives (loop.go: Watch).
+	watch func(history.Event)
 }
 
 // Start re-executes this binary as a worker for client id, records its
@@ -75,13 +77,17 @@ func (c *Client) read(stdout io.Reader) {
 			return
 		}
 		if r.Event != nil {
+			rec, watch := c.sink()
 			e := *r.Event
-			e.Time = c.rec.Since(e.Time)
+			e.Time = rec.Since(e.Time)
 			if e.LeaseEnd != 0 {
-				e.LeaseEnd = c.rec.Since(e.LeaseEnd)
+				e.LeaseEnd = rec.Since(e.LeaseEnd)
 			}
 			e.Process = c.ID
-			c.rec.Add(e)
+			e = rec.Add(e)
+			if watch != nil {
+				watch(e)
+			}
 			c.markStarted(r.ID)
 		}
 		if r.Done {
@@ -176,7 +182,8 @@ func (c *Client) Do(ctx context.Context, cmd Command) error {
 // lease it held dies with it.
 func (c *Client) Kill() {
 	c.proc.Kill()
-	c.rec.Add(history.Event{Process: c.ID, Type: history.Ok, Op: history.OpCrash})
+	rec, _ := c.sink()
+	rec.Add(history.Event{Process: c.ID, Type: history.Ok, Op: history.OpCrash})
 }
 
 // Stop closes the worker's stdin, lets it exit, and kills it if it does

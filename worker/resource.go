@@ -93,7 +93,7 @@ func (s *state) readModifyWrite(ctx context.Context, store *storage.Store, l cli
 	if err := store.Claim(ctx, l.Token); err != nil {
 		return false, 0, err
 	}
-	if read, err = store.Read(ctx); err != nil {
+	if read, err = store.ReadFenced(ctx, l.Fence); err != nil {
 		return false, 0, err
 	}
 	time.Sleep(work)

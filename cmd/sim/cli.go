@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -35,16 +37,41 @@ const usage = `sim: lock-safety scenarios on real servers
 usage:
   sim list [REGEX]            the scenario catalogue, one line each
   sim explain NAME            what a scenario shows and its steps, without running it
-  sim run NAME|FILE.yaml...   run scenarios and print their verdicts
+  sim run NAME|REGEX|FILE.yaml...
+                              run scenarios and print their verdicts; a REGEX
+                              that is not a scenario's name runs every match
+  sim run --all               run the whole catalogue
+  sim report DIR              rebuild a run directory's reports from its history
+                              (re-checked): report.html, timeline.svg, ...
+  sim check DIR               re-check a run directory's history offline; exit 0
+                              when the verdict is result.json's expected one
   sim locks                   the lock algorithms a scenario can name
+  sim sweep NAME --param KEY=FROM..TO [--points N] [--trials M] [--locks a,b,c]
+                              violation rates of a generator scenario across a
+                              parameter: sweep.csv and plots (sim sweep --help)
   sim help                    this text
 
 sim run flags:
-  --out DIR        run directory (default runs/<scenario>-<time>; one run only)
+  --out DIR        run directory (default runs/<scenario>-<time>); when more
+                   than one scenario runs, DIR is the parent and each run goes
+                   to DIR/<scenario>
+  --all            run every scenario of the catalogue
   --expect V       expected verdict: safe, unsafe or leaked (default: the scenario's)
   --seed N         seed for every random choice (default: the time)
+  --junit FILE     write JUnit XML: one test case per scenario run, a failure
+                   when the verdict differs from the expected one
+  --markdown FILE  write a Markdown summary table of the runs (for CI pages,
+                   e.g. --markdown "$GITHUB_STEP_SUMMARY")
+  --step           workshop mode: stop before each step of the story, show who
+                   holds the lock where, and wait for Enter (EOF: go on)
   --json           print result.json to stdout instead of the verdict line
   -q               no narration on stderr
+
+sim check flags:
+  --expect V       the verdict to expect instead of result.json's
+
+Each run directory holds history.jsonl, result.json, summary.md, report.html
+(verdict, evidence, timeline), timeline.svg, junit.xml and history.html.
 
 exit codes: 0 verdicts as expected, 1 a verdict differed, 2 the harness failed
 (bad input, a server that would not start), 130 interrupted.
@@ -73,9 +100,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	case "explain":
 		return cmdExplain(args[1:], stdout, stderr)
 	case "run":
-		return cmdRun(args[1:], stdout, stderr)
+		return cmdRun(args[1:], stdin, stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
 	case "locks":
 		return cmdLocks(stdout)
+	case "sweep":
+		return cmdSweep(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "sim: unknown command %q (sim help lists them)\n", args[0])
 	return exitHarness
@@ -150,11 +183,20 @@ func cmdLocks(stdout io.Writer) int {
 
 // runOptions are sim run's flags.
 type runOptions struct {
-	out     string
-	expect  string
-	seed    int64
-	json    bool
-	quiet   bool
+	// out is the run directory, or the parent of the run directories when
+	// more than one scenario runs.
+	out    string
+	expect string
+	seed   int64
+	json   bool
+	quiet  bool
+	// all runs the whole catalogue.
+	all bool
+	// junit and markdown name the CI outputs to write ("": none).
+	junit, markdown string
+	// step is workshop mode.
+	step bool
+	// targets are the names, regexes or files given.
 	targets []string
 }
 
@@ -167,6 +209,10 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.Int64Var(&o.seed, "seed", 0, "seed")
 	fs.BoolVar(&o.json, "json", false, "print result.json")
 	fs.BoolVar(&o.quiet, "q", false, "quiet")
+	fs.BoolVar(&o.all, "all", false, "run the whole catalogue")
+	fs.StringVar(&o.junit, "junit", "", "JUnit XML file")
+	fs.StringVar(&o.markdown, "markdown", "", "Markdown summary file")
+	fs.BoolVar(&o.step, "step", false, "workshop mode")
 	// Flags may come before or after the names.
 	var rest []string
 	for len(args) > 0 {
@@ -180,14 +226,11 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 		}
 	}
 	o.targets = rest
-	if len(o.targets) == 0 {
-		return o, errors.New("sim run needs a scenario name or file (sim list shows them)")
+	if len(o.targets) == 0 && !o.all {
+		return o, errors.New("sim run needs a scenario name, a regex or a file, or --all (sim list shows them)")
 	}
 	if o.expect != "" && !regexp.MustCompile(`^(safe|unsafe|leaked)$`).MatchString(o.expect) {
 		return o, fmt.Errorf("--expect: expected safe, unsafe or leaked, got %q", o.expect)
-	}
-	if o.out != "" && len(o.targets) > 1 {
-		return o, errors.New("--out names one run directory; give one scenario")
 	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano()
@@ -195,36 +238,99 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	return o, nil
 }
 
-func cmdRun(args []string, stdout, stderr io.Writer) int {
+// resolveTargets turns the names given into scenarios: an exact name or a
+// file first; else a regex matching some names selects them all; else the
+// "no such scenario, did you mean" error. Each scenario runs once.
+func resolveTargets(o runOptions) ([]*scenarios.Scenario, error) {
+	var list []*scenarios.Scenario
+	seen := map[string]bool{}
+	add := func(sc *scenarios.Scenario) {
+		if !seen[sc.Name] {
+			seen[sc.Name] = true
+			list = append(list, sc)
+		}
+	}
+	if o.all {
+		all, err := scenarios.Catalogue()
+		if err != nil {
+			return nil, err
+		}
+		for _, sc := range all {
+			add(sc)
+		}
+	}
+	for _, t := range o.targets {
+		sc, err := scenarios.Find(t)
+		if err == nil {
+			add(sc)
+			continue
+		}
+		var nf *scenarios.NotFoundError
+		if !errors.As(err, &nf) {
+			return nil, err
+		}
+		matches, merr := scenarios.Match(t)
+		if merr != nil || len(matches) == 0 {
+			return nil, err
+		}
+		for _, sc := range matches {
+			add(sc)
+		}
+	}
+	return list, nil
+}
+
+func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	o, err := parseRun(args, stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	// Load every scenario first, so a typo fails before anything starts.
-	var list []*scenarios.Scenario
-	for _, t := range o.targets {
-		sc, err := scenarios.Find(t)
-		if err != nil {
-			return fail(stderr, err)
-		}
-		list = append(list, sc)
+	list, err := resolveTargets(o)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if o.step && len(list) > 1 {
+		return fail(stderr, fmt.Errorf("--step plays one story; %d scenarios selected", len(list)))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	code := exitOK
+	code = exitOK
+	var cases []reports.Case
+	// The CI outputs are written whatever happens, interrupted included.
+	defer func() {
+		if err := writeCIOutputs(o, cases); err != nil {
+			fmt.Fprintf(stderr, "sim: %v\n", err)
+			if code == exitOK {
+				code = exitHarness
+			}
+		}
+	}()
 	for _, sc := range list {
 		var log io.Writer = stderr
-		if o.quiet {
+		if o.quiet && !o.step {
 			log = nil
 		}
-		res, err := runner.Run(ctx, sc, runner.Options{Out: o.out, Seed: o.seed, Log: log, Expected: o.expect})
+		out := o.out
+		if out != "" && len(list) > 1 {
+			out = filepath.Join(o.out, sc.Name)
+		}
+		started := time.Now()
+		res, err := runner.Run(ctx, sc, runner.Options{Out: out, Seed: o.seed, Log: log, Expected: o.expect, Step: o.step, Stdin: stdin})
 		if err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped\n")
-				return exitInterrupted
+				code = exitInterrupted
+				return code
 			}
-			return fail(stderr, err)
+			cases = append(cases, reports.Case{Name: sc.Name, Err: err, Duration: time.Since(started)})
+			code = fail(stderr, fmt.Errorf("%s: %w", sc.Name, err))
+			if len(list) == 1 {
+				return code
+			}
+			continue
 		}
+		cases = append(cases, reports.Case{Name: sc.Name, Run: res, Duration: time.Since(started)})
 		if o.json {
 			b, _ := json.MarshalIndent(reports.NewResult(res), "", "  ")
 			fmt.Fprintln(stdout, string(b))
@@ -236,6 +342,34 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// writeCIOutputs writes --junit and --markdown, when asked for.
+func writeCIOutputs(o runOptions, cases []reports.Case) error {
+	if o.junit != "" {
+		var b bytes.Buffer
+		if err := reports.WriteJUnit(&b, cases); err != nil {
+			return err
+		}
+		if err := writeFile(o.junit, b.Bytes()); err != nil {
+			return fmt.Errorf("--junit: %v", err)
+		}
+	}
+	if o.markdown != "" {
+		if err := writeFile(o.markdown, []byte(reports.SummaryMarkdown(cases))); err != nil {
+			return fmt.Errorf("--markdown: %v", err)
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, data []byte) error {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 func printVerdict(w io.Writer, r *reports.Run) {

@@ -6,11 +6,16 @@ package main
 
 import (
 	"os"
+	"runtime/debug"
 
+	"locksim/checker"
 	"locksim/worker"
 )
 
 func main() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(checker.MemoryLimit)
+	}
 	worker.MaybeRun()
 	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

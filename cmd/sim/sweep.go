@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"locksim/reports"
+	"locksim/scenarios"
+	"locksim/sweep"
+)
+
+const sweepUsage = `usage: sim sweep NAME --param KEY=FROM..TO [--points N] [--trials M] [--locks a,b,c]
+
+  --param KEY=FROM..TO  the parameter swept: pause, jump, delay, ttl, work (durations
+                        like 20ms..2s, or relative to the TTL like 0.2ttl..3ttl)
+                        or drift (rates like 1..3); without it, one point
+  --points N            values from FROM to TO (default 5)
+  --trials M            trials per point and lock (default 10)
+  --locks a,b,c         locks to compare (default: the scenario's); add +fenced
+                        for a PostgreSQL fencing token and fenced storage,
+                        e.g. redis,redis+fenced,redlock,postgres-session
+  --seed N              seed of every schedule (default: the time)
+  --ttl D, --duration D, --clients K
+                        override the scenario's TTL, trial length, client count
+  --out DIR             where sweep.csv, damage.png/.svg and violations.png/.svg
+                        go (default runs/sweep-NAME-<time>)
+  -q                    no progress display
+`
+
+// sweepOptions are sim sweep's flags.
+type sweepOptions struct {
+	name           string
+	param          string
+	points, trials int
+	locks          string
+	seed           int64
+	ttl, duration  time.Duration
+	clients        int
+	out            string
+	quiet          bool
+}
+
+func parseSweep(args []string) (sweepOptions, error) {
+	var o sweepOptions
+	fs := flag.NewFlagSet("sim sweep", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.param, "param", "", "")
+	fs.IntVar(&o.points, "points", 5, "")
+	fs.IntVar(&o.trials, "trials", 10, "")
+	fs.StringVar(&o.locks, "locks", "", "")
+	fs.Int64Var(&o.seed, "seed", 0, "")
+	fs.DurationVar(&o.ttl, "ttl", 0, "")
+	fs.DurationVar(&o.duration, "duration", 0, "")
+	fs.IntVar(&o.clients, "clients", 0, "")
+	fs.StringVar(&o.out, "out", "", "")
+	fs.BoolVar(&o.quiet, "q", false, "")
+	var rest []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return o, fmt.Errorf("sweep: %v", err)
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			rest = append(rest, args[0])
+			args = args[1:]
+		}
+	}
+	if len(rest) != 1 {
+		return o, errors.New("sweep: name one generator scenario, e.g. sim sweep gen-pause --param pause=0.2ttl..3ttl")
+	}
+	o.name = rest[0]
+	switch {
+	case o.points < 1 || o.points > 1000:
+		return o, fmt.Errorf("--points: expected 1 to 1000, got %d", o.points)
+	case o.trials < 1 || o.trials > 100000:
+		return o, fmt.Errorf("--trials: expected 1 to 100000, got %d", o.trials)
+	case o.ttl < 0 || o.duration < 0:
+		return o, errors.New("--ttl, --duration: expected a positive duration")
+	case o.clients < 0 || o.clients > 64:
+		return o, fmt.Errorf("--clients: expected 1 to 64, got %d", o.clients)
+	}
+	if o.seed == 0 {
+		o.seed = time.Now().UnixNano()
+	}
+	return o, nil
+}
+
+func cmdSweep(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprint(stdout, sweepUsage)
+		return exitOK
+	}
+	o, err := parseSweep(args)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	var param *sweep.Param
+	if o.param != "" {
+		p, err := sweep.ParseParam(o.param)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		param = &p
+	}
+	sc, err := scenarios.Find(o.name)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if sc.Generator == nil {
+		return fail(stderr, fmt.Errorf("%s is a scripted story; sweep a generator scenario (sim list gen-)", sc.Name))
+	}
+	var locks []string
+	if o.locks != "" {
+		locks = strings.Split(o.locks, ",")
+		for _, l := range locks {
+			if _, err := sweep.Variant(sc, l); err != nil {
+				return fail(stderr, err)
+			}
+		}
+	}
+	if o.out == "" {
+		o.out = filepath.Join("runs", fmt.Sprintf("sweep-%s-%s", sc.Name, time.Now().Format("20060102-150405")))
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return fail(stderr, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	so := sweep.Options{Param: param, Points: o.points, Trials: o.trials, Locks: locks, Seed: o.seed,
+		TTL: o.ttl, Duration: o.duration, Clients: o.clients}
+	if !o.quiet {
+		so.Progress = sweep.NewProgress(stderr, "sweep "+sc.Name)
+	}
+	fmt.Fprintf(stderr, "sim sweep %s (seed %d)\n", sc.Name, o.seed)
+	started := time.Now()
+	rows, err := sweep.Run(ctx, sc, so)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped\n")
+			return exitInterrupted
+		}
+		return fail(stderr, err)
+	}
+	if err := writeSweep(o.out, sc, rows); err != nil {
+		return fail(stderr, err)
+	}
+	printSweep(stdout, rows)
+	fmt.Fprintf(stdout, "%d trials in %v; %s\n", len(rows)*rowsTrials(rows), time.Since(started).Round(time.Millisecond),
+		filepath.Join(o.out, "sweep.csv"))
+	return exitOK
+}
+
+func rowsTrials(rows []sweep.Row) int {
+	if len(rows) == 0 {
+		return 0
+	}
+	return rows[0].Trials
+}
+
+// writeSweep writes sweep.csv and the two plots.
+func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
+	f, err := os.Create(filepath.Join(dir, "sweep.csv"))
+	if err != nil {
+		return err
+	}
+	if err := sweep.WriteCSV(f, rows); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	key := rows[0].Param
+	xlabel, mark := key+" / TTL", 1.0
+	switch key {
+	case "drift":
+		xlabel, mark = "clock drift rate (x real time)", 0
+	case "ttl":
+		xlabel, mark = "TTL (ms)", 0
+	}
+	what := map[string]string{"pause": "a pause", "jump": "a clock jump", "delay": "a network delay", "drift": "clock drift",
+		"ttl": "a TTL", "work": "work time"}[key]
+	for _, plot := range []struct {
+		file, ylabel, title string
+		k                   func(sweep.Row) (int, int)
+	}{
+		{"damage", "trials with a lost update or stale write (%)", "Damage to the protected data",
+			func(r sweep.Row) (int, int) { return r.Damaged, r.Trials }},
+		{"violations", "trials where the lock or the data was violated (%)", "Lock or data violated",
+			func(r sweep.Row) (int, int) { return r.Violated, r.Trials }},
+	} {
+		rp := reports.RatePlot{Title: fmt.Sprintf("%s: %s against %s (%s)", sc.Name, plot.title, what, key),
+			XLabel: xlabel, YLabel: plot.ylabel, Mark: mark, MarkLabel: key + " = TTL"}
+		index := map[string]int{}
+		for _, r := range rows {
+			i, ok := index[r.Lock]
+			if !ok {
+				i = len(rp.Series)
+				index[r.Lock] = i
+				rp.Series = append(rp.Series, reports.Series{Name: r.Lock, Dashed: reports.IsFenced(r.Lock)})
+			}
+			k, n := plot.k(r)
+			lo, hi := sweep.Wilson(k, n)
+			s := &rp.Series[i]
+			s.X = append(s.X, r.X())
+			s.Y = append(s.Y, 100*float64(k)/float64(max(n, 1)))
+			s.Low, s.High = append(s.Low, 100*lo), append(s.High, 100*hi)
+		}
+		if err := reports.WriteRatePlot(rp, filepath.Join(dir, plot.file)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printSweep prints the rows as a table.
+func printSweep(w io.Writer, rows []sweep.Row) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOCK\tVALUE\tVIOLATED\tDAMAGED\tPER 1000 CS\tFENCED REJECTIONS")
+	for _, r := range rows {
+		lo, hi := sweep.Wilson(r.Damaged, r.Trials)
+		fmt.Fprintf(tw, "%s\t%s=%s\t%d/%d\t%d/%d (95%%: %.0f-%.0f%%)\t%.1f\t%d\n", r.Lock, r.Param, r.Value.Format(r.Param),
+			r.Violated, r.Trials, r.Damaged, r.Trials, 100*lo, 100*hi, r.PerThousand(), r.Refused)
+	}
+	tw.Flush()
+}

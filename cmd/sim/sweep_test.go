@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"locksim/env"
+	"locksim/sweep"
+)
+
+// TestSweepShape runs `sim sweep` at a small size (the debate chart in
+// miniature) and checks the CSV's shape: no damage below the threshold
+// (pause = 0.3 TTL) and damage above it (3 TTLs) for single Redis; no
+// damage at all with a fencing token, whose fence refuses the stale
+// writes; and PostgreSQL's session lock, which has no TTL, never violated.
+func TestSweepShape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers")
+	}
+	dir := t.TempDir()
+	code, out, errb := sim(t, "sweep", "gen-pause", "--param", "pause=0.3ttl..3ttl", "--points", "2", "--trials", "4",
+		"--locks", "redis,redis+fenced,postgres-session", "--ttl", "50ms", "--duration", "60ms", "--seed", "7", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+	}
+	f, err := os.Open(filepath.Join(dir, "sweep.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(recs[0], ",") != strings.Join(sweep.Header, ",") {
+		t.Fatalf("header %v", recs[0])
+	}
+	if len(recs) != 1+3*2 {
+		t.Fatalf("%d rows, want 6:\n%v", len(recs)-1, recs)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	num := func(r []string, h string) int {
+		n, err := strconv.Atoi(r[col[h]])
+		if err != nil {
+			t.Fatalf("%s: %v", h, err)
+		}
+		return n
+	}
+	for _, r := range recs[1:] {
+		lock, perTTL := r[col["lock"]], r[col["value_per_ttl"]]
+		damaged, violated, trials := num(r, "trials_damaged"), num(r, "trials_violated"), num(r, "trials")
+		above := perTTL == "3.0000"
+		switch {
+		case trials != 4:
+			t.Errorf("%s at %s TTL: %d trials, want 4", lock, perTTL, trials)
+		case lock == "redis" && !above && damaged != 0:
+			t.Errorf("redis, pause %s TTL (below the TTL): %d of 4 trials damaged, want 0", perTTL, damaged)
+		case lock == "redis" && above && damaged == 0:
+			t.Errorf("redis, pause %s TTL (above the TTL): no trial damaged, want some", perTTL)
+		case lock == "redis+fenced" && damaged != 0:
+			t.Errorf("redis+fenced, pause %s TTL: %d trials damaged, want 0: the fence refuses stale writes", perTTL, damaged)
+		case lock == "redis+fenced" && above && num(r, "fenced_rejections") == 0:
+			t.Errorf("redis+fenced, pause %s TTL: no write refused by the fence", perTTL)
+		case lock == "postgres-session" && violated != 0:
+			t.Errorf("postgres-session, pause %s TTL: %d trials violated, want 0", perTTL, violated)
+		}
+	}
+	for _, p := range []string{"damage.png", "damage.svg", "violations.png", "violations.svg"} {
+		if fi, err := os.Stat(filepath.Join(dir, p)); err != nil || fi.Size() == 0 {
+			t.Errorf("no %s", p)
+		}
+	}
+	if n := env.LiveCount(); n != 0 {
+		t.Errorf("%d child processes still running after the sweep", n)
+	}
+}
+
+func TestSweepBadInputExits2WithOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no range", []string{"sweep", "gen-pause", "--param", "pause=1s"}, "expected a range FROM..TO"},
+		{"unknown key", []string{"sweep", "gen-pause", "--param", "speed=1..2"}, `unknown key "speed"`},
+		{"bad value", []string{"sweep", "gen-pause", "--param", "pause=0.2ttl..lots"}, `got "lots"`},
+		{"scripted", []string{"sweep", "redlock-clock-jump", "--param", "pause=1s..2s"}, "is a scripted story"},
+		{"unknown lock", []string{"sweep", "gen-pause", "--locks", "redis,zookeeper"}, `unknown lock "zookeeper"`},
+		{"no name", []string{"sweep", "--param", "pause=1s..2s"}, "name one generator scenario"},
+		{"bad points", []string{"sweep", "gen-pause", "--points", "0"}, "--points: expected 1 to 1000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errb := sim(t, tc.args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2; stderr %q", code, errb)
+			}
+			if !strings.Contains(errb, tc.want) || strings.Count(errb, "\n") != 1 {
+				t.Fatalf("stderr %q: want one line containing %q", errb, tc.want)
+			}
+		})
+	}
+}
+
+// TestProgressPlainLines: off a terminal the progress display prints plain
+// lines, the last with the total, each with an estimate of the time left.
+func TestProgressPlainLines(t *testing.T) {
+	var b bytes.Buffer
+	p := sweep.NewProgress(&b, "sweep x")
+	p.Start(3)
+	for i := 0; i < 3; i++ {
+		p.Step("redis pause=1ttl")
+	}
+	p.Done()
+	out := b.String()
+	if strings.Contains(out, "\r") || !strings.Contains(out, "3/3 trials (100%)") || !strings.Contains(out, "left") {
+		t.Fatalf("progress output %q", out)
+	}
+}

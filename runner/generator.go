@@ -1,0 +1,390 @@
+// generator.go is generator mode: instead of a scripted story, every client
+// loops acquire -> read-modify-write -> release inside its own process
+// (worker/loop.go) while a schedule drawn from the seed (schedule.go)
+// injects the scenario's fault. Trials reuses one environment (servers,
+// proxies, client processes) for many trials, resetting state and clocks
+// between them, which is what makes a sweep of hundreds of trials quick.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"locksim/checker"
+	"locksim/clients"
+	"locksim/env"
+	"locksim/history"
+	"locksim/nemesis"
+	"locksim/reports"
+	"locksim/scenarios"
+	"locksim/storage"
+	"locksim/worker"
+)
+
+// settle is how long the clients go on looping after a fault has run its
+// course: long enough for another client to take an expired lock, work
+// and write (a few milliseconds at the loopback floor), with room for a
+// noisy machine.
+const settle = 25 * time.Millisecond
+
+// Trials is one environment ready to play generator trials.
+type Trials struct {
+	r     *run
+	sc    *scenarios.Scenario
+	nodes int
+	// logs is the temp dir holding the clients' logs when Options.Out
+	// was empty; Close removes it.
+	logs string
+}
+
+// Trial is the outcome of one generator trial.
+type Trial struct {
+	// Seed is the trial's seed (TrialSeed).
+	Seed uint64
+	// Plan is the fault schedule drawn from Seed.
+	Plan []Planned
+	// Events is the trial's history, time zero at its start.
+	Events []history.Event
+	// Check is what the checkers found in Events.
+	Check checker.Result
+	// Injected counts the planned faults that struck (a client that never
+	// entered a critical section after a fault was armed escapes it).
+	Injected int
+	// Wall is how long the trial took, reset and check included.
+	Wall time.Duration
+}
+
+// Violated says whether the lock's mutual exclusion was broken or the
+// data damaged (any finding of the checkers).
+func (t *Trial) Violated() bool { return t.Check.Violations > 0 }
+
+// Damaged says whether the storage accepted a lost update or a stale write.
+func (t *Trial) Damaged() bool {
+	return t.Check.Damage.LostUpdateCount+t.Check.Damage.StaleWriteCount > 0 || t.Check.Damage.Outcome == checker.OutcomeIllegal
+}
+
+// OpenTrials starts sc's servers, proxies and client processes. o.Out
+// receives the clients' logs (a temp dir when empty). Close stops it all.
+func OpenTrials(ctx context.Context, sc *scenarios.Scenario, o Options) (*Trials, error) {
+	if sc.Generator == nil {
+		return nil, harness("%s is a scripted scenario: generator trials need a generator block", sc.Name)
+	}
+	r := &run{
+		sc: sc, o: o, log: o.Log,
+		rec:     history.NewRecorder(history.Monotonic(), nil),
+		clients: map[int]*worker.Client{},
+		pending: map[int]<-chan error{},
+		target: &nemesis.Target{Redis: map[string]*env.Redis{}, Replicas: map[string]*env.Redis{},
+			Network: env.NewNetwork(), Clients: map[int]*env.Proc{},
+			PGLinks: map[int]*env.Link{}, StorageLinks: map[int]*env.Link{}},
+	}
+	if r.log == nil {
+		r.log = discard{}
+	}
+	// Only a latency fault acts on the network: with any other, the
+	// clients talk to the servers straight, at the loopback floor.
+	r.direct = sc.Generator.Fault != "latency"
+	t := &Trials{r: r, sc: sc, nodes: sc.Nodes}
+	if r.o.Out == "" {
+		dir, err := env.TempDir("locksim-trials-")
+		if err != nil {
+			return nil, harness("temp dir: %v", err)
+		}
+		r.o.Out, t.logs = dir, dir
+	}
+	if err := os.MkdirAll(r.o.Out, 0o755); err != nil {
+		t.Close()
+		return nil, harness("%v", err)
+	}
+	if err := r.setup(ctx); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// bypassLinks points a client's init at the servers themselves instead of
+// its proxies.
+func (r *run) bypassLinks(in *worker.Init) {
+	for i, n := range in.Config.Redis {
+		in.Config.Redis[i].Addr = r.target.Redis[n.Name].Addr
+	}
+	if r.pg != nil {
+		in.Config.Postgres = r.pg.DSN(r.pg.Addr())
+		if in.Storage != "" {
+			in.Storage = r.pg.DSN(r.pg.Addr()) + "&idle_session_timeout=0"
+		}
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Close heals, stops the clients and the servers.
+func (t *Trials) Close() {
+	t.r.teardown()
+	if t.logs != "" {
+		env.RemoveTempDir(t.logs)
+	}
+}
+
+// reset readies the environment for the next trial: every fault healed,
+// every Redis node flushed with its clock back to real time, the storage
+// recreated (counter 0, fence sequence restarted).
+func (t *Trials) reset(ctx context.Context) error {
+	r := t.r
+	if err := r.healAll(ctx); err != nil {
+		return err
+	}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	add := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	for _, s := range r.target.Redis {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Reset(ctx); err != nil {
+				add(err)
+			}
+		}()
+	}
+	if r.pg != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := storage.Setup(ctx, r.pg.DSN(r.pg.Addr())); err != nil {
+				add(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Play runs one trial: reset, every client loops for the generator's
+// duration (or longer, see loopDuration) while the schedule drawn from
+// seed strikes, then heal and check. g and ttl override the scenario's
+// generator and TTL (a sweep point sets them).
+func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Duration, seed uint64) (*Trial, error) {
+	started := time.Now()
+	if err := t.reset(ctx); err != nil {
+		return nil, harness("resetting for the next trial: %v", err)
+	}
+	r := t.r
+	rec := history.NewRecorder(history.Monotonic(), nil)
+	r.rec = rec
+	tr := &Trial{Seed: seed, Plan: Schedule(g, len(r.clients), t.nodes, seed)}
+
+	// The watch sees every event as it arrives, and tells the schedule
+	// when an armed client enters or leaves its critical section.
+	var mu sync.Mutex
+	enter, leave := map[int]chan struct{}{}, map[int]chan struct{}{}
+	watch := func(e history.Event) {
+		if e.Op != history.OpWrite {
+			return
+		}
+		waiting := leave
+		if e.Type == history.Invoke {
+			waiting = enter
+		}
+		mu.Lock()
+		if ch, ok := waiting[e.Process]; ok {
+			close(ch)
+			delete(waiting, e.Process)
+		}
+		mu.Unlock()
+	}
+	arm := func(on map[int]chan struct{}, client int) <-chan struct{} {
+		ch := make(chan struct{})
+		mu.Lock()
+		on[client] = ch
+		mu.Unlock()
+		return ch
+	}
+	for _, c := range r.clients {
+		c.SetRecorder(rec, watch)
+	}
+	defer func() {
+		for _, c := range r.clients {
+			c.SetRecorder(rec, nil)
+		}
+	}()
+
+	loop := worker.Loop{
+		Duration: loopDuration(g, tr.Plan, settle), MaxCycles: g.MaxCycles,
+		Work: g.Work.Duration, WorkDist: g.WorkDist, Backoff: g.Backoff.Duration,
+	}
+	loopsDone := make(chan struct{})
+	var schedErr error
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		tr.Injected, schedErr = t.strike(ctx, tr.Plan, loopsDone, func(c int) <-chan struct{} { return arm(enter, c) },
+			func(c int) <-chan struct{} { return arm(leave, c) })
+	}()
+	var (
+		wg   sync.WaitGroup
+		emu  sync.Mutex
+		errs []error
+	)
+	for id, c := range r.clients {
+		l := loop
+		l.Seed = seed + uint64(id)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Loop(ctx, r.sc.Key, ttl, l); err != nil {
+				emu.Lock()
+				errs = append(errs, fmt.Errorf("client %d: %w", c.ID, err))
+				emu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(loopsDone)
+	<-schedDone
+	if err := r.healAll(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if schedErr != nil {
+		errs = append(errs, schedErr)
+	}
+	if len(errs) > 0 {
+		return nil, harness("trial: %v", errors.Join(errs...))
+	}
+	tr.Events = rec.Events()
+	tr.Check = checker.Check(tr.Events, checker.Options{})
+	tr.Wall = time.Since(started)
+	return tr, nil
+}
+
+// strike carries out the plan: for each fault, wait until its time, then
+// (for client faults) until its client's next critical section starts,
+// and inject it. A latency is healed when the delayed write completes;
+// every other fault is healed with the trial. It returns how many faults
+// struck.
+func (t *Trials) strike(ctx context.Context, plan []Planned, loopsDone <-chan struct{}, enter, leave func(int) <-chan struct{}) (int, error) {
+	r := t.r
+	start := time.Now()
+	struck := 0
+	for _, p := range plan {
+		select {
+		case <-time.After(time.Until(start.Add(p.At))):
+		case <-loopsDone:
+			return struck, nil
+		case <-ctx.Done():
+			return struck, ctx.Err()
+		}
+		var f nemesis.Fault
+		switch p.Fault {
+		case "pause":
+			f = &nemesis.Pause{Client: p.Client, For: p.Size}
+		case "clock-jump":
+			f = &nemesis.ClockJump{Node: p.Node, By: p.Size}
+		case "latency":
+			f = &nemesis.Latency{Client: p.Client, Nodes: []string{nemesis.StorageNode}, Delay: p.Size}
+		case "clock-drift":
+			f = &nemesis.ClockDrift{Node: p.Node, Rate: p.Rate}
+		default:
+			return struck, fmt.Errorf("the generator does not know fault %q", p.Fault)
+		}
+		var left <-chan struct{}
+		if p.Fault != "clock-drift" {
+			entered := enter(p.Client)
+			left = leave(p.Client)
+			select {
+			case <-entered:
+			case <-loopsDone:
+				return struck, nil
+			case <-ctx.Done():
+				return struck, ctx.Err()
+			}
+		}
+		if err := r.inject(ctx, f); err != nil {
+			return struck, err
+		}
+		struck++
+		if p.Fault == "latency" {
+			select {
+			case <-left:
+			case <-loopsDone:
+			case <-ctx.Done():
+				return struck, ctx.Err()
+			}
+			if err := r.heal(ctx, func(g nemesis.Fault) bool { return g == f }); err != nil {
+				return struck, err
+			}
+		}
+	}
+	return struck, nil
+}
+
+// runGenerated is Run for a generator scenario: it plays the generator's
+// Trials trials on one environment and keeps, as the run's history, the
+// first trial whose verdict is not safe (else the last).
+func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*reports.Run, error) {
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return nil, harness("run directory: %v", err)
+	}
+	spec, err := clients.Lookup(sc.Lock)
+	if err != nil {
+		return nil, harness("%v", err)
+	}
+	log := o.Log
+	if log == nil {
+		log = discard{}
+	}
+	fmt.Fprintf(log, "%s: %s (seed %d): %d client(s) loop on %s (%s) for %v a trial, %d trial(s)\n",
+		sc.Name, sc.Title, o.Seed, sc.Clients, sc.Lock, spec.Backend, sc.Generator.Duration, sc.Generator.Trials)
+	t, err := OpenTrials(ctx, sc, o)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	var kept *Trial
+	for i := 0; i < sc.Generator.Trials; i++ {
+		tr, err := t.Play(ctx, *sc.Generator, sc.TTL.Duration, TrialSeed(o.Seed, 0, i))
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range tr.Plan {
+			fmt.Fprintf(log, "  trial %d: %s\n", i+1, p)
+		}
+		fmt.Fprintf(log, "  trial %d: %s (%d critical sections, %v)\n", i+1, tr.Check.Summary, tr.Check.Mutex.Holds, tr.Wall.Round(time.Millisecond))
+		if kept == nil || kept.Check.Verdict == checker.Safe {
+			kept = tr
+		}
+	}
+	f, err := os.Create(filepath.Join(o.Out, "history.jsonl"))
+	if err != nil {
+		return nil, harness("run directory: %v", err)
+	}
+	werr := history.Write(f, kept.Events)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return nil, harness("writing history: %v", werr)
+	}
+	out := &reports.Run{
+		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
+		Check: kept.Check, Events: kept.Events, Duration: time.Since(started),
+	}
+	if err := reports.WriteRunDir(out); err != nil {
+		return nil, harness("writing reports: %v", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,117 @@
+// schedule.go draws a generator trial's fault schedule from its seed: when
+// each fault starts, which client or node it aims at and how big it is.
+// The same seed gives the same schedule, whatever the lock under test, so
+// that locks compared at one sweep point face the same faults.
+package runner
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"locksim/scenarios"
+)
+
+// Planned is one fault of a trial's schedule.
+type Planned struct {
+	// At is when the fault is armed, from the start of the trial. Pause,
+	// clock-jump and latency then wait for Client's next critical section
+	// (its next write) and strike at its start; clock-drift strikes at At.
+	At time.Duration `json:"at"`
+	// Fault is pause, clock-jump, latency or clock-drift.
+	Fault string `json:"fault"`
+	// Client is the client whose critical section is aimed at (1-based).
+	Client int `json:"client"`
+	// Node is the Redis node a clock fault hits ("" for client faults).
+	Node string `json:"node,omitempty"`
+	// Size is a pause's length, a jump's size or a latency's delay.
+	Size time.Duration `json:"size,omitempty"`
+	// Rate is a clock drift's rate.
+	Rate float64 `json:"rate,omitempty"`
+}
+
+func (p Planned) String() string {
+	switch p.Fault {
+	case "clock-drift":
+		return fmt.Sprintf("at %v: clock-drift x%g on %s", p.At, p.Rate, p.Node)
+	case "clock-jump":
+		return fmt.Sprintf("at %v: clock-jump %v on %s during client %d's critical section", p.At, p.Size, p.Node, p.Client)
+	}
+	return fmt.Sprintf("at %v: %s %v of client %d during its critical section", p.At, p.Fault, p.Size, p.Client)
+}
+
+// TrialSeed derives the seed of trial `trial` at sweep point `point` from
+// the run's seed (splitmix64), so every trial's draws are independent and
+// reproducible.
+func TrialSeed(seed int64, point, trial int) uint64 {
+	x := uint64(seed)
+	for _, v := range []uint64{uint64(point), uint64(trial)} {
+		x = splitmix(x ^ splitmix(v+0x9e3779b97f4a7c15))
+	}
+	return x
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// Schedule draws the faults of one trial. Faults start in the first third
+// of the trial (after a tenth of it, once every client is looping), one in
+// each equal slot of that window, so that the other clients keep looping
+// long after each fault: a lease that expires during a pause is taken by
+// someone else. clients and nodes say what the environment has; a clock
+// fault on a lock without Redis nodes is left out.
+func Schedule(g scenarios.Generator, clients, nodes int, seed uint64) []Planned {
+	if g.Fault == "none" || g.Faults == 0 || clients < 1 {
+		return nil
+	}
+	if (g.Fault == "clock-jump" || g.Fault == "clock-drift") && nodes == 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
+	d := g.Duration.Duration
+	from, to := d/10, d/3
+	slot := (to - from) / time.Duration(g.Faults)
+	var plan []Planned
+	for i := 0; i < g.Faults; i++ {
+		p := Planned{Fault: g.Fault, Client: 1 + rng.IntN(clients)}
+		p.At = from + time.Duration(i)*slot
+		if slot > 0 {
+			p.At += time.Duration(rng.Int64N(int64(slot)))
+		}
+		switch g.Fault {
+		case "pause":
+			p.Size = g.Pause.Duration
+		case "latency":
+			p.Size = g.Delay.Duration
+		case "clock-jump":
+			p.Size, p.Node = g.Jump.Duration, scenarios.NodeName(rng.IntN(nodes))
+		case "clock-drift":
+			p.Rate, p.Node, p.At = g.Drift, scenarios.NodeName(rng.IntN(nodes)), 0
+		}
+		plan = append(plan, p)
+	}
+	return plan
+}
+
+// loopDuration is how long the clients loop in a trial with this plan: the
+// generator's duration, or longer, so that the clients still loop for
+// settle after the last fault has run its course (a pause has ended, a
+// delayed write has landed).
+func loopDuration(g scenarios.Generator, plan []Planned, settle time.Duration) time.Duration {
+	d := g.Duration.Duration
+	for _, p := range plan {
+		end := p.At + settle
+		switch p.Fault {
+		case "pause":
+			end += p.Size
+		case "latency":
+			end += 2 * p.Size // the read and the write are both delayed
+		}
+		d = max(d, end)
+	}
+	return d
+}

@@ -1,0 +1,43 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const genGood = `name: g
+lock: redis
+expected: unsafe
+storage: plain
+generator:
+  duration: 200ms
+  fault: pause
+  pause: 300ms
+`
+
+func TestGeneratorScenario(t *testing.T) {
+	sc, err := Parse("g.yaml", []byte(genGood))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := sc.Generator
+	if g.Duration.Duration != 200*time.Millisecond || g.Faults != 1 || g.Trials != 1 || g.WorkDist != "uniform" || g.Work.Duration != 2*time.Millisecond {
+		t.Fatalf("defaults not applied: %+v", g)
+	}
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown field", strings.Replace(genGood, "pause: 300ms", "pasue: 300ms", 1), "g.yaml:8: generator.pasue: unknown field"},
+		{"bad fault", strings.Replace(genGood, "fault: pause", "fault: nap", 1), `g.yaml:7: generator.fault: expected one of pause, clock-jump, latency, clock-drift, none, got "nap"`},
+		{"negative pause", strings.Replace(genGood, "pause: 300ms", "pause: -1s", 1), "g.yaml:8: generator.pause: expected a positive duration"},
+		{"no storage", strings.Replace(genGood, "storage: plain\n", "", 1), "storage: missing: a generator scenario needs protected storage"},
+		{"steps too", genGood + "steps:\n  - do: acquire\n    client: 1\n", "steps: a generator scenario has no steps"},
+		{"drift without rate", strings.Replace(genGood, "fault: pause", "fault: clock-drift", 1), "generator.drift: expected a rate above 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("g.yaml", []byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v, want one line containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,287 @@
+package sweep
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"locksim/clients"
+	"locksim/runner"
+	"locksim/scenarios"
+)
+
+// Options configure a sweep.
+type Options struct {
+	// Param is the parameter swept; nil sweeps nothing: one point with the
+	// scenario's own values.
+	Param *Param
+	// Points is how many values from Param.From to Param.To (default 5).
+	Points int
+	// Trials is how many trials each point plays, for each lock (default 10).
+	Trials int
+	// Locks names the locks to compare ("redis", "redlock+fenced"); empty
+	// means the scenario's own lock.
+	Locks []string
+	// Seed is the sweep's seed; trial t of point p uses
+	// runner.TrialSeed(Seed, p, t) for every lock, so locks face the same
+	// schedules.
+	Seed int64
+	// TTL, Duration and Clients override the scenario's (0: keep).
+	TTL, Duration time.Duration
+	Clients       int
+	// Progress, when not nil, is told after each trial.
+	Progress *Progress
+}
+
+// Row is one line of the CSV: one lock at one point.
+type Row struct {
+	Lock  string
+	Param string
+	// Value is the point's value: a duration, or a rate for drift.
+	Value Value
+	// Resolved is the value as used: Value resolved against TTL.
+	Resolved time.Duration
+	TTL      time.Duration
+	Trials   int
+	// Violated counts the trials with any finding (two holders at once,
+	// a lost update, a stale write, a fence gone backwards).
+	Violated int
+	// Damaged counts the trials whose storage accepted a lost update or a
+	// stale write.
+	Damaged int
+	// Violations and CriticalSections sum the findings and the granted
+	// acquires over the trials.
+	Violations, CriticalSections int
+	// Refused sums the writes the fence refused.
+	Refused int
+	// Injected sums the faults that struck.
+	Injected int
+}
+
+// Rate is Violated/Trials; DamageRate is Damaged/Trials.
+func (r Row) Rate() float64       { return frac(r.Violated, r.Trials) }
+func (r Row) DamageRate() float64 { return frac(r.Damaged, r.Trials) }
+
+// PerThousand is the findings per 1000 critical sections.
+func (r Row) PerThousand() float64 {
+	if r.CriticalSections == 0 {
+		return 0
+	}
+	return 1000 * float64(r.Violations) / float64(r.CriticalSections)
+}
+
+// X is the value on a plot's x axis: a multiple of the TTL when the
+// parameter is a duration other than the TTL itself, else the value
+// (milliseconds for durations).
+func (r Row) X() float64 {
+	switch {
+	case r.Param == "drift":
+		return r.Value.X
+	case r.Param == "ttl":
+		return float64(r.Resolved) / float64(time.Millisecond)
+	}
+	return float64(r.Resolved) / float64(r.TTL)
+}
+
+func frac(k, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(k) / float64(n)
+}
+
+// Variant builds the scenario for one lock name of --locks from sc: the
+// base lock ("redis", "redlock", "postgres-session", ...) with the Redis
+// nodes it needs, and with "+fenced" a PostgreSQL fencing token and fenced
+// storage; without it, no fence (fenced storage becomes plain).
+func Variant(sc *scenarios.Scenario, name string) (*scenarios.Scenario, error) {
+	base, fenced := strings.CutSuffix(name, "+fenced")
+	spec, err := clients.Lookup(base)
+	if err != nil {
+		return nil, fmt.Errorf("--locks: %v", err)
+	}
+	v := *sc
+	g := *sc.Generator
+	v.Generator = &g
+	v.Lock = base
+	if base != sc.Lock {
+		v.Nodes = 0
+		if spec.Backend == "redis" {
+			v.Nodes = 1
+			if base == "redlock" {
+				v.Nodes = 5
+			}
+		}
+	}
+	if fenced {
+		v.Fence, v.Storage = "postgres", "fenced"
+	} else {
+		v.Fence = ""
+		if v.Storage == "fenced" {
+			v.Storage = "plain"
+		}
+	}
+	// A clock fault on a lock with no Redis node: the schedule leaves the
+	// fault out (runner.Schedule), and the lock is measured without it.
+	return &v, nil
+}
+
+// LockName is the --locks name of a scenario's own lock.
+func LockName(sc *scenarios.Scenario) string {
+	if sc.Fence != "" && sc.Storage == "fenced" {
+		return sc.Lock + "+fenced"
+	}
+	return sc.Lock
+}
+
+// point applies value v of parameter key to a generator and TTL.
+func point(key string, v Value, g *scenarios.Generator, ttl *time.Duration) time.Duration {
+	d := v.Duration(*ttl)
+	switch key {
+	case "pause":
+		g.Pause.Duration = d
+	case "jump":
+		g.Jump.Duration = d
+	case "delay":
+		g.Delay.Duration = d
+	case "drift":
+		g.Drift = v.X
+	case "ttl":
+		*ttl = d
+	case "work":
+		g.Work.Duration = d
+	}
+	return d
+}
+
+// Run plays the sweep and returns one row per lock and point, locks in the
+// order given, points in order. Each lock gets one environment, reused by
+// all its trials.
+func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) {
+	if sc.Generator == nil {
+		return nil, fmt.Errorf("%s is a scripted story; a sweep needs a generator scenario (sim list 'gen-')", sc.Name)
+	}
+	if o.Points <= 0 {
+		o.Points = 5
+	}
+	if o.Trials <= 0 {
+		o.Trials = 10
+	}
+	locks := o.Locks
+	if len(locks) == 0 {
+		locks = []string{LockName(sc)}
+	}
+	var variants []*scenarios.Scenario
+	for _, name := range locks {
+		v, err := Variant(sc, name)
+		if err != nil {
+			return nil, err
+		}
+		if o.TTL > 0 {
+			v.TTL.Duration = o.TTL
+		}
+		if o.Duration > 0 {
+			v.Generator.Duration.Duration = o.Duration
+		}
+		if o.Clients > 0 {
+			v.Clients = o.Clients
+		}
+		variants = append(variants, v)
+	}
+	param := o.Param
+	if param == nil {
+		param = &Param{Key: "pause", From: Value{X: float64(sc.Generator.Pause.Duration)}}
+		o.Points = 1
+	}
+	values := param.Points(o.Points)
+	if o.Progress != nil {
+		o.Progress.Start(len(locks) * len(values) * o.Trials)
+	}
+	var rows []Row
+	for li, v := range variants {
+		t, err := runner.OpenTrials(ctx, v, runner.Options{Seed: o.Seed})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", locks[li], err)
+		}
+		for pi, val := range values {
+			g, ttl := *v.Generator, v.TTL.Duration
+			resolved := val.Duration(ttl)
+			if o.Param != nil {
+				resolved = point(param.Key, val, &g, &ttl)
+			}
+			row := Row{Lock: locks[li], Param: param.Key, Value: val, Resolved: resolved, TTL: ttl}
+			for ti := 0; ti < o.Trials; ti++ {
+				tr, err := t.Play(ctx, g, ttl, runner.TrialSeed(o.Seed, pi, ti))
+				if err != nil {
+					t.Close()
+					return nil, fmt.Errorf("%s, %s=%s, trial %d: %w", locks[li], param.Key, val.Format(param.Key), ti+1, err)
+				}
+				row.Trials++
+				if tr.Violated() {
+					row.Violated++
+				}
+				if tr.Damaged() {
+					row.Damaged++
+				}
+				row.Violations += tr.Check.Violations
+				row.CriticalSections += tr.Check.Mutex.Holds
+				row.Refused += tr.Check.Fencing.Refused
+				row.Injected += tr.Injected
+				if o.Progress != nil {
+					o.Progress.Step(fmt.Sprintf("%s %s=%s", locks[li], param.Key, val.Format(param.Key)))
+				}
+			}
+			rows = append(rows, row)
+		}
+		t.Close()
+	}
+	if o.Progress != nil {
+		o.Progress.Done()
+	}
+	return rows, nil
+}
+
+// Format prints a value as it was written: 0.5ttl, 150ms, 1.5.
+func (v Value) Format(key string) string {
+	switch {
+	case key == "drift":
+		return strconv.FormatFloat(v.X, 'g', 4, 64)
+	case v.RelTTL:
+		return strconv.FormatFloat(v.X, 'g', 4, 64) + "ttl"
+	}
+	return time.Duration(v.X).Round(time.Microsecond).String()
+}
+
+// Header is the CSV's first line.
+var Header = []string{"lock", "param", "value", "value_per_ttl", "ttl", "trials", "trials_violated", "rate",
+	"rate_low95", "rate_high95", "violations_per_1000_cs", "trials_damaged", "damage_rate",
+	"damage_low95", "damage_high95", "fenced_rejections", "critical_sections", "faults_struck"}
+
+// WriteCSV writes the rows under Header. Rates are fractions (0 to 1).
+func WriteCSV(w io.Writer, rows []Row) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(Header); err != nil {
+		return err
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
+	for _, r := range rows {
+		lo, hi := Wilson(r.Violated, r.Trials)
+		dlo, dhi := Wilson(r.Damaged, r.Trials)
+		value, perTTL := time.Duration(r.Resolved).String(), f(float64(r.Resolved)/float64(r.TTL))
+		if r.Param == "drift" {
+			value, perTTL = strconv.FormatFloat(r.Value.X, 'g', 4, 64), ""
+		}
+		rec := []string{r.Lock, r.Param, value, perTTL, r.TTL.String(), strconv.Itoa(r.Trials), strconv.Itoa(r.Violated),
+			f(r.Rate()), f(lo), f(hi), f(r.PerThousand()), strconv.Itoa(r.Damaged), f(r.DamageRate()),
+			f(dlo), f(dhi), strconv.Itoa(r.Refused), strconv.Itoa(r.CriticalSections), strconv.Itoa(r.Injected)}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

@@ -1,0 +1,103 @@
+// loop.go is generator mode inside the worker: the `loop` command runs
+// acquire -> read-modify-write -> release cycles back to back in the client
+// process itself, so that a cycle costs the lock's and the storage's round
+// trips and nothing more (no harness round trip per operation). Every
+// operation is still recorded as history events, streamed to the harness
+// as they happen, so the harness can aim a fault at a critical section.
+package worker
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"locksim/history"
+)
+
+// OpLoop is the command that runs a generator loop (Command.Loop).
+const OpLoop = "loop"
+
+// Loop configures one generator loop.
+type Loop struct {
+	// Duration bounds the loop: no cycle starts after it has passed (a
+	// cycle under way when it passes, a paused one included, finishes).
+	Duration time.Duration `json:"duration"`
+	// MaxCycles stops the loop after that many critical sections (0: no
+	// limit).
+	MaxCycles int `json:"max_cycles,omitempty"`
+	// Work is the mean work time inside the critical section.
+	Work time.Duration `json:"work,omitempty"`
+	// WorkDist is uniform (Work/2 to 3*Work/2), exponential (mean Work) or
+	// fixed.
+	WorkDist string `json:"work_dist,omitempty"`
+	// Backoff bounds the wait after a refused acquire (drawn uniformly
+	// from 0 to Backoff), so contending clients do not spin in step.
+	Backoff time.Duration `json:"backoff,omitempty"`
+	// Seed seeds the work and backoff draws.
+	Seed uint64 `json:"seed"`
+}
+
+// Draw returns one work time from the loop's distribution.
+func (l Loop) Draw(rng *rand.Rand) time.Duration {
+	switch l.WorkDist {
+	case "fixed":
+		return l.Work
+	case "exponential":
+		return time.Duration(rng.ExpFloat64() * float64(l.Work))
+	}
+	if l.Work <= 0 {
+		return 0
+	}
+	return l.Work/2 + time.Duration(rng.Int64N(int64(l.Work)+1))
+}
+
+// loop runs cycles until Duration or MaxCycles. The write of a cycle is
+// made only when the acquire was granted; a lease is always released.
+func (s *state) loop(ctx context.Context, c Command) error {
+	if c.Loop == nil {
+		return errors.New("loop without config")
+	}
+	l := *c.Loop
+	rng := rand.New(rand.NewPCG(l.Seed, l.Seed^0x9e3779b97f4a7c15))
+	deadline := time.Now().Add(l.Duration)
+	cycles := 0
+	for time.Now().Before(deadline) && (l.MaxCycles == 0 || cycles < l.MaxCycles) {
+		s.acquire(ctx, Command{ID: c.ID, Op: history.OpAcquire, Key: c.Key, TTL: c.TTL})
+		if _, held := s.leases[c.Key]; !held {
+			if l.Backoff > 0 {
+				time.Sleep(time.Duration(rng.Int64N(int64(l.Backoff) + 1)))
+			}
+			continue
+		}
+		cycles++
+		if s.store != nil {
+			s.write(ctx, Command{ID: c.ID, Op: history.OpWrite, Key: c.Key, Work: l.Draw(rng)})
+		}
+		s.release(ctx, Command{ID: c.ID, Op: history.OpRelease, Key: c.Key})
+	}
+	return nil
+}
+
+// Loop runs a generator loop on the worker and waits for it to finish.
+func (c *Client) Loop(ctx context.Context, key string, ttl time.Duration, l Loop) error {
+	return c.Do(ctx, Command{Op: OpLoop, Key: key, TTL: ttl, Loop: &l})
+}
+
+// SetRecorder sends the worker's events to rec from now on, so that one
+// set of worker processes serves many trials, each with its own history.
+// Call it only while the worker is idle. watch, when not nil, sees every
+// event as it is recorded (the generator aims its faults with it); it runs
+// on the reading goroutine and must not block.
+func (c *Client) SetRecorder(rec *history.Recorder, watch func(history.Event)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rec, c.watch = rec, watch
+}
+
+// sink is where the next event goes.
+func (c *Client) sink() (*history.Recorder, func(history.Event)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rec, c.watch
+}
