@@ -239,6 +239,14 @@ func cases() []tc {
 			acq(2, "L", 40, 50, fail), acq(3, "L", 60, 70, fail),
 		), Options{}, want{verdict: Leaked, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "illegal", leaks: 1,
 			summary: "leaked: lock L stayed held after client 1 released at t=0.030s: client 2's acquire #6 failed at t=0.050s (2 failed acquires)"}},
+		{"liveness/refusals of contending acquirers are no leak", hist(
+			acq(1, "L", 0, 10, ok), rel(1, "L", 20, 30, ok),
+			acq(2, "L", 40, 55, fail), acq(3, "L", 45, 60, fail),
+		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},
+		{"liveness/an uncontended refusal after contention is a leak", hist(
+			acq(1, "L", 0, 10, ok), rel(1, "L", 20, 30, ok),
+			acq(2, "L", 40, 55, fail), acq(3, "L", 45, 60, fail), acq(2, "L", 70, 80, fail),
+		), Options{}, want{verdict: Leaked, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "illegal", leaks: 1}},
 		{"liveness/holder still alive", hist(
 			acq(1, "L", 0, 10, ok), acq(2, "L", 40, 50, fail), rel(1, "L", 60, 70, ok),
 		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},

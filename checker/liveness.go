@@ -114,10 +114,15 @@ func checkLiveness(p *parsed, o Options) LivenessResult {
 				prefMax[i] = prefMax[i-1]
 			}
 		}
+		// A refusal proves a leak only when no other client's acquire
+		// overlaps it: a contender (Redlock's split votes, or an acquire
+		// that is granted a moment later) holds the key for a while even
+		// when its own acquire fails.
+		contended := contendedAcquires(all)
 		leaks := map[int]*Leak{}
 		var order []int
-		for _, f := range all {
-			if f.status() != history.Fail {
+		for i, f := range all {
+			if f.status() != history.Fail || contended[i] {
 				continue
 			}
 			n := sort.Search(len(hs), func(i int) bool { return hs[i].o.inv.Time >= f.done.Time })
@@ -152,6 +157,27 @@ func checkLiveness(p *parsed, o Options) LivenessResult {
 		r.Outcome = OutcomeIllegal
 	}
 	return r
+}
+
+// contendedAcquires marks the acquires (ordered by invocation) that
+// overlap another acquire. A process has one operation in flight at a
+// time, so any overlap is with another process.
+func contendedAcquires(all []*op) []bool {
+	out := make([]bool, len(all))
+	end := func(o *op) int64 {
+		if o.pending {
+			return math.MaxInt64
+		}
+		return o.done.Time
+	}
+	maxEnd := int64(math.MinInt64) // latest end among the acquires before i
+	for i, o := range all {
+		if maxEnd >= o.inv.Time || (i+1 < len(all) && all[i+1].inv.Time <= end(o)) {
+			out[i] = true
+		}
+		maxEnd = max(maxEnd, end(o))
+	}
+	return out
 }
 
 // goneTime says when the holder of acquire a was surely gone: its release
