@@ -11,12 +11,14 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 all: build
 
-# deps installs the servers and the C compiler the harness drives, when missing.
+# deps installs the servers and the C compiler the harness drives, and
+# Chromium (the report test renders report.html headless), when missing.
 deps:
 	@missing=""; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v cc >/dev/null || missing="$$missing gcc"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
@@ -42,7 +44,7 @@ test: deps
 # (runner), checking 100k operations with the harness's peak RSS (checker),
 # and one sweep of 10 points x 30 trials (sweep; once: it takes ~50 s).
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v '/sweep$$')
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v '/sweep$$')
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./sweep
 
 clean:
