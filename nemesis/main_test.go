@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"locksim/clients"
 	"locksim/env"
 )
 
@@ -46,17 +46,10 @@ func renewLoop(arg string) int {
 	return 0
 }
 
+// newClient is a go-redis client as the lock clients make them: every
+// timeout set, no retries.
 func newClient(addr string, timeout time.Duration) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:                     addr,
-		DialTimeout:              timeout,
-		ReadTimeout:              timeout,
-		WriteTimeout:             timeout,
-		MaxRetries:               -1,
-		PoolSize:                 1,
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
+	return clients.NewRedisClient(addr, timeout)
 }
 
 func needRedis(t *testing.T) {
