@@ -64,6 +64,10 @@ sim run flags:
                    e.g. --markdown "$GITHUB_STEP_SUMMARY")
   --step           workshop mode: stop before each step of the story, show who
                    holds the lock where, and wait for Enter (EOF: go on)
+  --trials M       generator scenarios (gen-*): play M trials (default: the
+                   scenario's); the run directory keeps the first violated one
+  --duration D     generator scenarios: how long the clients loop in a trial
+  --clients K      generator scenarios: how many client processes loop
   --json           print result.json to stdout instead of the verdict line
   -q               no narration on stderr
 
@@ -198,6 +202,11 @@ type runOptions struct {
 	step bool
 	// targets are the names, regexes or files given.
 	targets []string
+	// trials, duration and clients override a generator scenario's
+	// (0: keep).
+	trials   int
+	duration time.Duration
+	clients  int
 }
 
 func parseRun(args []string, stderr io.Writer) (runOptions, error) {
@@ -213,6 +222,9 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringVar(&o.junit, "junit", "", "JUnit XML file")
 	fs.StringVar(&o.markdown, "markdown", "", "Markdown summary file")
 	fs.BoolVar(&o.step, "step", false, "workshop mode")
+	fs.IntVar(&o.trials, "trials", 0, "generator trials")
+	fs.DurationVar(&o.duration, "duration", 0, "generator trial length")
+	fs.IntVar(&o.clients, "clients", 0, "generator clients")
 	// Flags may come before or after the names.
 	var rest []string
 	for len(args) > 0 {
@@ -232,10 +244,44 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	if o.expect != "" && !regexp.MustCompile(`^(safe|unsafe|leaked)$`).MatchString(o.expect) {
 		return o, fmt.Errorf("--expect: expected safe, unsafe or leaked, got %q", o.expect)
 	}
+	switch {
+	case o.trials < 0 || o.trials > 100000:
+		return o, fmt.Errorf("--trials: expected 1 to 100000, got %d", o.trials)
+	case o.duration < 0:
+		return o, fmt.Errorf("--duration: expected a positive duration, got %v", o.duration)
+	case o.clients < 0 || o.clients > 64:
+		return o, fmt.Errorf("--clients: expected 1 to 64, got %d", o.clients)
+	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano()
 	}
 	return o, nil
+}
+
+// applyGeneratorFlags gives each generator scenario the --trials,
+// --duration and --clients asked for; a scripted story refuses them (its
+// steps name its clients).
+func applyGeneratorFlags(list []*scenarios.Scenario, o runOptions) error {
+	if o.trials == 0 && o.duration == 0 && o.clients == 0 {
+		return nil
+	}
+	for _, sc := range list {
+		if sc.Generator == nil {
+			return fmt.Errorf("--trials, --duration and --clients apply to generator scenarios (sim list gen-); %s is a scripted story", sc.Name)
+		}
+		g := *sc.Generator
+		if o.trials > 0 {
+			g.Trials = o.trials
+		}
+		if o.duration > 0 {
+			g.Duration.Duration = o.duration
+		}
+		if o.clients > 0 {
+			sc.Clients = o.clients
+		}
+		sc.Generator = &g
+	}
+	return nil
 }
 
 // resolveTargets turns the names given into scenarios: an exact name or a
@@ -288,6 +334,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int)
 	// Load every scenario first, so a typo fails before anything starts.
 	list, err := resolveTargets(o)
 	if err != nil {
+		return fail(stderr, err)
+	}
+	if err := applyGeneratorFlags(list, o); err != nil {
 		return fail(stderr, err)
 	}
 	if o.step && len(list) > 1 {
