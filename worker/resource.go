@@ -57,9 +57,10 @@ func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
 // (SIGSTOP) during the work is Kleppmann's GC pause.
 func (s *state) write(ctx context.Context, c Command) {
 	l := s.leases[c.Key]
-	s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpWrite, Key: c.Key, Token: l.Token, Fence: l.Fence})
+	invoke := history.Event{Time: history.Monotonic(), Type: history.Invoke, Op: history.OpWrite, Key: c.Key, Token: l.Token, Fence: l.Fence}
 	done := history.Event{Op: history.OpWrite, Key: c.Key, Token: l.Token, Fence: l.Fence}
 	if s.store == nil {
+		s.event(c.ID, invoke)
 		done.Type, done.Detail = history.Fail, "this scenario has no protected storage"
 		s.event(c.ID, done)
 		return
@@ -71,7 +72,16 @@ func (s *state) write(ctx context.Context, c Command) {
 	} else {
 		inTx = false
 	}
-	accepted, read, err := s.readModifyWrite(ctx, store, l, c.Work)
+	// The invocation is stamped before the read and sent after it: the
+	// harness aims a pause at the work between read and write when the
+	// invocation arrives, and then the read has surely been made.
+	read, err := s.read(ctx, store, l)
+	s.event(c.ID, invoke)
+	accepted := false
+	if err == nil {
+		time.Sleep(c.Work)
+		accepted, err = store.Write(ctx, read, read+1, l.Fence, l.Token)
+	}
 	done.Read, done.Wrote = history.Int64(read), history.Int64(read+1)
 	switch {
 	case err != nil:
@@ -89,16 +99,13 @@ func (s *state) write(ctx context.Context, c Command) {
 	s.event(c.ID, done)
 }
 
-func (s *state) readModifyWrite(ctx context.Context, store *storage.Store, l clients.Lease, work time.Duration) (accepted bool, read int64, err error) {
+// read opens a critical section on the storage: claim it for the lease's
+// token (token-cas) and read the counter (raising the fence, if fenced).
+func (s *state) read(ctx context.Context, store *storage.Store, l clients.Lease) (int64, error) {
 	if err := store.Claim(ctx, l.Token); err != nil {
-		return false, 0, err
+		return 0, err
 	}
-	if read, err = store.ReadFenced(ctx, l.Fence); err != nil {
-		return false, 0, err
-	}
-	time.Sleep(work)
-	accepted, err = store.Write(ctx, read, read+1, l.Fence, l.Token)
-	return accepted, read, err
+	return store.ReadFenced(ctx, l.Fence)
 }
 
 // settleCommit records the outcome of a write made inside a postgres-xact
