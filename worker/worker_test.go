@@ -1,0 +1,151 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"locksim/clients"
+	"locksim/history"
+)
+
+// memLock is an in-memory lock for testing the worker's protocol alone:
+// the verdicts in this project come from real servers, never from it.
+type memLock struct {
+	mu   *sync.Mutex
+	held map[string]string
+}
+
+func (m memLock) Acquire(ctx context.Context, key string, ttl time.Duration) (clients.Lease, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.held[key]; ok {
+		return clients.Lease{}, clients.ErrNotAcquired
+	}
+	tok := clients.NewToken()
+	m.held[key] = tok
+	return clients.Lease{Key: key, Token: tok, Start: history.Monotonic(), Validity: ttl}, nil
+}
+
+func (m memLock) Release(ctx context.Context, l clients.Lease) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held[l.Key] != l.Token {
+		return clients.ErrNotHeld
+	}
+	delete(m.held, l.Key)
+	return nil
+}
+
+func (m memLock) Extend(ctx context.Context, l clients.Lease, ttl time.Duration) (clients.Lease, error) {
+	return l, nil
+}
+
+func (m memLock) Close() error { return nil }
+
+var shared = memLock{mu: &sync.Mutex{}, held: map[string]string{}}
+
+func init() {
+	clients.Register(clients.Spec{Name: "test-mem", Backend: "none", Doc: "in-memory, worker protocol tests only",
+		New: func(clients.Config) (clients.Lock, error) { return shared, nil }})
+}
+
+// serve runs the worker on the given commands and returns its replies.
+func serve(t *testing.T, cmds ...Command) []Reply {
+	t.Helper()
+	var in strings.Builder
+	for _, c := range cmds {
+		b, _ := json.Marshal(c)
+		in.Write(append(b, '\n'))
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		Serve(strings.NewReader(in.String()), pw)
+		pw.Close()
+	}()
+	var out []Reply
+	dec := json.NewDecoder(pr)
+	for {
+		var r Reply
+		if err := dec.Decode(&r); err != nil {
+			break
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestServeRecordsEachOperation(t *testing.T) {
+	replies := serve(t,
+		Command{ID: 1, Op: "init", Init: &Init{Lock: "test-mem"}},
+		Command{ID: 2, Op: history.OpAcquire, Key: "K", TTL: time.Second},
+		Command{ID: 3, Op: history.OpRelease, Key: "K"},
+		Command{ID: 4, Op: history.OpRelease, Key: "K"},
+		Command{ID: 5, Op: "fly"},
+	)
+	type seen struct {
+		id  int64
+		ev  string
+		err string
+	}
+	var got []seen
+	for _, r := range replies {
+		s := seen{id: r.ID, err: r.Error}
+		if r.Event != nil {
+			s.ev = string(r.Event.Type) + " " + r.Event.Op
+		} else if r.Done {
+			s.ev = "done"
+		}
+		got = append(got, s)
+	}
+	want := []seen{
+		{1, "done", ""},
+		{2, "invoke acquire", ""}, {2, "ok acquire", ""}, {2, "done", ""},
+		{3, "invoke release", ""}, {3, "ok release", ""}, {3, "done", ""},
+		// A second release has no lease: a certain failure, not an error.
+		{4, "invoke release", ""}, {4, "fail release", ""}, {4, "done", ""},
+		{5, "done", `unknown op "fly"`},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("replies:\n%v\nwant:\n%v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("reply %d = %+v, want %+v (all: %v)", i, got[i], want[i], got)
+		}
+	}
+	// The granted acquire carries the lease's end and token.
+	ok := replies[2].Event
+	if ok.Token == "" || ok.LeaseEnd <= ok.Time {
+		t.Fatalf("granted acquire lacks its lease: %+v", ok)
+	}
+}
+
+func TestServeRefusesCommandsBeforeInit(t *testing.T) {
+	replies := serve(t, Command{ID: 1, Op: history.OpAcquire, Key: "K"})
+	if len(replies) != 1 || !replies[0].Done || !strings.Contains(replies[0].Error, "before init") {
+		t.Fatalf("replies %+v, want one done with a 'before init' error", replies)
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	cases := []struct {
+		err  error
+		want history.Type
+	}{
+		{nil, history.Ok},
+		{clients.ErrNotAcquired, history.Fail},
+		{clients.ErrNotHeld, history.Fail},
+		{context.DeadlineExceeded, history.Info}, // a timeout: unknown
+		{io.ErrUnexpectedEOF, history.Info},
+	}
+	for _, c := range cases {
+		if got := outcome(c.err); got != c.want {
+			t.Errorf("outcome(%v) = %s, want %s", c.err, got, c.want)
+		}
+	}
+}
