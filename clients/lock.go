@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"locksim/history"
 )
 
 // ErrNotAcquired says the lock is held by someone else: a certain failure,
@@ -33,6 +35,21 @@ type Lease struct {
 	Validity time.Duration
 	// Nodes lists the nodes that granted it (Redlock).
 	Nodes []string
+	// Deadline is, for a lock that measures its validity by the wall
+	// clock, the wall-clock instant until which the client may assume it
+	// holds the lock. Zero: validity is measured on CLOCK_MONOTONIC
+	// (Start + Validity), which no clock jump moves.
+	Deadline time.Time
+}
+
+// StillValid says whether the client may still assume it holds the lease,
+// measured as the lock measures it: by the wall clock now() for a lease
+// with a Deadline, else on CLOCK_MONOTONIC.
+func (l Lease) StillValid(now func() time.Time) bool {
+	if !l.Deadline.IsZero() {
+		return now().Before(l.Deadline)
+	}
+	return l.Validity == 0 || history.Monotonic() < l.Start+int64(l.Validity)
 }
 
 // Lock is one lock algorithm as a client sees it. A user's own lock is one

@@ -49,6 +49,10 @@ type Redlock struct {
 	// plainDel releases with DEL instead of the token-checked script: the
 	// unsafe release of redis-unsafe-release.
 	plainDel bool
+	// wall, when set, is the clock validity is measured by (as clients
+	// that use the wall clock do, e.g. Date.now()); nil measures it on
+	// CLOCK_MONOTONIC, as the algorithm should.
+	wall func() time.Time
 }
 
 func init() {
@@ -58,6 +62,17 @@ func init() {
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
 	Register(Spec{Name: "redis-plain-del", Backend: "redis", Doc: "single Redis, released with a plain DEL (deletes whoever holds it)",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, true) }})
+	Register(Spec{Name: "redlock-wallclock", Backend: "redis", Doc: "Redlock measuring its validity by the client's wall clock, as Date.now()-based clients do",
+		New: func(cfg Config) (Lock, error) {
+			r, err := NewRedlock(cfg, false)
+			if err == nil {
+				r.wall = cfg.WallClock
+				if r.wall == nil {
+					r.wall = time.Now
+				}
+			}
+			return r, err
+		}})
 }
 
 // NewRedlock connects to every node in cfg.Redis. Connections are lazy:
@@ -147,13 +162,24 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	}
 	token := NewToken()
 	start := history.Monotonic()
+	var wallStart time.Time
+	if r.wall != nil {
+		wallStart = r.wall()
+	}
 	granted := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
 		return c.SetNX(ctx, key, token, ttl).Result()
 	})
 	elapsed := time.Duration(history.Monotonic() - start)
+	if r.wall != nil {
+		elapsed = r.wall().Sub(wallStart)
+	}
 	drift := Drift(ttl)
 	if len(granted) >= r.Quorum() && ttl-elapsed-drift > 0 {
-		return Lease{Key: key, Token: token, Start: start, Validity: ttl - drift, Nodes: granted}, nil
+		l := Lease{Key: key, Token: token, Start: start, Validity: ttl - drift, Nodes: granted}
+		if r.wall != nil {
+			l.Deadline = wallStart.Add(ttl - drift)
+		}
+		return l, nil
 	}
 	// Failed: undo on every node, including those that did not answer.
 	r.unlock(ctx, key, token)
@@ -195,6 +221,10 @@ func (r *Redlock) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease
 		return l, fmt.Errorf("%w: renewed on %v", ErrNotHeld, renewed)
 	}
 	l.Start, l.Validity, l.Nodes = start, ttl-Drift(ttl), renewed
+	if r.wall != nil {
+		// Measured from the end of the renewal: a slight under-estimate.
+		l.Deadline = r.wall().Add(ttl - Drift(ttl) - elapsed)
+	}
 	return l, nil
 }
 

@@ -26,6 +26,9 @@ type Config struct {
 	NodeTimeout time.Duration `json:"node_timeout,omitempty"`
 	// ClientID is the client's number in the run (1-based).
 	ClientID int `json:"client_id,omitempty"`
+	// WallClock is the client's wall clock, for locks that measure their
+	// validity by it (nil: time.Now). The worker sets it.
+	WallClock func() time.Time `json:"-"`
 }
 
 // Timeout returns NodeTimeout or its default.

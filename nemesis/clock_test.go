@@ -1,13 +1,16 @@
 package nemesis
 
 import (
+	"context"
 	"math"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"locksim/env"
+	"locksim/nemesis/clockshim"
 )
 
 // TestClockJumpExpiresKey: a +60s ClockJump on a server moves its TIME by
@@ -68,4 +71,31 @@ func TestClockDriftRate(t *testing.T) {
 		t.Fatalf("jump +10s then drift healed: TIME is %v off, want 10s ±0.1s", d)
 	}
 	heal(t, j, tg)
+}
+
+// TestClockJumpOnAClient: a client's wall clock (the control file its
+// worker reads) moves by the jump and back on heal; a client this run did
+// not start is refused.
+func TestClockJumpOnAClient(t *testing.T) {
+	clock, err := clockshim.NewControl(filepath.Join(t.TempDir(), "client-1.clock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clock.Close()
+	tg := &Target{ClientClocks: map[int]*clockshim.Control{1: clock}}
+	f := &ClockJump{Client: 1, By: -2 * time.Second}
+	inject(t, f, tg)
+	if skew := time.Until(clock.Now()); skew > -1900*time.Millisecond || skew < -2100*time.Millisecond {
+		t.Fatalf("client clock is %v from real time, want -2s ± 100ms", skew)
+	}
+	heal(t, f, tg)
+	if skew := time.Until(clock.Now()); skew < -100*time.Millisecond || skew > 100*time.Millisecond {
+		t.Fatalf("after heal the client clock is %v from real time, want 0 ± 100ms", skew)
+	}
+	if err := (&ClockJump{Client: 2, By: time.Second}).Inject(context.Background(), tg); err == nil {
+		t.Fatal("a clock jump on a client of another run was not refused")
+	}
+	if err := (&ClockJump{Node: "A", Client: 1, By: time.Second}).Inject(context.Background(), tg); err == nil {
+		t.Fatal("a clock jump on both a node and a client was not refused")
+	}
 }

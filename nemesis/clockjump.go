@@ -6,19 +6,29 @@ import (
 	"time"
 )
 
-// ClockJump moves one server's wall clock (CLOCK_REALTIME, gettimeofday,
-// time) by By at once, through the clock shim in its process. Redis
-// expires keys by this clock, so a forward jump past a key's TTL expires it.
+// ClockJump moves one server's or one client's wall clock by By at once.
+// A server's (Node) is shifted by the clock shim in its process
+// (CLOCK_REALTIME, gettimeofday, time): Redis expires keys by this clock,
+// so a forward jump past a key's TTL expires it. A client's (Client) is
+// the wall clock its worker reads through the same kind of control file
+// (workers are static Go binaries, out of LD_PRELOAD's reach): a lock that
+// measures its validity by the wall clock then believes a backward jump.
 // Heal jumps back by By, which undoes exactly this jump and leaves any
-// other clock fault on the node in force.
+// other clock fault in force. Set exactly one of Node and Client.
 type ClockJump struct {
-	Node string
-	By   time.Duration
+	Node   string
+	Client int
+	By     time.Duration
 	guard
 }
 
 func (f *ClockJump) Name() string { return "clock-jump" }
-func (f *ClockJump) On() string   { return f.Node }
+func (f *ClockJump) On() string {
+	if f.Node == "" {
+		return fmt.Sprintf("client %d", f.Client)
+	}
+	return f.Node
+}
 func (f *ClockJump) Detail() string {
 	if f.By >= 0 {
 		return fmt.Sprintf("+%v", f.By)
@@ -27,14 +37,14 @@ func (f *ClockJump) Detail() string {
 }
 
 func (f *ClockJump) Inject(ctx context.Context, t *Target) error {
-	r, err := t.redis(f.Node)
+	clock, err := t.clock(f.Node, f.Client)
 	if err != nil {
 		return err
 	}
 	by := f.By
 	return f.inject(ctx, func(add func(undoFunc)) error {
-		r.Clock.Jump(by)
-		add(func(context.Context) error { r.Clock.Jump(-by); return nil })
+		clock.Jump(by)
+		add(func(context.Context) error { clock.Jump(-by); return nil })
 		return nil
 	})
 }

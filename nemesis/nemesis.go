@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"locksim/env"
+	"locksim/nemesis/clockshim"
 )
 
 // Target is everything a fault may touch: what this run started.
@@ -33,6 +34,29 @@ type Target struct {
 	// StorageLinks maps a client number to its proxy to the protected
 	// storage, named as the node StorageNode ("storage").
 	StorageLinks map[int]*env.Link
+	// ClientClocks maps a client number to the control file of the wall
+	// clock its worker reads.
+	ClientClocks map[int]*clockshim.Control
+}
+
+// clock finds the wall clock of a node (node != "") or of a client,
+// refusing any that is not this run's.
+func (t *Target) clock(node string, client int) (*clockshim.Control, error) {
+	if (node == "") == (client == 0) {
+		return nil, fmt.Errorf("a clock fault needs exactly one of a node and a client")
+	}
+	if node != "" {
+		r, err := t.redis(node)
+		if err != nil {
+			return nil, err
+		}
+		return r.Clock, nil
+	}
+	c, ok := t.ClientClocks[client]
+	if !ok || c == nil {
+		return nil, fmt.Errorf("client %d has no clock in this run", client)
+	}
+	return c, nil
 }
 
 // PGNode is the node name by which a link fault names a client's link to

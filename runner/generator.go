@@ -79,9 +79,7 @@ func OpenTrials(ctx context.Context, sc *scenarios.Scenario, o Options) (*Trials
 		rec:     history.NewRecorder(history.Monotonic(), nil),
 		clients: map[int]*worker.Client{},
 		pending: map[int]<-chan error{},
-		target: &nemesis.Target{Redis: map[string]*env.Redis{}, Replicas: map[string]*env.Redis{},
-			Network: env.NewNetwork(), Clients: map[int]*env.Proc{},
-			PGLinks: map[int]*env.Link{}, StorageLinks: map[int]*env.Link{}},
+		target:  newTarget(),
 	}
 	if r.log == nil {
 		r.log = discard{}

@@ -19,6 +19,7 @@ import (
 	"locksim/env"
 	"locksim/history"
 	"locksim/nemesis"
+	"locksim/nemesis/clockshim"
 	"locksim/reports"
 	"locksim/scenarios"
 	"locksim/storage"
@@ -94,9 +95,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*reports.Run, 
 		rec:     history.NewRecorder(history.Monotonic(), hf),
 		clients: map[int]*worker.Client{},
 		pending: map[int]<-chan error{},
-		target: &nemesis.Target{Redis: map[string]*env.Redis{}, Replicas: map[string]*env.Redis{},
-			Network: env.NewNetwork(), Clients: map[int]*env.Proc{},
-			PGLinks: map[int]*env.Link{}, StorageLinks: map[int]*env.Link{}},
+		target:  newTarget(),
 	}
 	if r.log == nil {
 		r.log = io.Discard
@@ -120,6 +119,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*reports.Run, 
 		return nil, harness("writing reports: %v", err)
 	}
 	return out, nil
+}
+
+// newTarget is an empty Target with a fresh in-process toxiproxy server.
+func newTarget() *nemesis.Target {
+	return &nemesis.Target{Redis: map[string]*env.Redis{}, Replicas: map[string]*env.Redis{},
+		Network: env.NewNetwork(), Clients: map[int]*env.Proc{},
+		PGLinks: map[int]*env.Link{}, StorageLinks: map[int]*env.Link{},
+		ClientClocks: map[int]*clockshim.Control{}}
 }
 
 // say prints a line of narration with the run's clock.
@@ -219,7 +226,15 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 		Fence:         r.sc.Fence,
 		Watchdog:      r.sc.Watchdog,
 		WatchdogEvery: r.sc.WatchdogEvery.Duration,
+		CheckLease:    r.sc.CheckLease,
 	}
+	// The client's wall clock, which a clock-jump step can move.
+	in.ClockFile = filepath.Join(r.tmp, fmt.Sprintf("client-%d.clock", c))
+	clock, err := clockshim.NewControl(in.ClockFile)
+	if err != nil {
+		return in, harness("client %d's clock: %v", c, err)
+	}
+	r.target.ClientClocks[c] = clock
 	for i := 0; i < r.sc.Nodes; i++ {
 		name := scenarios.NodeName(i)
 		l, err := r.target.Network.AddLink(env.LinkName(c, name), r.target.Redis[name].Addr)
@@ -366,7 +381,7 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 	case "partition":
 		return r.inject(ctx, &nemesis.Partition{Client: st.Client, Nodes: st.Nodes})
 	case "clock-jump":
-		return r.inject(ctx, &nemesis.ClockJump{Node: st.Node, By: st.By.Duration})
+		return r.inject(ctx, &nemesis.ClockJump{Node: st.Node, Client: st.Client, By: st.By.Duration})
 	case "clock-drift":
 		return r.inject(ctx, &nemesis.ClockDrift{Node: st.Node, Rate: st.Rate})
 	case "latency":
@@ -534,6 +549,9 @@ func (r *run) teardown() {
 	}
 	wg.Wait()
 	r.target.Network.Close()
+	for _, c := range r.target.ClientClocks {
+		_ = c.Close()
+	}
 	if r.tmp != "" {
 		env.RemoveTempDir(r.tmp)
 	}

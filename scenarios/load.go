@@ -270,6 +270,9 @@ func (s *Scenario) validate() error {
 	if !contains([]string{"", "none", "everysec", "always"}, s.Persistence) {
 		return s.errAt("persistence", "expected none, everysec or always, got %q", s.Persistence)
 	}
+	if s.CheckLease && s.Watchdog != "" {
+		return s.errAt("check_lease", "a lease renewed by a watchdog is not checked before a write; drop one of check_lease and watchdog")
+	}
 	if s.WatchdogEvery.Duration < 0 || s.IdleSessionTimeout.Duration < 0 {
 		return s.errAt("watchdog_every", "expected a positive duration")
 	}
@@ -322,7 +325,7 @@ func (s *Scenario) validateStep(i int) error {
 			return at("nodes", "unknown node %q: expected a Redis node (A to %s), pg or storage", n, NodeName(max(s.Nodes-1, 0)))
 		}
 	}
-	if st.Do == "pause" || st.Do == "resume" {
+	if st.Do == "pause" || st.Do == "resume" || st.Do == "clock-jump" {
 		_, c := st.lines["client"]
 		_, n := st.lines["node"]
 		if c == n {

@@ -49,6 +49,11 @@ type Scenario struct {
 	// lives: token (only while the key holds this lease's token) or
 	// pexpire (plain PEXPIRE, seed 000's code). Empty: no renewal.
 	Watchdog string `yaml:"watchdog"`
+	// CheckLease makes every write check, just before it writes, that its
+	// lease is still valid as the lock measures it (by the wall clock for
+	// redlock-wallclock, else on the monotonic clock), and not write if
+	// not: the careful client of the debate. Not with a watchdog.
+	CheckLease bool `yaml:"check_lease"`
 	// WatchdogEvery is the renewal period. Default TTL/3.
 	WatchdogEvery Duration `yaml:"watchdog_every"`
 	// Persistence is how the Redis nodes keep data across a crash: none
@@ -183,7 +188,7 @@ var Actions = []Action{
 	{"latency", "delay the client's traffic to the nodes by `delay` (± `jitter`)", []string{"client", "nodes", "delay"}},
 	{"reset", "TCP RST on the client's connections to the nodes when data next flows", []string{"client", "nodes"}},
 	{"drop", "close the client's connections to the nodes at once, both sides", []string{"client", "nodes"}},
-	{"clock-jump", "move the node's wall clock by `by`", []string{"node", "by"}},
+	{"clock-jump", "move the node's or the client's wall clock by `by`", []string{"by"}},
 	{"clock-drift", "run the node's wall clock at `rate` times real speed", []string{"node", "rate"}},
 	{"pause", "SIGSTOP the client or the node; SIGCONT after `for`, or at resume or heal", nil},
 	{"resume", "SIGCONT the paused client or node", nil},
@@ -233,6 +238,9 @@ func (s Step) Describe() string {
 	case "partition":
 		return fmt.Sprintf("partition client %d from %v", s.Client, s.Nodes)
 	case "clock-jump":
+		if s.Node == "" {
+			return fmt.Sprintf("clock jump on client %d by %v", s.Client, s.By)
+		}
 		return fmt.Sprintf("clock jump on %s by %v", s.Node, s.By)
 	case "clock-drift":
 		return fmt.Sprintf("clock on %s runs at x%g", s.Node, s.Rate)

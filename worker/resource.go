@@ -10,6 +10,7 @@ import (
 
 	"locksim/clients"
 	"locksim/history"
+	"locksim/nemesis/clockshim"
 	"locksim/storage"
 )
 
@@ -17,6 +18,15 @@ import (
 // the protected storage, and opens their connections.
 func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
 	s.init = in
+	s.wall = time.Now
+	if in.ClockFile != "" {
+		clock, err := clockshim.OpenControl(in.ClockFile)
+		if err != nil {
+			return err
+		}
+		s.wall = clock.Now
+	}
+	in.Config.WallClock = s.wall
 	lock, err := spec.New(in.Config)
 	if err != nil {
 		return err
@@ -77,13 +87,17 @@ func (s *state) write(ctx context.Context, c Command) {
 	// invocation arrives, and then the read has surely been made.
 	read, err := s.read(ctx, store, l)
 	s.event(c.ID, invoke)
-	accepted := false
+	accepted, checked := false, true
 	if err == nil {
 		time.Sleep(c.Work)
-		accepted, err = store.Write(ctx, read, read+1, l.Fence, l.Token)
+		if checked = !s.init.CheckLease || l.StillValid(s.wall); checked {
+			accepted, err = store.Write(ctx, read, read+1, l.Fence, l.Token)
+		}
 	}
 	done.Read, done.Wrote = history.Int64(read), history.Int64(read+1)
 	switch {
+	case !checked:
+		done.Type, done.Detail = history.Fail, "not written: the lease had run out by the client's check"
 	case err != nil:
 		done.Type, done.Detail = history.Info, err.Error()
 	case !accepted:

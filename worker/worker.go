@@ -61,6 +61,12 @@ type Init struct {
 	Watchdog string `json:"watchdog,omitempty"`
 	// WatchdogEvery is how often the watchdog renews.
 	WatchdogEvery time.Duration `json:"watchdog_every,omitempty"`
+	// ClockFile is the control file of this client's wall clock (see
+	// nemesis/clockshim), so a fault can jump it. Empty: the real clock.
+	ClockFile string `json:"clock_file,omitempty"`
+	// CheckLease makes a write check, just before writing, that the lease
+	// is still valid as the lock measures it, and not write if it is not.
+	CheckLease bool `json:"check_lease,omitempty"`
 }
 
 // Reply is one line from a worker to the harness.
@@ -102,6 +108,8 @@ type state struct {
 	commits map[string]history.Event
 	// dogs stops each lease's watchdog.
 	dogs map[string]func()
+	// wall is the client's wall clock (Init.ClockFile, or time.Now).
+	wall func() time.Time
 }
 
 // send writes a reply. Replies the harness acts on go out at once: the
