@@ -145,7 +145,9 @@ func (r *run) play(ctx context.Context) error {
 		}
 		r.beforeStep(ctx, i, st) // workshop mode (step.go)
 		if st.Say != "" {
-			r.say("%s", st.Say)
+			if !r.o.Step { // workshop mode has just shown it
+				r.say("%s", st.Say)
+			}
 			r.rec.Add(history.Event{Type: history.Note, Op: "step", Detail: st.Say})
 		}
 		if err := r.step(ctx, st); err != nil {
