@@ -3,12 +3,12 @@ package clients
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"locksim/env"
+	"locksim/env/envtest"
 	"locksim/storage"
 )
 
@@ -16,35 +16,12 @@ import (
 var testPG *env.Postgres
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t0 := time.Now()
-	pg, err := env.StartPostgres(ctx, "", env.PostgresOptions{})
-	cancel()
-	switch {
-	case errors.Is(err, env.ErrPostgresNotFound):
-		fmt.Fprintln(os.Stderr, "skipping PostgreSQL tests:", err)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "start postgres:", err)
-		env.Cleanup()
-		os.Exit(2)
-	default:
-		testPG = pg
-		fmt.Fprintf(os.Stderr, "postgres started in %v\n", time.Since(t0))
-	}
-	code := m.Run()
-	if testPG != nil {
-		testPG.Stop()
-	}
-	env.Cleanup()
-	os.Exit(code)
+	os.Exit(envtest.RunWithPostgres(m, &testPG))
 }
 
 // pgReset gives a test a clean cluster: no other sessions, fresh tables.
 func pgReset(t *testing.T) string {
 	t.Helper()
-	if testPG == nil {
-		t.Skip("PostgreSQL not installed")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := testPG.Reset(ctx); err != nil {

@@ -19,7 +19,7 @@ func startPG(t *testing.T, dir string, o PostgresOptions) *Postgres {
 	t0 := time.Now()
 	pg, err := StartPostgres(ctx, dir, o)
 	if errors.Is(err, ErrPostgresNotFound) {
-		t.Skip(err)
+		t.Fatalf("%v (make test installs it)", err)
 	}
 	if err != nil {
 		t.Fatal(err)

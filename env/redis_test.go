@@ -16,7 +16,7 @@ import (
 func needRedis(tb testing.TB) {
 	tb.Helper()
 	if _, err := exec.LookPath(redisServerPath()); err != nil {
-		tb.Skip("redis-server not installed (apt-get install redis-server)")
+		tb.Fatal("redis-server not installed: make test installs it (apt-get install redis-server)")
 	}
 }
 

@@ -55,7 +55,7 @@ func newClient(addr string, timeout time.Duration) *redis.Client {
 func needRedis(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not installed")
+		t.Fatal("redis-server not installed: make test installs it (apt-get install redis-server)")
 	}
 }
 
@@ -81,7 +81,7 @@ func startPG(t *testing.T) *env.Postgres {
 	defer cancel()
 	pg, err := env.StartPostgres(ctx, "", env.PostgresOptions{})
 	if errors.Is(err, env.ErrPostgresNotFound) {
-		t.Skip(err)
+		t.Fatalf("%v (make test installs it)", err)
 	}
 	if err != nil {
 		t.Fatal(err)

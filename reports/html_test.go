@@ -204,7 +204,7 @@ func consoleErrors(log string) []string {
 func TestReportInChromium(t *testing.T) {
 	bin := chromium()
 	if bin == "" {
-		t.Skip("SKIP: chromium is not installed (apt-get install -y chromium); the HTML report was not rendered")
+		t.Fatal("chromium is not installed: make test installs it (apt-get install -y chromium); the HTML report was not rendered")
 	}
 	sc, err := scenarios.Find("redlock-clock-jump")
 	if err != nil {

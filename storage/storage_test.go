@@ -2,8 +2,6 @@ package storage_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"locksim/env"
+	"locksim/env/envtest"
 	"locksim/storage"
 )
 
@@ -18,33 +17,12 @@ import (
 var testPG *env.Postgres
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	pg, err := env.StartPostgres(ctx, "", env.PostgresOptions{})
-	cancel()
-	switch {
-	case errors.Is(err, env.ErrPostgresNotFound):
-		fmt.Fprintln(os.Stderr, "skipping storage tests:", err)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "start postgres:", err)
-		env.Cleanup()
-		os.Exit(2)
-	default:
-		testPG = pg
-	}
-	code := m.Run()
-	if testPG != nil {
-		testPG.Stop()
-	}
-	env.Cleanup()
-	os.Exit(code)
+	os.Exit(envtest.RunWithPostgres(m, &testPG))
 }
 
 // open resets the tables and opens n stores in mode.
 func open(t *testing.T, mode storage.Mode, n int) (context.Context, []*storage.Store) {
 	t.Helper()
-	if testPG == nil {
-		t.Skip("PostgreSQL not installed")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	dsn := testPG.DSN(testPG.Addr())
