@@ -280,6 +280,9 @@ func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
 		"-c", "max_connections=200",
 		"-c", "shared_buffers=32MB",
 		"-c", "logging_collector=off",
+		// Dynamic shared memory as files in the data dir, so that it goes
+		// with the dir even when the server is killed with SIGKILL.
+		"-c", "dynamic_shared_memory_type=mmap",
 		"-c", "log_min_messages=warning",
 	}
 	if d := pg.opts.IdleSessionTimeout; d > 0 {

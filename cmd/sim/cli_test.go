@@ -224,8 +224,9 @@ func TestInterruptLeavesNothing(t *testing.T) {
 			}
 			shmNow, _ := filepath.Glob("/dev/shm/locksim-*")
 			dirs := append([]string{scratch}, newPaths(shmBefore, shmNow)...)
-			if n := len(markedProcs(mark, dirs...)); n < 8 {
-				t.Fatalf("expected sim, 5 redis-servers, PostgreSQL and 2 clients running, found %d:\n%s", n, strings.Join(markedProcs(mark, dirs...), "\n"))
+			running := markedProcs(mark, dirs...)
+			if len(running) < 8 {
+				t.Fatalf("expected sim, 5 redis-servers, PostgreSQL and 2 clients running, found %d:\n%s", len(running), strings.Join(running, "\n"))
 			}
 			cmd.Process.Signal(sig)
 			err := cmd.Wait()
@@ -253,12 +254,38 @@ func TestInterruptLeavesNothing(t *testing.T) {
 					}
 				}
 			} else {
-				// kill -9 cannot clean up; remove what this test made.
+				// kill -9 cannot clean up; remove what this test made: the
+				// PostgreSQL dirs, and the small SysV segment a postmaster
+				// killed with SIGKILL leaves behind.
 				for _, d := range dirs[1:] {
 					os.RemoveAll(d)
 				}
+				removeSysVSegments(t, running)
 			}
 		})
+	}
+}
+
+// removeSysVSegments removes the SysV shared memory segments created by
+// the processes listed ("/proc/PID cmdline", as markedProcs gives them).
+func removeSysVSegments(t *testing.T, procs []string) {
+	t.Helper()
+	pids := map[string]bool{}
+	for _, p := range procs {
+		pids[strings.TrimPrefix(strings.Fields(p)[0], "/proc/")] = true
+	}
+	out, err := exec.Command("ipcs", "-m", "-p").Output()
+	if err != nil {
+		t.Logf("ipcs: %v", err)
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line) // shmid owner cpid lpid
+		if len(f) == 4 && pids[f[2]] {
+			if err := exec.Command("ipcrm", "-m", f[0]).Run(); err != nil {
+				t.Logf("ipcrm -m %s: %v", f[0], err)
+			}
+		}
 	}
 }
 
