@@ -116,15 +116,6 @@ func makeReachable(dir string) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // StartPostgres makes a throwaway cluster in dir (created if missing, and
 // removed by Stop, contents and all; "" means a new temp dir, on /dev/shm
 // when there is one, that Cleanup also removes) and starts it on a free

@@ -126,7 +126,7 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	}
 	r := &Redis{Name: o.Name, Dir: dir, Clock: clock, opts: o, env: append(os.Environ(), shimEnv...)}
 	for attempt := 0; ; attempt++ {
-		port, err := redisFreePort()
+		port, err := freePort()
 		if err != nil {
 			clock.Close()
 			return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
@@ -144,15 +144,6 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 }
 
 var errRedisPortInUse = errors.New("port in use")
-
-func redisFreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // LogPath is the server's log file.
 func (r *Redis) LogPath() string { return filepath.Join(r.Dir, "redis.log") }

@@ -2,8 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"fmt"
-	"strings"
 )
 
 // ConnDrop closes one client's connections to some nodes at once, both
@@ -18,10 +16,8 @@ type ConnDrop struct {
 	guard
 }
 
-func (f *ConnDrop) Name() string { return "conn-drop" }
-func (f *ConnDrop) On() string {
-	return fmt.Sprintf("client %d -> %s", f.Client, strings.Join(f.Nodes, ","))
-}
+func (f *ConnDrop) Name() string   { return "conn-drop" }
+func (f *ConnDrop) On() string     { return linksOn(f.Client, f.Nodes) }
 func (f *ConnDrop) Detail() string { return "connections closed, new ones refused" }
 
 func (f *ConnDrop) Inject(ctx context.Context, t *Target) error {

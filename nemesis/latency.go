@@ -3,7 +3,6 @@ package nemesis
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -28,9 +27,7 @@ type Latency struct {
 const latencyToxic = "latency"
 
 func (f *Latency) Name() string { return "latency" }
-func (f *Latency) On() string {
-	return fmt.Sprintf("client %d -> %s", f.Client, strings.Join(f.Nodes, ","))
-}
+func (f *Latency) On() string   { return linksOn(f.Client, f.Nodes) }
 func (f *Latency) Detail() string {
 	s := f.Delay.String()
 	if f.Jitter > 0 {

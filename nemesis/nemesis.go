@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"locksim/env"
@@ -37,6 +38,11 @@ type Target struct {
 	// ClientClocks maps a client number to the control file of the wall
 	// clock its worker reads.
 	ClientClocks map[int]*clockshim.Control
+}
+
+// linksOn says which of a client's links a link fault hits, for On().
+func linksOn(client int, nodes []string) string {
+	return fmt.Sprintf("client %d -> %s", client, strings.Join(nodes, ","))
 }
 
 // clock finds the wall clock of a node (node != "") or of a client,

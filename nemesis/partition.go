@@ -2,8 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"fmt"
-	"strings"
 )
 
 // Partition cuts one client off from some nodes: every byte on those links
@@ -20,10 +18,8 @@ type Partition struct {
 
 const partitionToxic = "partition"
 
-func (f *Partition) Name() string { return "partition" }
-func (f *Partition) On() string {
-	return fmt.Sprintf("client %d -> %s", f.Client, strings.Join(f.Nodes, ","))
-}
+func (f *Partition) Name() string   { return "partition" }
+func (f *Partition) On() string     { return linksOn(f.Client, f.Nodes) }
 func (f *Partition) Detail() string { return "packets dropped both ways" }
 
 func (f *Partition) Inject(ctx context.Context, t *Target) error {

@@ -2,8 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"fmt"
-	"strings"
 )
 
 // ConnReset resets one client's connections to some nodes (a toxiproxy
@@ -24,10 +22,8 @@ type ConnReset struct {
 
 const resetToxic = "reset"
 
-func (f *ConnReset) Name() string { return "conn-reset" }
-func (f *ConnReset) On() string {
-	return fmt.Sprintf("client %d -> %s", f.Client, strings.Join(f.Nodes, ","))
-}
+func (f *ConnReset) Name() string   { return "conn-reset" }
+func (f *ConnReset) On() string     { return linksOn(f.Client, f.Nodes) }
 func (f *ConnReset) Detail() string { return "RST when data next flows" }
 
 func (f *ConnReset) Inject(ctx context.Context, t *Target) error {

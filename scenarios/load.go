@@ -90,7 +90,11 @@ func decodeStrict(n *yaml.Node, v any, what string) (map[string]int, error) {
 	return lines, nil
 }
 
-var typeErr = regexp.MustCompile("cannot unmarshal !!(\\w+) `(.*)` into (\\S+)")
+var (
+	typeErr     = regexp.MustCompile("cannot unmarshal !!(\\w+) `(.*)` into (\\S+)")
+	yamlLineErr = regexp.MustCompile(`^line (\d+): (.*)`)
+	validName   = regexp.MustCompile(`^[a-z0-9][a-z0-9./-]*$`)
+)
 
 // fieldError turns a yaml decoding error into an Error for one field.
 func fieldError(err error, val *yaml.Node, field string) error {
@@ -172,7 +176,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
 		line := 0
-		if m := regexp.MustCompile(`^line (\d+): (.*)`).FindStringSubmatch(msg); m != nil {
+		if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
 			fmt.Sscan(m[1], &line)
 			msg = m[2]
 		}
@@ -231,7 +235,7 @@ func (s *Scenario) validate() error {
 	if s.Name == "" {
 		return s.errAt("name", "missing: every scenario needs a name")
 	}
-	if !regexp.MustCompile(`^[a-z0-9][a-z0-9./-]*$`).MatchString(s.Name) {
+	if !validName.MatchString(s.Name) {
 		return s.errAt("name", "expected lower-case letters, digits, '-', '.', '/', got %q", s.Name)
 	}
 	if s.Lock == "" {

@@ -11,7 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -241,8 +241,8 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	if len(o.targets) == 0 && !o.all {
 		return o, errors.New("sim run needs a scenario name, a regex or a file, or --all (sim list shows them)")
 	}
-	if o.expect != "" && !regexp.MustCompile(`^(safe|unsafe|leaked)$`).MatchString(o.expect) {
-		return o, fmt.Errorf("--expect: expected safe, unsafe or leaked, got %q", o.expect)
+	if err := checkExpect(o.expect); err != nil {
+		return o, err
 	}
 	switch {
 	case o.trials < 0 || o.trials > 100000:
@@ -256,6 +256,14 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 		o.seed = time.Now().UnixNano()
 	}
 	return o, nil
+}
+
+// checkExpect accepts an empty --expect or one of the verdicts.
+func checkExpect(v string) error {
+	if v != "" && !slices.Contains(scenarios.Verdicts, v) {
+		return fmt.Errorf("--expect: expected safe, unsafe or leaked, got %q", v)
+	}
+	return nil
 }
 
 // applyGeneratorFlags gives each generator scenario the --trials,

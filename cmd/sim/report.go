@@ -44,8 +44,8 @@ func parseOffline(cmd string, args []string, withExpect bool) (offlineOptions, e
 	if len(rest) != 1 {
 		return o, fmt.Errorf("usage: sim %s DIR (a run directory holding history.jsonl and result.json)", cmd)
 	}
-	if o.expect != "" && o.expect != checker.Safe && o.expect != checker.Unsafe && o.expect != checker.Leaked {
-		return o, fmt.Errorf("--expect: expected safe, unsafe or leaked, got %q", o.expect)
+	if err := checkExpect(o.expect); err != nil {
+		return o, err
 	}
 	o.dir = rest[0]
 	if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
