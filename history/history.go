@@ -49,6 +49,46 @@ const (
 	// OpCrash marks a client process that died or was killed: every lease
 	// it held is gone with it.
 	OpCrash = "crash"
+	// OpRenew is a watchdog's renewal, recorded as a Note of the client
+	// process (it runs beside the client's operations, not as one): with
+	// TTL set when the renewal succeeded (the key lives TTL from the
+	// note's Time), with Reason set when it failed.
+	OpRenew = "renew"
+)
+
+// Reasons a lock, the storage or the worker gives for a refusal (a Fail
+// completion, or a failed renewal). A story step can assert them.
+const (
+	// ReasonHeld: the lock is held by another client.
+	ReasonHeld = "held"
+	// ReasonQuorum: fewer than a majority of the nodes granted it (Redlock).
+	ReasonQuorum = "quorum"
+	// ReasonValidity: a majority granted it, but the acquire took longer
+	// than the validity time (Redlock's check), so it is not held.
+	ReasonValidity = "validity"
+	// ReasonTimeout: the lock service did not answer in time.
+	ReasonTimeout = "timeout"
+	// ReasonNotHeld: a release, extend or renewal found the lease gone.
+	ReasonNotHeld = "not-held"
+	// ReasonNoLease: the client holds no lease, so the worker refused the
+	// operation without any I/O.
+	ReasonNoLease = "no-lease"
+	// ReasonExpired: the client checked its lease before writing and
+	// found it run out, so it did not write.
+	ReasonExpired = "expired"
+	// ReasonFence: the storage refused a write whose fencing token was
+	// below one it had seen.
+	ReasonFence = "fence"
+	// ReasonToken: the storage refused a write whose lease token no
+	// longer owned the row (token-cas).
+	ReasonToken = "token"
+	// ReasonDuplicate: the storage refused a second run of the same
+	// (job, period) (idempotent).
+	ReasonDuplicate = "duplicate"
+	// ReasonRollback: the transaction holding the write rolled back.
+	ReasonRollback = "rollback"
+	// ReasonRead: the write's read failed, so nothing was written.
+	ReasonRead = "read"
 )
 
 // Event is one line of history.jsonl.
@@ -70,11 +110,18 @@ type Event struct {
 	// Fence is the fencing token handed out with a lease (0: none).
 	Fence int64 `json:"fence,omitempty"`
 	// TTL is, on an acquire or extend invocation, the lease time asked for
-	// in nanoseconds (0: the lock has no expiry).
+	// in nanoseconds. On a granted acquire or extend it is the expiry the
+	// lock server applies to the lease, counted from the invocation (0:
+	// the lease does not expire by time, a PostgreSQL session lock). On a
+	// renew note, the TTL the renewal set.
 	TTL int64 `json:"ttl,omitempty"`
 	// LeaseEnd is, on a granted acquire or extend, the time (same clock as
 	// Time) until which the client believes it holds the lock; 0 means the
-	// lease does not expire by time (a PostgreSQL session lock).
+	// client believes it holds it until it releases it (a PostgreSQL
+	// session lock, or a lease a watchdog renews). A lease that measures
+	// its validity by the wall clock records the monotonic instant its
+	// wall-clock deadline corresponded to when it was granted. A failed
+	// renew note (Reason not-held) ends the client's belief.
 	LeaseEnd int64 `json:"lease_end,omitempty"`
 	// Nodes lists the nodes that granted the lock (Redlock).
 	Nodes []string `json:"nodes,omitempty"`
@@ -84,6 +131,12 @@ type Event struct {
 	Wrote *int64 `json:"wrote,omitempty"`
 	// Target is what a fault hits: a node, a client, a link.
 	Target string `json:"target,omitempty"`
+	// Reason is, on a Fail (or Info) completion or a failed renew note,
+	// why: one of the Reason constants.
+	Reason string `json:"reason,omitempty"`
+	// Unlocked marks a write invoked on purpose without a lease (a story
+	// about an unlocked write).
+	Unlocked bool `json:"unlocked,omitempty"`
 	// Detail is free text: an error, a fault's size, a step's description.
 	Detail string `json:"detail,omitempty"`
 }
