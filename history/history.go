@@ -249,9 +249,11 @@ func Write(w io.Writer, events []Event) error {
 	return bw.Flush()
 }
 
-// Read parses JSON lines; an error names the line.
+// Read parses JSON lines and checks them with Validate; an error names
+// the line (an *InvalidError for a broken rule).
 func Read(r io.Reader) ([]Event, error) {
 	var events []Event
+	var lines []int
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	line := 0
@@ -265,9 +267,13 @@ func Read(r io.Reader) ([]Event, error) {
 			return nil, fmt.Errorf("line %d: %v", line, err)
 		}
 		events = append(events, e)
+		lines = append(lines, line)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("line %d: %v", line+1, err)
+	}
+	if err := validate(events, lines); err != nil {
+		return nil, err
 	}
 	Sort(events)
 	return events, nil
@@ -282,7 +288,7 @@ func Load(path string) ([]Event, error) {
 	defer f.Close()
 	events, err := Read(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return events, nil
 }
