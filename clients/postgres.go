@@ -30,7 +30,26 @@ func init() {
 	Register(Spec{Name: "postgres-xact", Backend: "postgres",
 		Doc: "PostgreSQL pg_try_advisory_xact_lock; the protected write runs in the lock's transaction, commit releases",
 		New: func(cfg Config) (Lock, error) { return NewPGXact(cfg) }})
+	Register(Spec{Name: "postgres-xact-outside", Backend: "postgres", Mutant: "writing inside the lock's transaction",
+		Doc: "pg_try_advisory_xact_lock, but the protected write runs on its own connection, outside the lock's transaction",
+		New: func(cfg Config) (Lock, error) {
+			x, err := NewPGXact(cfg)
+			return pgXactOutside{x}, err
+		}})
 }
+
+// pgXactOutside is PGXact without Tx: the worker writes on the storage's
+// own connection, so the write no longer dies with the lock's session.
+type pgXactOutside struct{ x *PGXact }
+
+func (o pgXactOutside) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	return o.x.Acquire(ctx, key, ttl)
+}
+func (o pgXactOutside) Release(ctx context.Context, l Lease) error { return o.x.Release(ctx, l) }
+func (o pgXactOutside) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	return o.x.Extend(ctx, l, ttl)
+}
+func (o pgXactOutside) Close() error { return o.x.Close() }
 
 // AdvisoryKey maps a lock name to a PostgreSQL advisory lock key: the first
 // 8 bytes of SHA-256(name), big-endian, as an int64. Every client computes

@@ -53,16 +53,21 @@ type Redlock struct {
 	// that use the wall clock do, e.g. Date.now()); nil measures it on
 	// CLOCK_MONOTONIC, as the algorithm should.
 	wall func() time.Time
+	// noValidity skips the validity check (a mutant): a majority is
+	// held even when the acquire ate the whole TTL.
+	noValidity bool
 }
 
 func init() {
-	Register(Spec{Name: "redlock", Backend: "redis", Doc: "Redlock over the scenario's Redis nodes (majority of N)",
+	Register(Spec{Name: "redlock", Backend: "redis", Nodes: 5, Doc: "Redlock over the scenario's Redis nodes (majority of N)",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
 	Register(Spec{Name: "redis", Backend: "redis", Doc: "single Redis: SET NX PX with a random token, token-checked Lua release",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
-	Register(Spec{Name: "redis-plain-del", Backend: "redis", Doc: "single Redis, released with a plain DEL (deletes whoever holds it)",
+	Register(Spec{Name: "redis-plain-del", Backend: "redis", Mutant: "the token-checked release",
+		Doc: "single Redis, released with a plain DEL (deletes whoever holds it)",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, true) }})
-	Register(Spec{Name: "redlock-wallclock", Backend: "redis", Doc: "Redlock measuring its validity by the client's wall clock, as Date.now()-based clients do",
+	Register(Spec{Name: "redlock-wallclock", Backend: "redis", Nodes: 5, Mutant: "monotonic lease timing",
+		Doc: "Redlock measuring its validity by the client's wall clock, as Date.now()-based clients do",
 		New: func(cfg Config) (Lock, error) {
 			r, err := NewRedlock(cfg, false)
 			if err == nil {
@@ -70,6 +75,15 @@ func init() {
 				if r.wall == nil {
 					r.wall = time.Now
 				}
+			}
+			return r, err
+		}})
+	Register(Spec{Name: "redlock-no-validity", Backend: "redis", Nodes: 5, Mutant: "the validity check",
+		Doc: "Redlock that skips the validity check: a majority granted is held, however long the acquire took",
+		New: func(cfg Config) (Lock, error) {
+			r, err := NewRedlock(cfg, false)
+			if err == nil {
+				r.noValidity = true
 			}
 			return r, err
 		}})
@@ -122,8 +136,9 @@ func NewToken() string {
 }
 
 // onEveryNode runs f on all nodes at once, each bounded by the per-node
-// timeout, and returns the names of the nodes where f returned true.
-func (r *Redlock) onEveryNode(ctx context.Context, f func(ctx context.Context, c *redis.Client) (bool, error)) []string {
+// timeout, and returns the names of the nodes where f returned true and
+// how many nodes failed to answer.
+func (r *Redlock) onEveryNode(ctx context.Context, f func(ctx context.Context, c *redis.Client) (bool, error)) (yes []string, errs int) {
 	var (
 		mu   sync.Mutex
 		ok   []string
@@ -135,10 +150,13 @@ func (r *Redlock) onEveryNode(ctx context.Context, f func(ctx context.Context, c
 			defer wait.Done()
 			nctx, cancel := context.WithTimeout(ctx, r.timeout)
 			defer cancel()
-			if yes, err := f(nctx, n.client); err == nil && yes {
-				mu.Lock()
+			yes, err := f(nctx, n.client)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs++
+			} else if yes {
 				ok = append(ok, n.name)
-				mu.Unlock()
 			}
 		}(n)
 	}
@@ -152,7 +170,7 @@ func (r *Redlock) onEveryNode(ctx context.Context, f func(ctx context.Context, c
 			}
 		}
 	}
-	return ordered
+	return ordered, errs
 }
 
 // Acquire implements Lock.
@@ -166,7 +184,7 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	if r.wall != nil {
 		wallStart = r.wall()
 	}
-	granted := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+	granted, errs := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
 		return c.SetNX(ctx, key, token, ttl).Result()
 	})
 	elapsed := time.Duration(history.Monotonic() - start)
@@ -174,7 +192,7 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 		elapsed = r.wall().Sub(wallStart)
 	}
 	drift := Drift(ttl)
-	if len(granted) >= r.Quorum() && ttl-elapsed-drift > 0 {
+	if len(granted) >= r.Quorum() && (ttl-elapsed-drift > 0 || r.noValidity) {
 		l := Lease{Key: key, Token: token, Start: start, Validity: ttl - drift, Nodes: granted}
 		if r.wall != nil {
 			l.Deadline = wallStart.Add(ttl - drift)
@@ -184,13 +202,21 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	// Failed: undo on every node, including those that did not answer.
 	r.unlock(ctx, key, token)
 	if len(granted) >= r.Quorum() {
-		return Lease{}, fmt.Errorf("%w: majority took %v, past the validity time", ErrNotAcquired, elapsed)
+		return Lease{Nodes: granted}, Refuse(ErrNotAcquired, history.ReasonValidity,
+			"%d of %d nodes granted %v, but the acquire took %v of the %v TTL: no validity left", len(granted), len(r.nodes), granted, elapsed.Round(time.Millisecond), ttl)
 	}
-	return Lease{Nodes: granted}, fmt.Errorf("%w: %d of %d nodes granted (%v)", ErrNotAcquired, len(granted), len(r.nodes), granted)
+	reason := history.ReasonQuorum
+	switch {
+	case errs == 0:
+		reason = history.ReasonHeld
+	case errs == len(r.nodes):
+		reason = history.ReasonTimeout
+	}
+	return Lease{Nodes: granted}, Refuse(ErrNotAcquired, reason, "%d of %d nodes granted %v, %d did not answer", len(granted), len(r.nodes), granted, errs)
 }
 
 func (r *Redlock) unlock(ctx context.Context, key, token string) []string {
-	return r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+	freed, _ := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
 		if r.plainDel {
 			n, err := c.Del(ctx, key).Result()
 			return n == 1, err
@@ -198,12 +224,13 @@ func (r *Redlock) unlock(ctx context.Context, key, token string) []string {
 		n, err := unlockScript.Run(ctx, c, []string{key}, token).Int()
 		return n == 1, err
 	})
+	return freed
 }
 
 // Release implements Lock: ErrNotHeld when no node still held the token.
 func (r *Redlock) Release(ctx context.Context, l Lease) error {
 	if freed := r.unlock(ctx, l.Key, l.Token); len(freed) == 0 {
-		return ErrNotHeld
+		return Refuse(ErrNotHeld, history.ReasonNotHeld, "no node held this lease's token")
 	}
 	return nil
 }
@@ -212,13 +239,13 @@ func (r *Redlock) Release(ctx context.Context, l Lease) error {
 // token; the lease is valid again only if a majority renewed in time.
 func (r *Redlock) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	start := history.Monotonic()
-	renewed := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+	renewed, _ := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
 		n, err := extendScript.Run(ctx, c, []string{l.Key}, l.Token, ttl.Milliseconds()).Int()
 		return n == 1, err
 	})
 	elapsed := time.Duration(history.Monotonic() - start)
 	if len(renewed) < r.Quorum() || ttl-elapsed-Drift(ttl) <= 0 {
-		return l, fmt.Errorf("%w: renewed on %v", ErrNotHeld, renewed)
+		return l, Refuse(ErrNotHeld, history.ReasonNotHeld, "renewed on %v", renewed)
 	}
 	l.Start, l.Validity, l.Nodes = start, ttl-Drift(ttl), renewed
 	if r.wall != nil {
@@ -229,12 +256,17 @@ func (r *Redlock) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease
 }
 
 // PlainExpire renews key with a plain PEXPIRE on every node, without
-// checking whose key it is: seed 000's watchdog. It returns the nodes
-// where the key existed.
+// checking whose key it is (the naive watchdog). It returns the nodes
+// where the key existed, whoever it belonged to, and ErrNotHeld when
+// fewer than a majority had it.
 func (r *Redlock) PlainExpire(ctx context.Context, key string, ttl time.Duration) ([]string, error) {
-	return r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+	nodes, _ := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
 		return c.PExpire(ctx, key, ttl).Result()
-	}), nil
+	})
+	if len(nodes) < r.Quorum() {
+		return nodes, Refuse(ErrNotHeld, history.ReasonNotHeld, "the key exists on %v only", nodes)
+	}
+	return nodes, nil
 }
 
 // Warm opens a connection to every node (PING), so that the first acquire

@@ -52,6 +52,13 @@ type Spec struct {
 	Backend string
 	// New builds one client.
 	New Constructor
+	// Nodes is how many Redis servers a scenario starts for this lock
+	// when it does not say (0: one for a redis backend).
+	Nodes int
+	// Mutant, when set, names the defence this lock deliberately breaks:
+	// it exists so that a scenario can prove it catches the breakage, and
+	// `sim locks` lists it only when asked.
+	Mutant string
 }
 
 var registry = map[string]Spec{}

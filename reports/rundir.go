@@ -35,10 +35,41 @@ type Run struct {
 	Events []history.Event
 	// Duration is the wall time of the whole run, servers included.
 	Duration time.Duration
+	// Counterfactual is the run of the same story without its cause, when
+	// it was asked for.
+	Counterfactual *Counterfactual
 }
 
-// Matches reports whether the verdict is the expected one.
-func (r *Run) Matches() bool { return r.Check.Verdict == r.Expected }
+// Counterfactual is the outcome of a scenario's counterfactual run.
+type Counterfactual struct {
+	// Change says what the counterfactual changed ("without the clock
+	// jump on C"); Removed lists each step or field it removed or changed.
+	Change  string   `json:"change"`
+	Removed []string `json:"removed"`
+	// Verdict is the counterfactual run's verdict, Expected the flipped
+	// verdict it had to reach; Flipped says it did.
+	Verdict  string `json:"verdict"`
+	Expected string `json:"expected"`
+	Flipped  bool   `json:"flipped"`
+	Summary  string `json:"summary"`
+	// Dir is the counterfactual run's own run directory.
+	Dir string `json:"dir"`
+}
+
+// Sentence says the counterfactual's outcome in one line.
+func (c *Counterfactual) Sentence() string {
+	s := fmt.Sprintf("counterfactual, %s: %s", c.Change, c.Verdict)
+	if c.Flipped {
+		return s + " (the verdict flips, as it must)"
+	}
+	return s + fmt.Sprintf(" (NOT flipped: it had to be %s)", c.Expected)
+}
+
+// Matches reports whether the verdict is the expected one and, when a
+// counterfactual ran, whether it flipped.
+func (r *Run) Matches() bool {
+	return r.Check.Verdict == r.Expected && (r.Counterfactual == nil || r.Counterfactual.Flipped)
+}
 
 // Result is the schema of result.json.
 type Result struct {
@@ -55,6 +86,9 @@ type Result struct {
 	Operations int            `json:"operations"`
 	Faults     int            `json:"faults"`
 	Check      checker.Result `json:"check"`
+	// Counterfactual is the same story without its cause (sim run
+	// --counterfactual).
+	Counterfactual *Counterfactual `json:"counterfactual,omitempty"`
 	// The scenario as it was, so that a run directory can be reported
 	// again when the scenario is no longer in the catalogue.
 	Fault   string `json:"fault,omitempty"`
@@ -71,7 +105,7 @@ func NewResult(r *Run) Result {
 		Scenario: r.Scenario.Name, Title: r.Scenario.Title, Lock: r.Scenario.Lock,
 		Verdict: r.Check.Verdict, Expected: r.Expected, Matches: r.Matches(),
 		Summary: r.Check.Summary, Violations: r.Check.Violations, Seed: r.Seed,
-		DurationMS: r.Duration.Milliseconds(), Check: r.Check,
+		DurationMS: r.Duration.Milliseconds(), Check: r.Check, Counterfactual: r.Counterfactual,
 		Fault: r.Scenario.Fault, Source: r.Scenario.Source, Explain: r.Scenario.Explain,
 		Nodes: r.Scenario.Nodes, Clients: r.Scenario.Clients, File: r.Scenario.File,
 	}
@@ -167,7 +201,7 @@ func LoadRun(dir string) (*Run, Result, error) {
 		}
 	}
 	r := &Run{
-		Scenario: sc, Dir: dir, Seed: res.Seed, Expected: res.Expected, Check: res.Check,
+		Scenario: sc, Dir: dir, Seed: res.Seed, Expected: res.Expected, Check: res.Check, Counterfactual: res.Counterfactual,
 		Events: events, Duration: time.Duration(res.DurationMS) * time.Millisecond,
 	}
 	return r, res, nil
@@ -189,6 +223,9 @@ func Markdown(r *Run) string {
 	fmt.Fprintf(&b, "| seed | %d |\n", r.Seed)
 	fmt.Fprintf(&b, "| duration | %v |\n\n", r.Duration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "%s\n\n", mdEscape(r.Check.Summary))
+	if c := r.Counterfactual; c != nil {
+		fmt.Fprintf(&b, "**Counterfactual.** %s: %s\n\n", mdEscape(strings.ToUpper(c.Sentence()[:1])+c.Sentence()[1:]), mdEscape(c.Summary))
+	}
 	fmt.Fprintf(&b, "## History\n\n| t (s) | client | event | op | detail |\n|---:|---:|---|---|---|\n")
 	for _, e := range r.Events {
 		who := fmt.Sprint(e.Process)
@@ -218,6 +255,9 @@ func EventDetail(e history.Event) string {
 	}
 	if e.Read != nil && e.Wrote != nil {
 		parts = append(parts, fmt.Sprintf("read %d wrote %d", *e.Read, *e.Wrote))
+	}
+	if e.Reason != "" {
+		parts = append(parts, "reason "+e.Reason)
 	}
 	if e.Detail != "" {
 		parts = append(parts, e.Detail)

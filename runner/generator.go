@@ -264,7 +264,10 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 		return nil, harness("trial: %v", errors.Join(errs...))
 	}
 	tr.Events = rec.Events()
-	tr.Check = checker.Check(tr.Events, checker.Options{})
+	var err error
+	if tr.Check, err = checker.Check(tr.Events, checker.Options{}); err != nil {
+		return nil, harness("the trial's history breaks the recording's rules: %v", err)
+	}
 	tr.Wall = time.Since(started)
 	return tr, nil
 }
@@ -377,12 +380,8 @@ func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	if werr != nil {
 		return nil, harness("writing history: %v", werr)
 	}
-	out := &reports.Run{
+	return &reports.Run{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: kept.Check, Events: kept.Events, Duration: time.Since(started),
-	}
-	if err := reports.WriteRunDir(out); err != nil {
-		return nil, harness("writing reports: %v", err)
-	}
-	return out, nil
+	}, nil
 }

@@ -39,6 +39,10 @@ type Options struct {
 	// Step is workshop mode: stop before each step, show the state, wait for Enter on Stdin.
 	Step  bool
 	Stdin io.Reader
+	// Counterfactual plays the story a second time without its cause
+	// (the scenario's counterfactual block), into Out/counterfactual, and
+	// requires the verdict to flip.
+	Counterfactual bool
 }
 
 // HarnessError is a failure of the harness itself (a server that would not
@@ -67,10 +71,14 @@ type run struct {
 	// direct connects the clients straight to the servers, past their
 	// proxies (generator.go: a fault that needs no network).
 	direct bool
+	// claims are the story's statements still waiting for their
+	// operations (story.go).
+	claims []claim
 }
 
-// Run plays sc and returns its outcome. The environment is gone when it
-// returns, whatever happened.
+// Run plays sc, checks its history, and writes the run directory; with
+// o.Counterfactual it then plays the counterfactual story too. The
+// environment is gone when it returns, whatever happened.
 func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*reports.Run, error) {
 	started := time.Now()
 	if o.Out == "" {
@@ -79,9 +87,46 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*reports.Run, 
 	if o.Expected == "" {
 		o.Expected = sc.Expected
 	}
-	if sc.Generator != nil {
-		return runGenerated(ctx, sc, o, started) // generator.go
+	var cfs *scenarios.Scenario
+	if o.Counterfactual {
+		var err error
+		if cfs, err = sc.CounterfactualScenario(); err != nil {
+			return nil, harness("%v", err)
+		}
 	}
+	play := playScripted
+	if sc.Generator != nil {
+		play = runGenerated // generator.go
+	}
+	out, err := play(ctx, sc, o, started)
+	if err != nil {
+		return nil, err
+	}
+	if cfs != nil {
+		co := o
+		co.Out, co.Expected, co.Counterfactual, co.Step = filepath.Join(o.Out, "counterfactual"), cfs.Expected, false, false
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "\n%s: the counterfactual, %s (it must end %s)\n", sc.Name, sc.Counterfactual.Change, cfs.Expected)
+		}
+		cr, err := Run(ctx, cfs, co)
+		if err != nil {
+			return nil, fmt.Errorf("counterfactual: %w", err)
+		}
+		out.Counterfactual = &reports.Counterfactual{
+			Change: sc.Counterfactual.Change, Removed: sc.CounterfactualChanges(),
+			Verdict: cr.Check.Verdict, Expected: cfs.Expected,
+			Flipped: cr.Check.Verdict == cfs.Expected && cr.Check.Verdict != out.Check.Verdict,
+			Summary: cr.Check.Summary, Dir: co.Out,
+		}
+	}
+	if err := reports.WriteRunDir(out); err != nil {
+		return nil, harness("writing reports: %v", err)
+	}
+	return out, nil
+}
+
+// playScripted plays a scripted story and checks its history.
+func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*reports.Run, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, harness("run directory: %v", err)
 	}
@@ -110,15 +155,14 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*reports.Run, 
 		return nil, runErr
 	}
 	events := r.rec.Events()
-	res := checker.Check(events, checker.Options{})
-	out := &reports.Run{
+	res, err := checker.Check(events, checker.Options{})
+	if err != nil {
+		return nil, harness("the history breaks the recording's rules: %v", err)
+	}
+	return &reports.Run{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: res, Events: events, Duration: time.Since(started),
-	}
-	if err := reports.WriteRunDir(out); err != nil {
-		return nil, harness("writing reports: %v", err)
-	}
-	return out, nil
+	}, nil
 }
 
 // newTarget is an empty Target with a fresh in-process toxiproxy server.
@@ -144,14 +188,28 @@ func (r *run) play(ctx context.Context) error {
 			return harness("interrupted before step %d: %v", i+1, err)
 		}
 		r.beforeStep(ctx, i, st) // workshop mode (step.go)
-		if st.Say != "" {
+		switch {
+		case r.sc.IsCounterfactual:
+			// The narration tells the original story; say what is done.
+			r.say("step %d: %s", i+1, st.Describe())
+		case st.Say != "":
 			if !r.o.Step { // workshop mode has just shown it
 				r.say("%s", st.Say)
 			}
 			r.rec.Add(history.Event{Type: history.Note, Op: "step", Detail: st.Say})
 		}
-		if err := r.step(ctx, st); err != nil {
+		if expectsSomething(st) && st.Do != "renewal" {
+			r.claims = append(r.claims, claim{index: i, st: st, from: r.rec.Now()})
+		}
+		if st.Do == "renewal" {
+			if err := r.checkRenewal(i, st); err != nil {
+				return err
+			}
+		} else if err := r.step(ctx, st); err != nil {
 			return harness("%s:%d: step %d (%s): %v", r.sc.File, st.Line, i+1, st.Describe(), err)
+		}
+		if err := r.settle(false); err != nil {
+			return err
 		}
 	}
 	// Collect what is still in flight, so every operation has completed.
@@ -160,7 +218,7 @@ func (r *run) play(ctx context.Context) error {
 			return harness("client %d: %v", id, err)
 		}
 	}
-	return nil
+	return r.settle(true)
 }
 
 // setup starts the servers, the proxies and the clients.
@@ -373,7 +431,7 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 	case "acquire", "release", "extend":
 		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.sc.Key, TTL: ttl})
 	case "write":
-		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.sc.Key, Work: st.Work.Duration})
+		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.sc.Key, Work: st.Work.Duration, Unlocked: st.Unlocked})
 	case "wait":
 		if err := r.wait(ctx, st.Client); err != nil {
 			return err
@@ -464,6 +522,9 @@ func (r *run) report(client int) {
 		}
 		if e.LeaseEnd > 0 {
 			msg += fmt.Sprintf(", believes it holds the lock until t=%.3fs", float64(e.LeaseEnd)/1e9)
+		}
+		if e.Reason != "" {
+			msg += ", reason " + e.Reason
 		}
 		if e.Detail != "" {
 			msg += " (" + e.Detail + ")"

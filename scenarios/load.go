@@ -218,10 +218,7 @@ func (s *Scenario) applyDefaults() {
 	}
 	if s.Nodes == 0 {
 		if spec, err := clients.Lookup(s.Lock); err == nil && spec.Backend == "redis" {
-			s.Nodes = 1
-			if s.Lock == "redlock" {
-				s.Nodes = 5
-			}
+			s.Nodes = max(spec.Nodes, 1)
 		}
 	}
 }
@@ -274,9 +271,6 @@ func (s *Scenario) validate() error {
 	if !contains([]string{"", "none", "everysec", "always"}, s.Persistence) {
 		return s.errAt("persistence", "expected none, everysec or always, got %q", s.Persistence)
 	}
-	if s.CheckLease && s.Watchdog != "" {
-		return s.errAt("check_lease", "a lease renewed by a watchdog is not checked before a write; drop one of check_lease and watchdog")
-	}
 	if s.WatchdogEvery.Duration < 0 || s.IdleSessionTimeout.Duration < 0 {
 		return s.errAt("watchdog_every", "expected a positive duration")
 	}
@@ -284,7 +278,10 @@ func (s *Scenario) validate() error {
 		if len(s.Steps) > 0 {
 			return s.errAt("steps", "a generator scenario has no steps: remove steps or generator")
 		}
-		return s.validateGenerator()
+		if err := s.validateGenerator(); err != nil {
+			return err
+		}
+		return s.validateCounterfactual()
 	}
 	if len(s.Steps) == 0 {
 		return s.errAt("steps", "missing: a scripted scenario needs at least one step (or a generator)")
@@ -294,7 +291,7 @@ func (s *Scenario) validate() error {
 			return err
 		}
 	}
-	return nil
+	return s.validateCounterfactual()
 }
 
 func (s *Scenario) validateStep(i int) error {
@@ -360,7 +357,7 @@ func (s *Scenario) validateStep(i int) error {
 	if st.TTL.Duration < 0 {
 		return at("ttl", "expected a positive duration, got %v", st.TTL)
 	}
-	return nil
+	return s.validateStory(i, at)
 }
 
 // validateGenerator checks a generator block and fills in its defaults.

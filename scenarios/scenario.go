@@ -26,8 +26,9 @@ type Scenario struct {
 	Lock string `yaml:"lock"`
 	// Fault is a short description of the fault, for `sim list`.
 	Fault string `yaml:"fault"`
-	// Nodes is how many Redis servers to start (A, B, C...). Default: 5 for
-	// redlock, 1 for other Redis locks, 0 otherwise.
+	// Nodes is how many Redis servers to start (A, B, C...). Default: the
+	// lock's registration says (5 for the Redlock family), else 1 for a
+	// Redis lock, 0 otherwise.
 	Nodes int `yaml:"nodes"`
 	// Clients is how many client processes take part. Default 2.
 	Clients int `yaml:"clients"`
@@ -67,6 +68,10 @@ type Scenario struct {
 	Expected string `yaml:"expected"`
 	// Steps is the story, in order.
 	Steps []Step `yaml:"steps"`
+	// Counterfactual is the same story without its cause, or with its
+	// defence removed: `sim run --counterfactual` plays it too and
+	// requires the verdict to flip (see story.go).
+	Counterfactual *Counterfactual `yaml:"counterfactual"`
 	// Generator makes this a generator scenario instead of a scripted
 	// story: the clients loop acquire -> read-modify-write -> release while
 	// a schedule drawn from the seed injects the fault (see Generator).
@@ -75,6 +80,9 @@ type Scenario struct {
 
 	// File is where the scenario was loaded from.
 	File string `yaml:"-"`
+	// IsCounterfactual marks the changed story CounterfactualScenario
+	// builds: its steps assert nothing.
+	IsCounterfactual bool `yaml:"-"`
 	// lines maps field names to their line in File.
 	lines map[string]int
 }
@@ -160,6 +168,24 @@ type Step struct {
 	// Async lets the story go on without waiting for the client's reply;
 	// a later `wait` step collects it.
 	Async bool `yaml:"async"`
+	// Unlocked lets a write go ahead though the client holds no lease (a
+	// story about an unlocked write). Without it the client refuses to
+	// write, extend or release without a lease, and sends nothing.
+	Unlocked bool `yaml:"unlocked"`
+
+	// Expect is what must have happened (see story.go): how the step's
+	// operation ended, or the client's last renewal. A run that
+	// contradicts it ends as a harness failure, never as a verdict.
+	Expect string `yaml:"expect"`
+	// Reason is the reason a refusal must carry (history's Reason names).
+	Reason string `yaml:"reason"`
+	// GrantedBy lists exactly the nodes that must have granted an acquire.
+	GrantedBy []string `yaml:"granted_by"`
+	// Cause marks a step the counterfactual run leaves out.
+	Cause bool `yaml:"cause"`
+	// Counterfactual gives fields that replace this step's own in the
+	// counterfactual run (for instance for: 0s, a restart at once).
+	Counterfactual *Step `yaml:"counterfactual"`
 
 	// Line is the step's line in the file.
 	Line  int `yaml:"-"`
@@ -198,6 +224,7 @@ var Actions = []Action{
 	{"failover", "kill -9 the node and promote its replica; clients are moved over", []string{"node"}},
 	{"sleep", "let `for` pass", []string{"for"}},
 	{"heal", "heal every fault injected so far", nil},
+	{"renewal", "assert how the client's watchdog's latest renewal went (expect: ok or refused)", []string{"client", "expect"}},
 }
 
 // LookupAction finds an action by name.

@@ -64,7 +64,7 @@ func (s *state) loop(ctx context.Context, c Command) error {
 	cycles := 0
 	for time.Now().Before(deadline) && (l.MaxCycles == 0 || cycles < l.MaxCycles) {
 		s.acquire(ctx, Command{ID: c.ID, Op: history.OpAcquire, Key: c.Key, TTL: c.TTL})
-		if _, held := s.leases[c.Key]; !held {
+		if _, held := s.lease(c.Key); !held {
 			if l.Backoff > 0 {
 				time.Sleep(time.Duration(rng.Int64N(int64(l.Backoff) + 1)))
 			}

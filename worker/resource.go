@@ -64,11 +64,18 @@ func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
 
 // write is one critical section on the protected counter: read it, work
 // for c.Work, write read+1 with this lease's fence and token. A pause
-// (SIGSTOP) during the work is Kleppmann's GC pause.
+// (SIGSTOP) during the work is Kleppmann's GC pause. A client without a
+// lease does not write (no I/O) unless the command says Unlocked.
 func (s *state) write(ctx context.Context, c Command) {
-	l := s.leases[c.Key]
-	invoke := history.Event{Time: history.Monotonic(), Type: history.Invoke, Op: history.OpWrite, Key: c.Key, Token: l.Token, Fence: l.Fence}
+	l, held := s.lease(c.Key)
+	invoke := history.Event{Time: history.Monotonic(), Type: history.Invoke, Op: history.OpWrite, Key: c.Key,
+		Token: l.Token, Fence: l.Fence, Unlocked: c.Unlocked}
 	done := history.Event{Op: history.OpWrite, Key: c.Key, Token: l.Token, Fence: l.Fence}
+	if !held && !c.Unlocked {
+		s.event(c.ID, invoke)
+		s.noLease(c.ID, history.OpWrite, c.Key)
+		return
+	}
 	if s.store == nil {
 		s.event(c.ID, invoke)
 		done.Type, done.Detail = history.Fail, "this scenario has no protected storage"
@@ -87,21 +94,25 @@ func (s *state) write(ctx context.Context, c Command) {
 	// invocation arrives, and then the read has surely been made.
 	read, err := s.read(ctx, store, l)
 	s.event(c.ID, invoke)
-	accepted, checked := false, true
-	if err == nil {
-		time.Sleep(c.Work)
-		if checked = !s.init.CheckLease || l.StillValid(s.wall); checked {
-			accepted, err = store.Write(ctx, read, read+1, l.Fence, l.Token)
-		}
+	if err != nil {
+		// Nothing was written: the counter is untouched.
+		done.Type, done.Reason, done.Detail = history.Fail, history.ReasonRead, err.Error()
+		s.event(c.ID, done)
+		return
 	}
+	time.Sleep(c.Work)
 	done.Read, done.Wrote = history.Int64(read), history.Int64(read+1)
+	if s.init.CheckLease && !s.stillHeld(l) {
+		done.Type, done.Reason, done.Detail = history.Fail, history.ReasonExpired, "not written: the lease had run out (or its renewal found it gone) by the client's check"
+		s.event(c.ID, done)
+		return
+	}
+	accepted, err := store.Write(ctx, read, read+1, l.Fence, l.Token)
 	switch {
-	case !checked:
-		done.Type, done.Detail = history.Fail, "not written: the lease had run out by the client's check"
 	case err != nil:
 		done.Type, done.Detail = history.Info, err.Error()
 	case !accepted:
-		done.Type, done.Detail = history.Fail, fmt.Sprintf("storage (%s) refused the write", store.Mode())
+		done.Type, done.Reason, done.Detail = history.Fail, refusalReason(store.Mode()), fmt.Sprintf("storage (%s) refused the write", store.Mode())
 	default:
 		done.Type = history.Ok
 	}
@@ -111,6 +122,27 @@ func (s *state) write(ctx context.Context, c Command) {
 		return
 	}
 	s.event(c.ID, done)
+}
+
+// stillHeld is the careful client's check before writing: the lease is
+// still the one held (a watchdog has not found it gone) and still valid
+// as the lock measures it, by the wall clock or the monotonic clock.
+func (s *state) stillHeld(l clients.Lease) bool {
+	cur, ok := s.lease(l.Key)
+	return ok && cur.Token == l.Token && cur.StillValid(s.wall)
+}
+
+// refusalReason is why storage in mode m refuses a write.
+func refusalReason(m storage.Mode) string {
+	switch m {
+	case storage.Fenced:
+		return history.ReasonFence
+	case storage.TokenCAS:
+		return history.ReasonToken
+	case storage.Idempotent:
+		return history.ReasonDuplicate
+	}
+	return ""
 }
 
 // read opens a critical section on the storage: claim it for the lease's
@@ -133,7 +165,7 @@ func (s *state) settleCommit(id int64, key string, releaseErr error) {
 	switch {
 	case releaseErr == nil:
 	case errors.Is(releaseErr, pgx.ErrTxCommitRollback):
-		done.Type, done.Detail = history.Fail, "the transaction rolled back at commit"
+		done.Type, done.Reason, done.Detail = history.Fail, history.ReasonRollback, "the transaction rolled back at commit"
 	default:
 		done.Type, done.Detail = history.Info, "commit: "+releaseErr.Error()
 	}

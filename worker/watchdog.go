@@ -16,9 +16,12 @@ type PlainExpirer interface {
 }
 
 // startWatchdog renews l every WatchdogEvery (default ttl/3) until the
-// returned stop is called. Each renewal is a note in the history; it is
-// not an operation, because it runs beside the client's own operations.
-// When the worker is paused (SIGSTOP), so is its watchdog.
+// returned stop is called. Each renewal is a renew note in the history
+// (with its TTL when it succeeded, its reason when not); it is not an
+// operation, because it runs beside the client's own operations. A
+// renewal that finds the lease gone drops it: the client has learned it
+// lost the lock, and stops renewing. When the worker is paused (SIGSTOP),
+// so is its watchdog.
 func (s *state) startWatchdog(id int64, l clients.Lease, ttl time.Duration) (stop func()) {
 	every := s.init.WatchdogEvery
 	if every <= 0 {
@@ -36,31 +39,45 @@ func (s *state) startWatchdog(id int64, l clients.Lease, ttl time.Duration) (sto
 				return
 			case <-t.C:
 			}
-			note := history.Event{Type: history.Note, Op: "renew", Key: l.Key, Token: l.Token}
-			var nodes []string
-			var err error
-			if s.init.Watchdog == "pexpire" {
-				pe, ok := s.lock.(PlainExpirer)
-				if !ok {
-					err = fmt.Errorf("lock %s cannot renew with plain PEXPIRE", s.init.Lock)
-				} else {
-					nodes, err = pe.PlainExpire(ctx, l.Key, ttl)
-				}
-			} else {
-				var nl clients.Lease
-				nl, err = s.lock.Extend(ctx, l, ttl)
-				nodes = nl.Nodes
-			}
+			nl, err := s.renew(ctx, l, ttl)
 			if ctx.Err() != nil {
 				return
 			}
-			note.Nodes = nodes
-			note.Detail = fmt.Sprintf("watchdog (%s) renewed for %v", s.init.Watchdog, ttl)
+			note := history.Event{Type: history.Note, Op: history.OpRenew, Key: l.Key, Token: l.Token, Nodes: nl.Nodes}
 			if err != nil {
+				note.Reason = clients.ReasonOf(err)
 				note.Detail = fmt.Sprintf("watchdog (%s) renewal failed: %v", s.init.Watchdog, err)
+			} else {
+				note.TTL = int64(ttl)
+				note.Detail = fmt.Sprintf("watchdog (%s) renewed for %v", s.init.Watchdog, ttl)
+				s.setLease(nl)
+				l = nl
 			}
 			s.event(id, note)
+			if note.Reason == history.ReasonNotHeld {
+				s.dropLease(l.Key, l.Token)
+				return
+			}
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// renew is one renewal: token-checked (the lock's Extend) or a plain
+// PEXPIRE that renews the key whoever holds it.
+func (s *state) renew(ctx context.Context, l clients.Lease, ttl time.Duration) (clients.Lease, error) {
+	if s.init.Watchdog != "pexpire" {
+		return s.lock.Extend(ctx, l, ttl)
+	}
+	pe, ok := s.lock.(PlainExpirer)
+	if !ok {
+		return l, fmt.Errorf("lock %s cannot renew with plain PEXPIRE", s.init.Lock)
+	}
+	start := history.Monotonic()
+	nodes, err := pe.PlainExpire(ctx, l.Key, ttl)
+	l.Nodes = nodes
+	if err == nil {
+		l.Start, l.Validity = start, ttl-clients.Drift(ttl)
+	}
+	return l, err
 }

@@ -36,6 +36,10 @@ type Command struct {
 	TTL time.Duration `json:"ttl,omitempty"`
 	// Work is how long a write works between its read and its write.
 	Work time.Duration `json:"work,omitempty"`
+	// Unlocked lets a write go ahead without a lease (a story about an
+	// unlocked write); otherwise a write, extend or release without a
+	// lease is refused with no I/O.
+	Unlocked bool `json:"unlocked,omitempty"`
 	// Init configures the worker (op init only).
 	Init *Init `json:"init,omitempty"`
 	// Loop configures a generator loop (op loop only; see loop.go).
@@ -94,13 +98,16 @@ func MaybeRun() {
 
 // state is one worker's lock client and its current leases.
 type state struct {
-	init   Init
-	lock   clients.Lock
-	store  *storage.Store
-	leases map[string]clients.Lease
-	out    *json.Encoder
-	buf    *bufio.Writer
-	outMu  sync.Mutex
+	init  Init
+	lock  clients.Lock
+	store *storage.Store
+	// leases are the leases held, by key; the watchdog renews them and
+	// drops one when a renewal finds it gone (leaseMu guards them).
+	leaseMu sync.Mutex
+	leases  map[string]clients.Lease
+	out     *json.Encoder
+	buf     *bufio.Writer
+	outMu   sync.Mutex
 	// lastID is the command whose first reply was last sent.
 	lastID int64
 	// commits holds, for a postgres-xact lease, the completion of the
@@ -233,26 +240,81 @@ func outcome(err error) history.Type {
 	}
 }
 
-func leaseEnd(l clients.Lease) int64 {
-	if l.Validity == 0 {
+// lease returns the lease held on key, if any.
+func (s *state) lease(key string) (clients.Lease, bool) {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	l, ok := s.leases[key]
+	return l, ok
+}
+
+func (s *state) setLease(l clients.Lease) {
+	s.leaseMu.Lock()
+	s.leases[l.Key] = l
+	s.leaseMu.Unlock()
+}
+
+// dropLease forgets the lease on key if it is still the one with token.
+func (s *state) dropLease(key, token string) {
+	s.leaseMu.Lock()
+	if l, ok := s.leases[key]; ok && l.Token == token {
+		delete(s.leases, key)
+	}
+	s.leaseMu.Unlock()
+}
+
+// leaseEnd is the CLOCK_MONOTONIC instant until which the client believes
+// it holds l (0: until it releases it). A lease timed by the wall clock
+// ends when the client's wall clock reaches its deadline: that instant,
+// as the two clocks stand now.
+func (s *state) leaseEnd(l clients.Lease) int64 {
+	switch {
+	case s.init.Watchdog != "":
+		// With a watchdog the client believes it holds the lock until
+		// it releases it, or a renewal finds it gone: that belief is
+		// what a pause breaks.
+		return 0
+	case !l.Deadline.IsZero():
+		return history.Monotonic() + int64(l.Deadline.Sub(s.wall()))
+	case l.Validity == 0:
 		return 0
 	}
 	return l.Start + int64(l.Validity)
 }
 
+// serverTTL is the expiry the lock server applies to a lease asked for
+// ttl: none for a lock without expiry (a session or transaction lock).
+func serverTTL(l clients.Lease, ttl time.Duration) int64 {
+	if l.Validity == 0 && l.Deadline.IsZero() {
+		return 0
+	}
+	return int64(ttl)
+}
+
+// refused fills a completion's type, reason and detail from err.
+func refused(done *history.Event, err error) {
+	done.Type = outcome(err)
+	if err != nil {
+		done.Reason, done.Detail = clients.ReasonOf(err), err.Error()
+	}
+}
+
+// noLease completes an operation the worker refuses because the client
+// holds no lease: no request is sent.
+func (s *state) noLease(id int64, op, key string) {
+	s.event(id, history.Event{Type: history.Fail, Op: op, Key: key, Reason: history.ReasonNoLease,
+		Detail: "refused by the client: it holds no lease, so it sends nothing"})
+}
+
 func (s *state) acquire(ctx context.Context, c Command) {
 	s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpAcquire, Key: c.Key, TTL: int64(c.TTL)})
 	l, err := s.lock.Acquire(ctx, c.Key, c.TTL)
-	done := history.Event{Type: outcome(err), Op: history.OpAcquire, Key: c.Key, Nodes: l.Nodes}
-	if err != nil {
-		done.Detail = err.Error()
-	} else {
-		s.leases[c.Key] = l
-		done.Token, done.Fence, done.LeaseEnd = l.Token, l.Fence, leaseEnd(l)
+	done := history.Event{Op: history.OpAcquire, Key: c.Key, Nodes: l.Nodes}
+	refused(&done, err)
+	if err == nil {
+		s.setLease(l)
+		done.Token, done.Fence, done.LeaseEnd, done.TTL = l.Token, l.Fence, s.leaseEnd(l), serverTTL(l, c.TTL)
 		if s.init.Watchdog != "" {
-			// With a watchdog the client believes it holds the lock
-			// until it releases it: that belief is what a pause breaks.
-			done.LeaseEnd = 0
 			s.dogs[c.Key] = s.startWatchdog(c.ID, l, c.TTL)
 		}
 	}
@@ -260,19 +322,19 @@ func (s *state) acquire(ctx context.Context, c Command) {
 }
 
 func (s *state) release(ctx context.Context, c Command) {
-	l, ok := s.leases[c.Key]
+	l, ok := s.lease(c.Key)
 	if _, pending := s.commits[c.Key]; !pending {
 		s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpRelease, Key: c.Key, Token: l.Token})
 	}
-	if !ok {
-		s.event(c.ID, history.Event{Type: history.Fail, Op: history.OpRelease, Key: c.Key, Detail: "no lease to release"})
-		return
-	}
-	delete(s.leases, c.Key)
 	if stop, ok := s.dogs[c.Key]; ok {
 		stop()
 		delete(s.dogs, c.Key)
 	}
+	if !ok {
+		s.noLease(c.ID, history.OpRelease, c.Key)
+		return
+	}
+	s.dropLease(c.Key, l.Token)
 	err := s.lock.Release(ctx, l)
 	if _, pending := s.commits[c.Key]; pending {
 		// postgres-xact: the release is the commit that settles the
@@ -280,27 +342,24 @@ func (s *state) release(ctx context.Context, c Command) {
 		s.settleCommit(c.ID, c.Key, err)
 		s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpRelease, Key: c.Key, Token: l.Token})
 	}
-	done := history.Event{Type: outcome(err), Op: history.OpRelease, Key: c.Key, Token: l.Token}
-	if err != nil {
-		done.Detail = err.Error()
-	}
+	done := history.Event{Op: history.OpRelease, Key: c.Key, Token: l.Token}
+	refused(&done, err)
 	s.event(c.ID, done)
 }
 
 func (s *state) extend(ctx context.Context, c Command) {
-	l, ok := s.leases[c.Key]
+	l, ok := s.lease(c.Key)
 	s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpExtend, Key: c.Key, Token: l.Token, TTL: int64(c.TTL)})
 	if !ok {
-		s.event(c.ID, history.Event{Type: history.Fail, Op: history.OpExtend, Key: c.Key, Detail: "no lease to extend"})
+		s.noLease(c.ID, history.OpExtend, c.Key)
 		return
 	}
 	nl, err := s.lock.Extend(ctx, l, c.TTL)
-	done := history.Event{Type: outcome(err), Op: history.OpExtend, Key: c.Key, Token: l.Token}
-	if err != nil {
-		done.Detail = err.Error()
-	} else {
-		s.leases[c.Key] = nl
-		done.LeaseEnd, done.Nodes = leaseEnd(nl), nl.Nodes
+	done := history.Event{Op: history.OpExtend, Key: c.Key, Token: l.Token}
+	refused(&done, err)
+	if err == nil {
+		s.setLease(nl)
+		done.LeaseEnd, done.Nodes, done.TTL = s.leaseEnd(nl), nl.Nodes, serverTTL(nl, c.TTL)
 	}
 	s.event(c.ID, done)
 }

@@ -45,7 +45,8 @@ usage:
                               (re-checked): report.html, timeline.svg, ...
   sim check DIR               re-check a run directory's history offline; exit 0
                               when the verdict is result.json's expected one
-  sim locks                   the lock algorithms a scenario can name
+  sim locks [--mutants]       the lock algorithms a scenario can name (--mutants:
+                              also the deliberately broken ones the tests use)
   sim sweep NAME --param KEY=FROM..TO [--points N] [--trials M] [--locks a,b,c]
                               violation rates of a generator scenario across a
                               parameter: sweep.csv and plots (sim sweep --help)
@@ -64,6 +65,9 @@ sim run flags:
                    e.g. --markdown "$GITHUB_STEP_SUMMARY")
   --step           workshop mode: stop before each step of the story, show who
                    holds the lock where, and wait for Enter (EOF: go on)
+  --counterfactual also play the story without its cause (or with its defence
+                   removed), into DIR/counterfactual; exit 1 unless the
+                   verdict flips
   --trials M       generator scenarios (gen-*): play M trials (default: the
                    scenario's); the run directory keeps the first violated one
   --duration D     generator scenarios: how long the clients loop in a trial
@@ -110,7 +114,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
 	case "locks":
-		return cmdLocks(stdout)
+		return cmdLocks(args[1:], stdout, stderr)
 	case "sweep":
 		return cmdSweep(args[1:], stdout, stderr)
 	}
@@ -174,14 +178,34 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func cmdLocks(stdout io.Writer) int {
+func cmdLocks(args []string, stdout, stderr io.Writer) int {
+	mutants := false
+	switch {
+	case len(args) == 1 && args[0] == "--mutants":
+		mutants = true
+	case len(args) > 0:
+		fmt.Fprintln(stderr, "sim: usage: sim locks [--mutants]")
+		return exitHarness
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOCK\tSERVERS\tWHAT IT IS")
+	hidden := 0
 	for _, n := range clients.Names() {
 		s, _ := clients.Lookup(n)
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Backend, s.Doc)
+		if s.Mutant != "" && !mutants {
+			hidden++
+			continue
+		}
+		doc := s.Doc
+		if s.Mutant != "" {
+			doc = "MUTANT (breaks " + s.Mutant + "): " + doc
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Backend, doc)
 	}
 	tw.Flush()
+	if hidden > 0 {
+		fmt.Fprintf(stdout, "(%d deliberately broken locks, each a mutant of one defence, are listed by sim locks --mutants)\n", hidden)
+	}
 	return exitOK
 }
 
@@ -200,6 +224,8 @@ type runOptions struct {
 	junit, markdown string
 	// step is workshop mode.
 	step bool
+	// counterfactual also plays each story without its cause.
+	counterfactual bool
 	// targets are the names, regexes or files given.
 	targets []string
 	// trials, duration and clients override a generator scenario's
@@ -222,6 +248,7 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringVar(&o.junit, "junit", "", "JUnit XML file")
 	fs.StringVar(&o.markdown, "markdown", "", "Markdown summary file")
 	fs.BoolVar(&o.step, "step", false, "workshop mode")
+	fs.BoolVar(&o.counterfactual, "counterfactual", false, "also run the story without its cause")
 	fs.IntVar(&o.trials, "trials", 0, "generator trials")
 	fs.DurationVar(&o.duration, "duration", 0, "generator trial length")
 	fs.IntVar(&o.clients, "clients", 0, "generator clients")
@@ -373,7 +400,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int)
 			out = filepath.Join(o.out, sc.Name)
 		}
 		started := time.Now()
-		res, err := runner.Run(ctx, sc, runner.Options{Out: out, Seed: o.seed, Log: log, Expected: o.expect, Step: o.step, Stdin: stdin})
+		res, err := runner.Run(ctx, sc, runner.Options{Out: out, Seed: o.seed, Log: log, Expected: o.expect, Step: o.step, Stdin: stdin, Counterfactual: o.counterfactual})
 		if err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped\n")
@@ -431,10 +458,13 @@ func writeFile(path string, data []byte) error {
 
 func printVerdict(w io.Writer, r *reports.Run) {
 	status := "as expected"
-	if !r.Matches() {
+	if r.Check.Verdict != r.Expected {
 		status = "NOT as expected (" + r.Expected + ")"
 	}
 	fmt.Fprintf(w, "%s: %s\n", r.Scenario.Name, r.Check.Summary)
 	fmt.Fprintf(w, "  verdict %s, %s; %d violation(s); %v; run directory %s\n",
 		r.Check.Verdict, status, r.Check.Violations, r.Duration.Round(time.Millisecond), r.Dir)
+	if c := r.Counterfactual; c != nil {
+		fmt.Fprintf(w, "  %s\n", c.Sentence())
+	}
 }

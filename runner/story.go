@@ -1,0 +1,172 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"locksim/history"
+	"locksim/scenarios"
+)
+
+// claim is a step's statement of what must have happened to its
+// operation, waiting for the operation to complete.
+type claim struct {
+	index int // the step's index in the story
+	st    scenarios.Step
+	// from is the record's time just before the command was sent: the
+	// operation is the client's first of its kind invoked after it.
+	from int64
+}
+
+// StoryError is a run that contradicted its own story: a harness
+// failure, never a verdict.
+type StoryError struct {
+	File    string
+	Line    int
+	Step    int
+	Claimed string
+	Saw     string
+}
+
+func (e *StoryError) Error() string {
+	return fmt.Sprintf("%s:%d: step %d: the story says %s, but the run shows %s", e.File, e.Line, e.Step, e.Claimed, e.Saw)
+}
+
+// expectsSomething says whether a step states an outcome.
+func expectsSomething(st scenarios.Step) bool { return st.Expect != "" }
+
+// claimed says a step's statement in words.
+func claimed(st scenarios.Step) string {
+	s := fmt.Sprintf("client %d's %s ends %s", st.Client, st.Do, st.Expect)
+	if st.Reason != "" {
+		s += " (" + st.Reason + ")"
+	}
+	if len(st.GrantedBy) > 0 {
+		s += " granted by " + strings.Join(st.GrantedBy, ",")
+	}
+	return s
+}
+
+// outcomeWord is how an operation's completion reads in a story.
+func outcomeWord(op string, t history.Type) string {
+	switch t {
+	case history.Ok:
+		switch op {
+		case history.OpAcquire:
+			return "granted"
+		case history.OpWrite:
+			return "accepted"
+		}
+		return "ok"
+	case history.Fail:
+		return "refused"
+	}
+	return "unknown"
+}
+
+// saw says how an event ended, in the words of a claim.
+func saw(e history.Event) string {
+	s := outcomeWord(e.Op, e.Type)
+	if e.Op == history.OpRenew {
+		s = "ok"
+		if e.Reason != "" {
+			s = "refused"
+		}
+	}
+	if e.Reason != "" {
+		s += " (" + e.Reason + ")"
+	}
+	if len(e.Nodes) > 0 {
+		s += " granted by " + strings.Join(e.Nodes, ",")
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return fmt.Sprintf("%s at t=%.3fs", s, float64(e.Time)/1e9)
+}
+
+// matches says whether a completion (or renew note) is what st claims.
+func matches(st scenarios.Step, e history.Event) bool {
+	got := outcomeWord(e.Op, e.Type)
+	if e.Op == history.OpRenew {
+		got = "ok"
+		if e.Reason != "" {
+			got = "refused"
+		}
+	}
+	if got != st.Expect || (st.Reason != "" && e.Reason != st.Reason) {
+		return false
+	}
+	return len(st.GrantedBy) == 0 || slices.Equal(st.GrantedBy, e.Nodes)
+}
+
+// completion finds the completion of client's first op invoked at or
+// after from, in recording order; ok is false while it has not come.
+func completion(events []history.Event, client int, op string, from int64) (history.Event, bool) {
+	events = slices.Clone(events)
+	slices.SortStableFunc(events, func(a, b history.Event) int { return int(a.Seq - b.Seq) })
+	invoked := false
+	for _, e := range events {
+		if e.Process != client || e.Op != op {
+			continue
+		}
+		switch {
+		case !invoked && e.Type == history.Invoke && e.Time >= from:
+			invoked = true
+		case invoked && e.Completes():
+			return e, true
+		}
+	}
+	return history.Event{}, false
+}
+
+// settle checks every claim whose operation has completed; with final,
+// one that never completed is a contradiction too.
+func (r *run) settle(final bool) error {
+	if r.sc.IsCounterfactual {
+		r.claims = nil
+		return nil
+	}
+	events := r.rec.Events()
+	var open []claim
+	for _, c := range r.claims {
+		e, done := completion(events, c.st.Client, c.st.Do, c.from)
+		if !done {
+			if final {
+				return r.contradiction(c, "no completion of that "+c.st.Do)
+			}
+			open = append(open, c)
+			continue
+		}
+		if !matches(c.st, e) {
+			return r.contradiction(c, saw(e))
+		}
+	}
+	r.claims = open
+	return nil
+}
+
+func (r *run) contradiction(c claim, what string) error {
+	return &HarnessError{Err: &StoryError{File: r.sc.File, Line: c.st.Line, Step: c.index + 1, Claimed: claimed(c.st), Saw: what}}
+}
+
+// checkRenewal checks a renewal step against the client's latest renew
+// note so far.
+func (r *run) checkRenewal(index int, st scenarios.Step) error {
+	if r.sc.IsCounterfactual {
+		return nil
+	}
+	events := r.rec.Events()
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if e.Process == st.Client && e.Type == history.Note && e.Op == history.OpRenew {
+			if !matches(st, e) {
+				return r.contradiction(claim{index: index, st: st}, saw(e))
+			}
+			r.say("  client %d's watchdog: last renewal %s", st.Client, saw(e))
+			return nil
+		}
+	}
+	return r.contradiction(claim{index: index, st: st}, "no renewal at all")
+}

@@ -1,0 +1,275 @@
+package scenarios
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"locksim/clients"
+)
+
+// Counterfactual is a scenario's cause, named so that it can be taken
+// away: the steps marked cause are left out, the steps with a
+// counterfactual block are changed, and the fields given here replace the
+// scenario's (a lock, a storage mode, a watchdog...). The verdict must
+// then flip to Expected.
+type Counterfactual struct {
+	// Change says in words what the counterfactual changes, for the
+	// sentence "without the clock jump on C: safe".
+	Change string `yaml:"change"`
+	// Expected is the verdict the changed story must end in. Default: the
+	// opposite of the scenario's (safe for unsafe and leaked, unsafe for
+	// safe).
+	Expected string `yaml:"expected"`
+
+	Lock               *string   `yaml:"lock"`
+	Storage            *string   `yaml:"storage"`
+	Fence              *string   `yaml:"fence"`
+	Watchdog           *string   `yaml:"watchdog"`
+	Persistence        *string   `yaml:"persistence"`
+	CheckLease         *bool     `yaml:"check_lease"`
+	IdleSessionTimeout *Duration `yaml:"idle_session_timeout"`
+	// GeneratorFault replaces generator.fault (none: no fault at all).
+	GeneratorFault *string `yaml:"generator_fault"`
+
+	lines map[string]int
+}
+
+// UnmarshalYAML decodes a counterfactual block strictly.
+func (c *Counterfactual) UnmarshalYAML(n *yaml.Node) error {
+	type plain Counterfactual
+	var p plain
+	lines, err := decodeStrict(n, &p, "")
+	if err != nil {
+		return err
+	}
+	*c = Counterfactual(p)
+	c.lines = lines
+	return nil
+}
+
+// Expectations a step can state, by action.
+var expectations = map[string][]string{
+	"acquire": {"granted", "refused", "unknown"},
+	"write":   {"accepted", "refused", "unknown"},
+	"release": {"ok", "refused", "unknown"},
+	"extend":  {"ok", "refused", "unknown"},
+	"renewal": {"ok", "refused"},
+}
+
+// Reasons lists the refusal reasons a step can assert (history's Reason
+// names).
+var Reasons = []string{"held", "quorum", "validity", "timeout", "not-held", "no-lease", "expired",
+	"fence", "token", "duplicate", "rollback", "read"}
+
+// validateStory checks step i's assertions and counterfactual fields.
+func (s *Scenario) validateStory(i int, at func(field, format string, args ...any) error) error {
+	st := s.Steps[i]
+	if st.Expect != "" || st.Reason != "" || len(st.GrantedBy) > 0 {
+		want, ok := expectations[st.Do]
+		if !ok {
+			return at("expect", "%q has nothing to assert: expect goes on acquire, write, release, extend or renewal", st.Do)
+		}
+		if st.Expect == "" {
+			return at("expect", "missing: reason and granted_by go with expect (%s)", strings.Join(want, ", "))
+		}
+		if !contains(want, st.Expect) {
+			return at("expect", "expected one of %s for %q, got %q", strings.Join(want, ", "), st.Do, st.Expect)
+		}
+		if st.Reason != "" && (st.Expect != "refused" || !contains(Reasons, st.Reason)) {
+			return at("reason", "expected a refusal reason (%s) with expect: refused, got %q", strings.Join(Reasons, ", "), st.Reason)
+		}
+		if len(st.GrantedBy) > 0 && st.Do != "acquire" {
+			return at("granted_by", "only an acquire is granted by nodes")
+		}
+		for _, n := range st.GrantedBy {
+			if len(n) != 1 || n[0] < 'A' || int(n[0]-'A') >= s.Nodes {
+				return at("granted_by", "unknown node %q: this scenario has %d Redis node(s)", n, s.Nodes)
+			}
+		}
+	}
+	if st.Unlocked && st.Do != "write" {
+		return at("unlocked", "only a write can be unlocked")
+	}
+	if st.Counterfactual != nil && st.Cause {
+		return at("counterfactual", "a cause step is left out of the counterfactual: drop cause or counterfactual")
+	}
+	if (st.Cause || st.Counterfactual != nil) && s.Counterfactual == nil {
+		return at("cause", "the scenario has no counterfactual block to say what it changes")
+	}
+	return nil
+}
+
+// Opposite is the verdict a counterfactual flips to by default.
+func Opposite(verdict string) string {
+	if verdict == "safe" {
+		return "unsafe"
+	}
+	return "safe"
+}
+
+// CounterfactualScenario builds the counterfactual story: a copy of s
+// without its cause steps, with its changed steps and fields, expecting
+// the flipped verdict. Its steps' assertions are dropped: the changed
+// story is not expected to happen as the original one is told.
+func (s *Scenario) CounterfactualScenario() (*Scenario, error) {
+	c := s.Counterfactual
+	if c == nil {
+		return nil, s.errAt("counterfactual", "missing: this scenario names no cause to take away")
+	}
+	cf := *s
+	cf.Counterfactual = nil
+	cf.IsCounterfactual = true
+	cf.Expected = c.Expected
+	for _, o := range []struct {
+		from *string
+		to   *string
+	}{{c.Lock, &cf.Lock}, {c.Storage, &cf.Storage}, {c.Fence, &cf.Fence}, {c.Watchdog, &cf.Watchdog}, {c.Persistence, &cf.Persistence}} {
+		if o.from != nil {
+			*o.to = *o.from
+		}
+	}
+	if c.CheckLease != nil {
+		cf.CheckLease = *c.CheckLease
+	}
+	if c.IdleSessionTimeout != nil {
+		cf.IdleSessionTimeout = *c.IdleSessionTimeout
+	}
+	if c.GeneratorFault != nil {
+		if s.Generator == nil {
+			return nil, s.errAt("counterfactual", "generator_fault needs a generator scenario")
+		}
+		g := *s.Generator
+		g.Fault = *c.GeneratorFault
+		if g.Fault == "none" {
+			g.Faults = 0
+		}
+		cf.Generator = &g
+	}
+	if c.Lock != nil && s.Nodes > 0 {
+		if spec, err := clients.Lookup(cf.Lock); err == nil && spec.Backend == "redis" && spec.Nodes > s.Nodes {
+			return nil, s.errAt("counterfactual", "lock %s wants %d nodes, the story has %d: a counterfactual changes one thing", cf.Lock, spec.Nodes, s.Nodes)
+		}
+	}
+	cf.Steps = nil
+	for _, st := range s.Steps {
+		if st.Cause {
+			continue
+		}
+		if st.Counterfactual != nil {
+			st = overlay(st, *st.Counterfactual)
+		}
+		st.Expect, st.Reason, st.GrantedBy, st.Counterfactual = "", "", nil, nil
+		cf.Steps = append(cf.Steps, st)
+	}
+	if err := cf.validate(); err != nil {
+		return nil, fmt.Errorf("the counterfactual of %s: %w", s.Name, err)
+	}
+	return &cf, nil
+}
+
+// overlay returns st with the fields given in o replaced.
+func overlay(st, o Step) Step {
+	dst := reflect.ValueOf(&st).Elem()
+	src := reflect.ValueOf(o)
+	for i := 0; i < dst.NumField(); i++ {
+		tag := strings.Split(dst.Type().Field(i).Tag.Get("yaml"), ",")[0]
+		if _, given := o.lines[tag]; given && tag != "" && tag != "-" {
+			dst.Field(i).Set(src.Field(i))
+		}
+	}
+	return st
+}
+
+// validateCounterfactual fills in the default and checks that the
+// counterfactual changes something.
+func (s *Scenario) validateCounterfactual() error {
+	c := s.Counterfactual
+	if c == nil {
+		return nil
+	}
+	at := func(field, format string, args ...any) error {
+		line := c.lines[field]
+		if line == 0 {
+			line = s.lines["counterfactual"]
+		}
+		return &Error{File: s.File, Line: line, Field: "counterfactual." + field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if c.Change == "" {
+		return at("change", "missing: say in words what the counterfactual changes (\"without the clock jump on C\")")
+	}
+	if c.Expected == "" {
+		c.Expected = Opposite(s.Expected)
+	}
+	if !contains(Verdicts, c.Expected) {
+		return at("expected", "expected one of %s, got %q", strings.Join(Verdicts, ", "), c.Expected)
+	}
+	if c.Expected == s.Expected {
+		return at("expected", "the counterfactual must flip the verdict: both say %s", c.Expected)
+	}
+	changed := c.Lock != nil || c.Storage != nil || c.Fence != nil || c.Watchdog != nil || c.Persistence != nil ||
+		c.CheckLease != nil || c.IdleSessionTimeout != nil || c.GeneratorFault != nil
+	for _, st := range s.Steps {
+		changed = changed || st.Cause || st.Counterfactual != nil
+	}
+	if !changed {
+		return at("change", "the counterfactual changes nothing: mark the cause steps with cause: true, or give the field to change")
+	}
+	_, err := s.CounterfactualScenario()
+	return err
+}
+
+// CounterfactualChanges lists what the counterfactual removes or changes,
+// one entry per step or field.
+func (s *Scenario) CounterfactualChanges() []string {
+	c := s.Counterfactual
+	if c == nil {
+		return nil
+	}
+	var out []string
+	field := func(name, from, to string) {
+		out = append(out, fmt.Sprintf("%s: %s -> %s", name, orNone(from), orNone(to)))
+	}
+	if c.Lock != nil {
+		field("lock", s.Lock, *c.Lock)
+	}
+	if c.Storage != nil {
+		field("storage", s.Storage, *c.Storage)
+	}
+	if c.Fence != nil {
+		field("fence", s.Fence, *c.Fence)
+	}
+	if c.Watchdog != nil {
+		field("watchdog", s.Watchdog, *c.Watchdog)
+	}
+	if c.Persistence != nil {
+		field("persistence", s.Persistence, *c.Persistence)
+	}
+	if c.CheckLease != nil {
+		field("check_lease", fmt.Sprint(s.CheckLease), fmt.Sprint(*c.CheckLease))
+	}
+	if c.IdleSessionTimeout != nil {
+		field("idle_session_timeout", s.IdleSessionTimeout.String(), c.IdleSessionTimeout.String())
+	}
+	if c.GeneratorFault != nil && s.Generator != nil {
+		field("generator.fault", s.Generator.Fault, *c.GeneratorFault)
+	}
+	for i, st := range s.Steps {
+		switch {
+		case st.Cause:
+			out = append(out, fmt.Sprintf("step %d removed (%s)", i+1, st.Describe()))
+		case st.Counterfactual != nil:
+			out = append(out, fmt.Sprintf("step %d changed (%s -> %s)", i+1, st.Describe(), overlay(st, *st.Counterfactual).Describe()))
+		}
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
