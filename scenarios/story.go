@@ -172,6 +172,13 @@ func (s *Scenario) CounterfactualScenario() (*Scenario, error) {
 
 // overlay returns st with the fields given in o replaced.
 func overlay(st, o Step) Step {
+	lines := map[string]int{}
+	for k, v := range st.lines {
+		lines[k] = v
+	}
+	for k, v := range o.lines {
+		lines[k] = v
+	}
 	dst := reflect.ValueOf(&st).Elem()
 	src := reflect.ValueOf(o)
 	for i := 0; i < dst.NumField(); i++ {
@@ -180,6 +187,7 @@ func overlay(st, o Step) Step {
 			dst.Field(i).Set(src.Field(i))
 		}
 	}
+	st.lines = lines
 	return st
 }
 
