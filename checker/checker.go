@@ -42,10 +42,10 @@ const (
 
 // Result is what a check found.
 type Result struct {
-	// Verdict is unknown (a porcupine check timed out), unsafe (damage,
-	// a broken fence, or, with no protected write in the history, two
-	// clients holding the lock at once), leaked (a liveness failure) or
-	// safe.
+	// Verdict is, first match wins: unsafe (damage, a broken fence, or,
+	// with no protected write in the history, two clients holding the
+	// lock at once), leaked (a liveness failure), unknown (a porcupine
+	// check timed out) or safe.
 	Verdict string `json:"verdict"`
 	// Summary is one sentence that says why.
 	Summary string `json:"summary"`
@@ -58,8 +58,13 @@ type Result struct {
 	Liveness   LivenessResult `json:"liveness"`
 }
 
-// Check runs the four checkers on a history and gives the verdict.
-func Check(events []history.Event, o Options) Result {
+// Check validates a history (history.Validate) and runs the four checkers
+// on it. An invalid history gets no verdict: the error says which rule it
+// breaks.
+func Check(events []history.Event, o Options) (Result, error) {
+	if err := history.Validate(events); err != nil {
+		return Result{}, err
+	}
 	p := parse(events)
 	var r Result
 	r.Mutex, _, _ = checkMutex(p, o)
@@ -69,39 +74,45 @@ func Check(events []history.Event, o Options) Result {
 	r.Violations = r.Mutex.OverlapCount + r.Damage.LostUpdateCount + r.Damage.StaleWriteCount +
 		r.Fencing.BackwardsCount + r.Liveness.LeakCount + len(r.Liveness.Stalls)
 
+	// Proven findings outrank a check that ran out of time, as in
+	// Jepsen's compose: unsafe, then leaked, then unknown.
 	damaged := r.Damage.Outcome == OutcomeIllegal || r.Damage.LostUpdateCount+r.Damage.StaleWriteCount > 0
 	mutexBroken := r.Mutex.Outcome == OutcomeIllegal || r.Mutex.OverlapCount > 0
 	switch {
-	case r.Mutex.Outcome == OutcomeUnknown || r.Damage.Outcome == OutcomeUnknown:
-		r.Verdict = Unknown
 	case damaged || r.Fencing.BackwardsCount > 0 || (p.writes == 0 && mutexBroken):
 		r.Verdict = Unsafe
 	case r.Liveness.Outcome == OutcomeIllegal:
 		r.Verdict = Leaked
+	case r.Mutex.Outcome == OutcomeUnknown || r.Damage.Outcome == OutcomeUnknown:
+		r.Verdict = Unknown
 	default:
 		r.Verdict = Safe
 	}
 	r.Summary = summarize(&r, p, o)
-	return r
+	return r, nil
 }
 
 func summarize(r *Result, p *parsed, o Options) string {
+	var which []string // the checks that ran out of time
+	if r.Mutex.Outcome == OutcomeUnknown {
+		which = append(which, fmt.Sprintf("mutual exclusion (%d operations)", r.Mutex.Operations))
+	}
+	if r.Damage.Outcome == OutcomeUnknown {
+		which = append(which, fmt.Sprintf("damage (%d writes)", r.Damage.Accepted+r.Damage.Unknown))
+	}
+	timedOut := fmt.Sprintf("the %s check timed out after %s", joinAnd(which), o.timeout())
 	more := func(s string) string {
 		if r.Violations > 1 {
-			return fmt.Sprintf("%s (%d findings in all)", s, r.Violations)
+			s = fmt.Sprintf("%s (%d findings in all)", s, r.Violations)
+		}
+		if len(which) > 0 {
+			s += "; " + timedOut
 		}
 		return s
 	}
 	switch r.Verdict {
 	case Unknown:
-		var which []string
-		if r.Mutex.Outcome == OutcomeUnknown {
-			which = append(which, fmt.Sprintf("mutual exclusion (%d operations)", r.Mutex.Operations))
-		}
-		if r.Damage.Outcome == OutcomeUnknown {
-			which = append(which, fmt.Sprintf("damage (%d writes)", r.Damage.Accepted+r.Damage.Unknown))
-		}
-		s := fmt.Sprintf("unknown: the %s check timed out after %s", joinAnd(which), o.timeout())
+		s := "unknown: " + timedOut
 		if r.Violations > 0 {
 			s += fmt.Sprintf(" (%d findings so far)", r.Violations)
 		}
@@ -185,6 +196,9 @@ func joinAnd(xs []string) string {
 // (a Fault to its Heal, tagged with the target), its notes as points, and
 // client crashes on the crashed client's row.
 func Visualize(events []history.Event, o Options, w io.Writer) error {
+	if err := history.Validate(events); err != nil {
+		return err
+	}
 	p := parse(events)
 	ops := mutexOperations(p, holds(p))
 	_, info := porcupine.CheckOperationsVerbose(mutexModel, ops, o.timeout())

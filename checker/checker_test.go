@@ -23,6 +23,12 @@ func fence(f int64) mod    { return func(_, d *history.Event) { d.Fence = f } }
 func lease(end int64) mod  { return func(_, d *history.Event) { d.LeaseEnd = end * ms } }
 func ttl(t int64) mod      { return func(i, _ *history.Event) { i.TTL = t * ms } }
 func token(tok string) mod { return func(i, d *history.Event) { i.Token, d.Token = tok, tok } }
+
+// gttl is the server-side expiry of a grant (the completion's TTL).
+func gttl(t int64) mod { return func(_, d *history.Event) { d.TTL = t * ms } }
+
+// reason is a completion's reason.
+func reason(r string) mod { return func(_, d *history.Event) { d.Reason = r } }
 func rw(read, wrote int64) mod {
 	return func(_, d *history.Event) { d.Read, d.Wrote = history.Int64(read), history.Int64(wrote) }
 }
@@ -55,6 +61,21 @@ func ext(p int, key string, inv, done int64, typ history.Type, mods ...mod) []hi
 
 func write(p int, key string, inv, done int64, typ history.Type, mods ...mod) []history.Event {
 	return call(p, history.OpWrite, key, inv, done, typ, mods...)
+}
+
+// renew is a watchdog's renewal note: ttl > 0 when it succeeded, else a
+// failure for the reason given.
+func renew(p int, key, tok string, t, ttl int64, why string) []history.Event {
+	return []history.Event{{Time: t * ms, Process: p, Type: history.Note, Op: history.OpRenew, Key: key, Token: tok, TTL: ttl * ms, Reason: why}}
+}
+
+// renewals are renew notes of one lease every step ms in [from, to).
+func renewals(p int, key, tok string, from, to, step, ttl int64) []history.Event {
+	var out []history.Event
+	for t := from; t < to; t += step {
+		out = append(out, renew(p, key, tok, t, ttl, "")...)
+	}
+	return out
 }
 
 func crash(p int, t int64) []history.Event {
@@ -149,6 +170,23 @@ func cases() []tc {
 			ext(1, "L", 95, 130, ok, lease(300)), rel(2, "L", 400, 410, ok),
 		), Options{}, want{verdict: Unsafe, mutex: "illegal", damage: "skipped", fencing: "skipped", liveness: "ok", overlaps: 1,
 			summary: "between t=0.130s and t=0.300s"}},
+		{"mutex/a renewal that found the lease gone ends the hold", hist(
+			acq(1, "L", 0, 10, ok, token("a")), renew(1, "L", "a", 50, 0, history.ReasonNotHeld),
+			acq(2, "L", 60, 70, ok, token("b")), rel(2, "L", 80, 90, ok, token("b")), rel(1, "L", 100, 110, fail, token("a")),
+		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},
+		{"mutex/a renewal that failed otherwise ends nothing", hist(
+			acq(1, "L", 0, 10, ok, token("a")), renew(1, "L", "a", 50, 0, history.ReasonTimeout),
+			acq(2, "L", 60, 70, ok, token("b")), rel(2, "L", 80, 90, ok, token("b")), rel(1, "L", 100, 110, fail, token("a")),
+		), Options{}, want{verdict: Unsafe, mutex: "illegal", damage: "skipped", fencing: "skipped", liveness: "ok", overlaps: 1}},
+		{"mutex/a lost renewal of another lease ends nothing", hist(
+			acq(1, "L", 0, 10, ok, token("a")), renew(1, "L", "z", 50, 0, history.ReasonNotHeld),
+			acq(2, "L", 60, 70, ok, token("b")), rel(2, "L", 80, 90, ok, token("b")), rel(1, "L", 100, 110, fail, token("a")),
+		), Options{}, want{verdict: Unsafe, mutex: "illegal", damage: "skipped", fencing: "skipped", liveness: "ok", overlaps: 1,
+			summary: "both held lock L between t=0.070s and t=0.080s"}},
+		{"mutex/a lost renewal does not end a lease with an end", hist(
+			acq(1, "L", 0, 10, ok, token("a"), lease(200)), renew(1, "L", "a", 50, 0, history.ReasonNotHeld),
+			acq(2, "L", 60, 70, ok, token("b")), rel(2, "L", 80, 90, ok, token("b")),
+		), Options{}, want{verdict: Unsafe, mutex: "illegal", damage: "skipped", fencing: "skipped", liveness: "ok", overlaps: 1}},
 		{"mutex/release of another token does not end the hold", hist(
 			acq(1, "L", 0, 10, ok, token("a")), rel(1, "L", 20, 30, ok, token("b")),
 			acq(2, "L", 40, 50, ok, token("c")), rel(2, "L", 60, 70, ok, token("c")),
@@ -204,13 +242,25 @@ func cases() []tc {
 		{"damage/cycle no scan sees", hist(
 			write(1, "L", 0, 100, ok, rw(0, 1)), write(2, "L", 0, 100, ok, rw(2, 3)), write(3, "L", 0, 100, ok, rw(3, 2)),
 		), Options{}, want{verdict: Unsafe, mutex: "skipped", damage: "illegal", fencing: "skipped", liveness: "skipped", stale: 1}},
+		{"damage/a write whose read failed has no values", hist(
+			write(1, "L", 0, 10, ok, rw(0, 1)), write(2, "L", 20, 30, fail, reason(history.ReasonRead)), write(3, "L", 40, 50, ok, rw(1, 2)),
+		), Options{}, want{verdict: Safe, mutex: "skipped", damage: "ok", fencing: "skipped", liveness: "skipped"}},
+		{"damage/a write of unknown value may have stored anything", hist(
+			write(1, "L", 0, 10, ok, rw(0, 1)), write(2, "L", 20, 30, info), write(3, "L", 40, 50, ok, rw(0, 1)),
+		), Options{}, want{verdict: Safe, mutex: "skipped", damage: "ok", fencing: "skipped", liveness: "skipped"}},
+		{"damage/a pending write of unknown value may have stored anything", hist(
+			write(1, "L", 0, 10, ok, rw(0, 1)), write(2, "L", 20, 0, ""), crash(2, 25), write(3, "L", 40, 50, ok, rw(0, 1)),
+		), Options{}, want{verdict: Safe, mutex: "skipped", damage: "ok", fencing: "skipped", liveness: "skipped"}},
+		{"damage/a write of unknown value after a lost update", hist(
+			write(1, "L", 0, 10, ok, rw(0, 1)), write(3, "L", 20, 30, ok, rw(0, 1)), write(2, "L", 40, 50, info),
+		), Options{}, want{verdict: Unsafe, mutex: "skipped", damage: "illegal", fencing: "skipped", liveness: "skipped", lost: 1}},
 		{"damage/refused writes change nothing", hist(
 			write(1, "L", 0, 10, ok, rw(0, 1)), write(2, "L", 20, 30, fail, rw(0, 1)), write(3, "L", 40, 50, ok, rw(1, 2)),
 		), Options{}, want{verdict: Safe, mutex: "skipped", damage: "ok", fencing: "skipped", liveness: "skipped"}},
 
 		// Fencing.
 		{"fencing/stale write refused while the lock was violated", hist(
-			acq(1, "L", 0, 10, ok, fence(1)), write(1, "L", 20, 90, fail, rw(0, 1), fence(1)),
+			acq(1, "L", 0, 10, ok, fence(1)), write(1, "L", 20, 90, fail, rw(0, 1), fence(1), reason(history.ReasonFence)),
 			acq(2, "L", 50, 60, ok, fence(2)), write(2, "L", 70, 80, ok, rw(0, 1), fence(2)),
 			rel(2, "L", 100, 110, ok), rel(1, "L", 120, 130, fail),
 		), Options{}, want{verdict: Safe, mutex: "illegal", damage: "ok", fencing: "ok", liveness: "ok", overlaps: 1, refused: 1,
@@ -230,8 +280,23 @@ func cases() []tc {
 		{"fencing/tokens rise", hist(
 			acq(1, "L", 0, 10, ok, fence(1)), rel(1, "L", 20, 30, ok),
 			acq(2, "L", 40, 50, ok, fence(2)), rel(2, "L", 60, 70, ok),
-			acq(1, "M", 0, 10, ok, fence(1)), rel(1, "M", 20, 30, ok),
+			acq(3, "M", 0, 10, ok, fence(1)), rel(3, "M", 20, 30, ok),
 		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "ok", liveness: "ok"}},
+		{"fencing/concurrent grants completed out of order", hist(
+			acq(2, "L", 0, 30, ok, fence(3), lease(1000)), acq(1, "L", 5, 30, ok, fence(2), lease(30)), rel(2, "L", 40, 50, ok),
+		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "ok", liveness: "ok"}},
+		{"fencing/concurrent writes completed out of order", hist(
+			write(1, "L", 0, 20, ok, rw(1, 2), fence(3)), write(2, "L", 10, 25, ok, rw(0, 1), fence(2)),
+		), Options{}, want{verdict: Safe, mutex: "skipped", damage: "ok", fencing: "ok", liveness: "skipped"}},
+		{"fencing/lower grant invoked after a higher one completed", hist(
+			acq(2, "L", 0, 10, ok, fence(3), lease(20)), acq(1, "L", 5, 40, ok, fence(4), lease(50)),
+			acq(3, "L", 60, 70, ok, fence(2), lease(100)),
+		), Options{}, want{verdict: Unsafe, mutex: "ok", damage: "skipped", fencing: "illegal", liveness: "ok", back: 1,
+			summary: "an acquire was granted fence 2 (#6 by client 3, t=0.070s) after fence 4 (#4 by client 1, t=0.040s)"}},
+		{"fencing/a read failure is no fence refusal", hist(
+			write(1, "L", 0, 10, ok, rw(0, 1), fence(1)), write(2, "L", 20, 30, fail, fence(1), reason(history.ReasonRead)),
+			write(3, "L", 40, 50, fail, rw(0, 1), fence(1), reason(history.ReasonFence)),
+		), Options{}, want{verdict: Safe, mutex: "skipped", damage: "ok", fencing: "ok", liveness: "skipped", refused: 1}},
 
 		// Liveness.
 		{"liveness/leaked after release", hist(
@@ -257,20 +322,42 @@ func cases() []tc {
 			acq(1, "L", 0, 10, ok), rel(1, "L", 20, 30, fail), acq(2, "L", 40, 50, fail),
 		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},
 		{"liveness/leaked after crash", hist(
-			acq(1, "L", 0, 10, ok), crash(1, 20), acq(2, "L", 40, 50, fail),
+			acq(1, "L", 0, 10, ok), crash(1, 20), acq(2, "L", 1100, 1110, fail),
 		), Options{}, want{verdict: Leaked, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "illegal", leaks: 1,
 			summary: "after client 1 crashed at t=0.020s"}},
+		{"liveness/refused before the server noticed the crash", hist(
+			acq(1, "L", 0, 10, ok), crash(1, 20), acq(2, "L", 40, 50, fail),
+		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},
+		{"liveness/a crash leaves a lease with expiry in place", hist(
+			acq(1, "L", 0, 10, ok, ttl(1000), gttl(1000), lease(900)), crash(1, 20), acq(2, "L", 1500, 1510, fail),
+		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},
 		{"liveness/leaked past the TTL", hist(
-			acq(1, "L", 0, 10, ok, ttl(1000), lease(900)), acq(2, "L", 2500, 2510, fail),
+			acq(1, "L", 0, 10, ok, ttl(1000), gttl(1000), lease(900)), crash(1, 20), acq(2, "L", 2500, 2510, fail),
 		), Options{}, want{verdict: Leaked, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "illegal", leaks: 1,
-			summary: "after client 1 expired at t=2.000s"}},
+			summary: "after client 1 expired at t=1.010s"}},
 		{"liveness/within the TTL and its slack", hist(
-			acq(1, "L", 0, 10, ok, ttl(1000), lease(900)), acq(2, "L", 1500, 1510, fail),
+			acq(1, "L", 0, 10, ok, ttl(1000), gttl(1000), lease(900)), acq(2, "L", 2000, 2005, fail),
+		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},
+		{"liveness/the TTL asked for is not the server's", hist(
+			acq(1, "L", 0, 10, ok, ttl(1000)), acq(2, "L", 5000, 5010, fail), rel(1, "L", 6000, 6010, ok),
 		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},
 		{"liveness/extend keeps the lease", hist(
-			acq(1, "L", 0, 10, ok, ttl(1000), lease(900)), ext(1, "L", 800, 810, ok, ttl(1000), lease(1700)),
+			acq(1, "L", 0, 10, ok, ttl(1000), gttl(1000), lease(900)), ext(1, "L", 800, 810, ok, ttl(1000), lease(1700)),
 			acq(2, "L", 2500, 2510, fail),
 		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},
+		{"liveness/renewals keep the lease", hist(
+			acq(1, "L", 0, 10, ok, ttl(1000), gttl(1000), token("a")), renewals(1, "L", "a", 340, 4000, 330, 1000),
+			acq(2, "L", 2500, 2510, fail), acq(2, "L", 3500, 3510, fail), rel(1, "L", 4000, 4010, ok, token("a")),
+		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},
+		{"liveness/leaked after renewals stopped", hist(
+			acq(1, "L", 0, 10, ok, ttl(1000), gttl(1000), token("a")), renewals(1, "L", "a", 340, 1400, 330, 1000), crash(1, 1400),
+			acq(2, "L", 2500, 2510, fail), acq(2, "L", 3500, 3510, fail),
+		), Options{}, want{verdict: Leaked, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "illegal", leaks: 1,
+			summary: "after client 1 expired at t=2.330s: client 2's acquire #"}},
+		{"liveness/renewals of another lease keep nothing", hist(
+			acq(1, "L", 0, 10, ok, ttl(1000), gttl(1000), token("a")), renewals(1, "L", "b", 340, 4000, 330, 1000),
+			acq(2, "L", 2500, 2510, fail),
+		), Options{}, want{verdict: Leaked, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "illegal", leaks: 1}},
 		{"liveness/no grant for longer than MaxGap", hist(
 			acq(1, "L", 0, 10, ok), acq(2, "L", 100, 110, fail), acq(2, "L", 500, 510, fail), acq(2, "L", 900, 910, fail),
 		), Options{MaxGap: 300 * time.Millisecond}, want{verdict: Leaked, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "illegal",
@@ -281,10 +368,22 @@ func cases() []tc {
 	}
 }
 
+// mustCheck checks a history that must be valid.
+func mustCheck(t testing.TB, events []history.Event, o Options) Result {
+	t.Helper()
+	r, err := Check(events, o)
+	if err != nil {
+		var b bytes.Buffer
+		_ = history.Write(&b, events)
+		t.Fatalf("%v; history:\n%s", err, b.String())
+	}
+	return r
+}
+
 func TestCheck(t *testing.T) {
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
-			r := Check(c.events, c.opts)
+			r := mustCheck(t, c.events, c.opts)
 			w := c.want
 			got := want{
 				verdict: r.Verdict, mutex: r.Mutex.Outcome, damage: r.Damage.Outcome, fencing: r.Fencing.Outcome, liveness: r.Liveness.Outcome,
@@ -451,7 +550,7 @@ func TestVisualize(t *testing.T) {
 }
 
 func TestResultJSON(t *testing.T) {
-	r := Check(cases()[0].events, Options{})
+	r := mustCheck(t, cases()[0].events, Options{})
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
@@ -508,7 +607,7 @@ func benchHistory(n int) []history.Event {
 }
 
 func TestBenchHistoryIsSafe(t *testing.T) {
-	r := Check(benchHistory(10_000), Options{})
+	r := mustCheck(t, benchHistory(10_000), Options{})
 	if r.Verdict != Safe || r.Mutex.Outcome != OutcomeOk || r.Damage.Outcome != OutcomeOk || r.Fencing.Outcome != OutcomeOk || r.Liveness.Outcome != OutcomeOk {
 		t.Fatalf("%s: %+v", r.Summary, r)
 	}
@@ -518,7 +617,7 @@ func BenchmarkCheck100k(b *testing.B) {
 	events := benchHistory(100_000)
 	b.ResetTimer()
 	for b.Loop() {
-		r := Check(events, Options{})
+		r := mustCheck(b, events, Options{})
 		if r.Verdict != Safe {
 			b.Fatal(r.Summary)
 		}

@@ -329,8 +329,32 @@ func unreachedWrite(p *parsed, ops []porcupine.Operation, o Options) (StaleWrite
 // scanWrites finds, among the writes to one key, the lost updates (accepted
 // writes that read the same value) and the stale writes (accepted writes
 // whose read value no other write invoked before them could have stored,
-// besides the value before the first write).
+// besides the value before the first write). A write that may have
+// happened with no recorded value (its read failed, or it never completed)
+// may have stored any value: nothing read after its invocation is proven
+// lost or stale.
 func scanWrites(key string, ws []*op) (lost []LostUpdate, stale []StaleWrite) {
+	// Which values could a write have read by the time it completed?
+	// Those stored by writes (not refused) invoked earlier.
+	produced := map[int64]int64{} // value -> earliest invoke of a write storing it
+	blind := int64(-1)            // earliest invoke of a possible write of an unknown value
+	for _, w := range ws {
+		if w.status() == history.Fail {
+			continue
+		}
+		v, ok := w.wrote()
+		if !ok {
+			if blind < 0 || w.inv.Time < blind {
+				blind = w.inv.Time
+			}
+			continue
+		}
+		if t, seen := produced[v]; !seen || w.inv.Time < t {
+			produced[v] = w.inv.Time
+		}
+	}
+	blindBefore := func(w *op) bool { return blind >= 0 && blind < w.done.Time }
+
 	var accepted []*op
 	for _, w := range ws {
 		if _, ok := w.read(); ok && w.status() == history.Ok {
@@ -359,7 +383,7 @@ func scanWrites(key string, ws []*op) (lost []LostUpdate, stale []StaleWrite) {
 	first := map[int64]*op{}
 	for _, w := range accepted {
 		rd, _ := w.read()
-		if stores[rd] > 1 {
+		if stores[rd] > 1 || blindBefore(w) {
 			continue
 		}
 		if f, ok := first[rd]; ok {
@@ -369,26 +393,6 @@ func scanWrites(key string, ws []*op) (lost []LostUpdate, stale []StaleWrite) {
 			continue
 		}
 		first[rd] = w
-	}
-
-	// Which values could a write have read by the time it completed?
-	// Those stored by writes (not refused) invoked earlier.
-	produced := map[int64]int64{} // value -> earliest invoke of a write storing it
-	blind := int64(-1)            // earliest invoke of a possible write of an unknown value
-	for _, w := range ws {
-		if w.status() == history.Fail {
-			continue
-		}
-		v, ok := w.wrote()
-		if !ok {
-			if blind < 0 || w.inv.Time < blind {
-				blind = w.inv.Time
-			}
-			continue
-		}
-		if t, seen := produced[v]; !seen || w.inv.Time < t {
-			produced[v] = w.inv.Time
-		}
 	}
 	var initial *int64
 	byInvoke := append([]*op(nil), accepted...)
@@ -400,7 +404,7 @@ func scanWrites(key string, ws []*op) (lost []LostUpdate, stale []StaleWrite) {
 				continue
 			}
 		}
-		if blind >= 0 && blind < w.done.Time {
+		if blindBefore(w) {
 			continue
 		}
 		if initial == nil {

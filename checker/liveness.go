@@ -28,9 +28,10 @@ type Leak struct {
 	// Holder is the last holder to go, Acquire its acquire's completion.
 	Holder  int           `json:"holder"`
 	Acquire history.Event `json:"acquire"`
-	// Gone is how it went: released, crashed or expired; GoneAt when;
+	// Gone is how it went: released, crashed or expired; GoneAt when (a
+	// refusal proves a leak ExpirySlack after a crash or an expiry);
 	// Release the event that says so (the release's Ok, the crash; the
-	// acquire's invocation, whose TTL ran out).
+	// grant, extend or renewal that set the expiry).
 	Gone    string        `json:"gone"`
 	GoneAt  int64         `json:"gone_at"`
 	Release history.Event `json:"release"`
@@ -55,7 +56,8 @@ type Stall struct {
 
 type holder struct {
 	o      *op
-	gone   int64
+	gone   int64 // surely gone from the lock server (slack included)
+	at     int64 // when it went: the release, the crash, the expiry
 	kind   string
 	goneEv history.Event
 }
@@ -65,6 +67,13 @@ func checkLiveness(p *parsed, o Options) LivenessResult {
 	acquires := map[string][]*op{}
 	releases := map[procKey][]*op{}
 	extends := map[procKey][]*op{}
+	renewals := map[procKey][]history.Event{}
+	for _, n := range p.notes {
+		if n.Op == history.OpRenew {
+			pk := procKey{n.Process, n.Key}
+			renewals[pk] = append(renewals[pk], n)
+		}
+	}
 	var keys []string
 	for _, x := range p.ops {
 		pk := procKey{x.inv.Process, x.key()}
@@ -103,7 +112,7 @@ func checkLiveness(p *parsed, o Options) LivenessResult {
 			if a.status() == history.Fail {
 				continue
 			}
-			hs = append(hs, goneTime(p, a, next[i], releases, extends))
+			hs = append(hs, goneTime(p, a, next[i], releases, extends, renewals))
 		}
 		// Leaks: every holder invoked before the refusal completed was
 		// gone before it was invoked.
@@ -139,7 +148,7 @@ func checkLiveness(p *parsed, o Options) LivenessResult {
 			}
 			leaks[prefMax[n-1]] = &Leak{
 				Key: k, Holder: last.o.inv.Process, Acquire: last.o.completion(),
-				Gone: last.kind, GoneAt: last.gone, Release: last.goneEv,
+				Gone: last.kind, GoneAt: last.at, Release: last.goneEv,
 				FailedAcquire: f.done, Failures: 1,
 			}
 			order = append(order, prefMax[n-1])
@@ -180,58 +189,85 @@ func contendedAcquires(all []*op) []bool {
 	return out
 }
 
-// goneTime says when the holder of acquire a was surely gone: its release
-// returned Ok, its process crashed, or its lease (with extends, plus
-// ExpirySlack) ran out on the server.
-func goneTime(p *parsed, a *op, next int64, releases, extends map[procKey][]*op) holder {
-	h := holder{o: a, gone: math.MaxInt64}
+// goneTime says when the holder of acquire a was surely gone from the lock
+// server. A lease without expiry (TTL 0 on the grant: a PostgreSQL session
+// lock) goes when its release returns Ok or its process crashes (plus
+// ExpirySlack for the server to notice). A lease with expiry goes when its
+// release returns Ok or it expires (plus ExpirySlack): a crash leaves the
+// key in place. The server applies a TTL at the latest when it answers, so
+// the expiry is counted from the grant's completion, moved later by
+// extends and watchdog renewals. An acquire whose outcome is unknown is
+// read as granted with the TTL it asked for.
+func goneTime(p *parsed, a *op, next int64, releases, extends map[procKey][]*op, renewals map[procKey][]history.Event) holder {
+	h := holder{o: a, gone: math.MaxInt64, at: math.MaxInt64}
+	set := func(gone, at int64, kind string, ev history.Event) {
+		if gone < h.gone {
+			h.gone, h.at, h.kind, h.goneEv = gone, at, kind, ev
+		}
+	}
 	pk := procKey{a.inv.Process, a.key()}
 	after := a.inv.Time
+	// within trims a list ordered by time to [after, next].
+	within := func(n int, time func(int) int64) (int, int) {
+		i := sort.Search(n, func(i int) bool { return time(i) >= after })
+		j := sort.Search(n, func(i int) bool { return time(i) > next })
+		return i, max(i, j)
+	}
 	rels := releases[pk]
-	rels = rels[sort.Search(len(rels), func(i int) bool { return rels[i].inv.Time >= after }):]
-	for _, rel := range rels {
-		if rel.inv.Time > next {
+	i, j := within(len(rels), func(i int) int64 { return rels[i].inv.Time })
+	for _, rel := range rels[i:j] {
+		if rel.status() == history.Ok && tokensMatch(a.token(), rel.token()) {
+			set(rel.done.Time, rel.done.Time, "released", rel.done)
 			break
 		}
-		if !tokensMatch(a.token(), rel.token()) {
+	}
+	ttl, ttlEv := a.done.TTL, a.done
+	if a.status() != history.Ok {
+		ttl, ttlEv = a.inv.TTL, a.completion()
+	}
+	if ttl <= 0 {
+		for _, c := range p.crashes[a.inv.Process] {
+			if c.Time >= after {
+				set(c.Time+int64(ExpirySlack), c.Time, "crashed", c)
+				break
+			}
+		}
+		return h
+	}
+	exp := ttlEv.Time + ttl
+	exts := extends[pk]
+	i, j = within(len(exts), func(i int) int64 { return exts[i].inv.Time })
+	for _, e := range exts[i:j] {
+		if e.status() == history.Fail || !tokensMatch(a.token(), e.token()) {
 			continue
 		}
-		if rel.status() == history.Ok {
-			h.gone, h.kind, h.goneEv = rel.done.Time, "released", rel.done
-			break
+		t := e.done.TTL
+		if t == 0 {
+			t = e.inv.TTL
+		}
+		if t <= 0 || e.pending {
+			return h // extended for good, or by a request that may land any time
+		}
+		if e.done.Time+t > exp {
+			exp, ttlEv = e.done.Time+t, e.done
 		}
 	}
-	for _, c := range p.crashes[a.inv.Process] {
-		if c.Time >= after {
-			if c.Time < h.gone {
-				h.gone, h.kind, h.goneEv = c.Time, "crashed", c
-			}
-			break
+	// A renewal that failed may still have been applied (a timeout, or
+	// some of Redlock's nodes): it counts with the lease's last TTL.
+	rens := renewals[pk]
+	i, j = within(len(rens), func(i int) int64 { return rens[i].Time })
+	for _, n := range rens[i:j] {
+		if !tokensMatch(a.token(), n.Token) {
+			continue
+		}
+		if n.TTL > 0 {
+			ttl = n.TTL
+		}
+		if n.Time+ttl > exp {
+			exp, ttlEv = n.Time+ttl, n
 		}
 	}
-	if a.inv.TTL > 0 {
-		exp := a.inv.Time + a.inv.TTL
-		forever := false
-		exts := extends[pk]
-		exts = exts[sort.Search(len(exts), func(i int) bool { return exts[i].inv.Time >= after }):]
-		for _, e := range exts {
-			if e.inv.Time > next {
-				break
-			}
-			if e.status() == history.Fail || !tokensMatch(a.token(), e.token()) {
-				continue
-			}
-			if e.inv.TTL <= 0 {
-				forever = true
-				break
-			}
-			exp = max(exp, e.inv.Time+e.inv.TTL)
-		}
-		exp += int64(ExpirySlack)
-		if !forever && exp < h.gone {
-			h.gone, h.kind, h.goneEv = exp, "expired", a.inv
-		}
-	}
+	set(exp+int64(ExpirySlack), exp, "expired", ttlEv)
 	return h
 }
 

@@ -52,6 +52,7 @@ const (
 	endLease     = "lease"     // its lease ran out
 	endCrash     = "crash"     // its process crashed
 	endReacquire = "reacquire" // the client was granted the same key again
+	endLost      = "lost"      // a renewal found the lease gone
 )
 
 // hold is an interval in which one client believed it held one key.
@@ -67,7 +68,7 @@ type hold struct {
 	end      int64 // math.MaxInt64 while open
 	endKind  string
 	endOp    *op           // the release
-	endEvent history.Event // the release invoke, the crash, or the new grant
+	endEvent history.Event // the release invoke, the crash, the new grant, or the renewal
 }
 
 func (h *hold) grantEvent() history.Event { return h.grant.done }
@@ -91,6 +92,8 @@ func (h *hold) describeEnd() string {
 		return fmt.Sprintf("%s crashed at %s", who, secs(h.end))
 	case endReacquire:
 		return fmt.Sprintf("%s was granted the lock again at %s", who, secs(h.end))
+	case endLost:
+		return fmt.Sprintf("%s's renewal found the lease gone at %s", who, secs(h.end))
 	}
 	return who + " still held it at the end of the history"
 }
@@ -104,14 +107,16 @@ func tokensMatch(a, b string) bool { return a == "" || b == "" || a == b }
 
 // holds derives, from the clients' operations, every interval in which a
 // client believed it held a key: from its acquire's Ok until the earliest
-// of the invoke of its release, its lease end (moved later by extends) and
-// its crash.
+// of the invoke of its release, its lease end (moved later by extends), its
+// crash and, for a lease with no end (LeaseEnd 0), a renewal that found it
+// gone (Reason not-held).
 func holds(p *parsed) []*hold {
 	type action struct {
 		t     int64
 		seq   int64
 		o     *op
 		crash *history.Event
+		lost  *history.Event
 	}
 	var acts []action
 	for _, o := range p.ops {
@@ -122,6 +127,11 @@ func holds(p *parsed) []*hold {
 			}
 		case history.OpRelease:
 			acts = append(acts, action{t: o.inv.Time, seq: o.inv.Seq, o: o})
+		}
+	}
+	for i, n := range p.notes {
+		if n.Op == history.OpRenew && n.Reason == history.ReasonNotHeld {
+			acts = append(acts, action{t: n.Time, seq: n.Seq, lost: &p.notes[i]})
 		}
 	}
 	for _, cs := range p.crashes {
@@ -174,6 +184,15 @@ func holds(p *parsed) []*hold {
 				if pk.process == a.crash.Process {
 					delete(lapsed, pk)
 				}
+			}
+			continue
+		}
+		if n := a.lost; n != nil {
+			pk := procKey{n.Process, n.Key}
+			if h := open[pk]; h != nil && h.leaseEnd == 0 && tokensMatch(h.token, n.Token) {
+				h.close(a.t, endLost)
+				h.endEvent = *n
+				delete(open, pk)
 			}
 			continue
 		}
@@ -281,7 +300,7 @@ func overlaps(hs []*hold, last int64) (n int, out []Overlap) {
 
 // MutexInput is the input of one operation of the mutex model.
 type MutexInput struct {
-	Kind   string // acquire, release, lease, crash, reacquire
+	Kind   string // acquire, release, lease, crash, reacquire, lost
 	Key    string
 	Client int
 	Hold   int // the hold this operation starts or ends
@@ -344,6 +363,8 @@ var mutexModel = porcupine.Model{
 			return fmt.Sprintf("%s crashes, losing %s (#%d)", c, in.Key, in.Seq)
 		case endReacquire:
 			return fmt.Sprintf("%s drops its old lease on %s (granted again, #%d)", c, in.Key, in.Seq)
+		case endLost:
+			return fmt.Sprintf("%s learns it lost %s (renewal #%d)", c, in.Key, in.Seq)
 		}
 		return fmt.Sprintf("%s %s %s", c, in.Kind, in.Key)
 	},
@@ -436,7 +457,7 @@ func partitionByKey(ops []porcupine.Operation, key func(porcupine.Operation) str
 // MutexModel is the porcupine model of a lock, partitioned by key: its state
 // is the hold that has it (free at first); an acquire needs it free, and
 // only the end of that hold (its release, its lease running out, its
-// client's crash) frees it.
+// client's crash or learning it lost the lease) frees it.
 func MutexModel() porcupine.Model { return mutexModel }
 
 // MutexOperations builds the mutex model's operations from a history: one
