@@ -63,7 +63,9 @@ func recheck(dir string) (*reports.Run, reports.Result, error) {
 	if err != nil {
 		return nil, stored, err
 	}
-	r.Check = checker.Check(r.Events, checker.Options{})
+	if r.Check, err = checker.Check(r.Events, checker.Options{}); err != nil {
+		return nil, stored, err
+	}
 	return r, stored, nil
 }
 

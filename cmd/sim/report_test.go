@@ -143,6 +143,39 @@ func TestOfflineBadInputExits2(t *testing.T) {
 	}
 }
 
+// TestOfflineInvalidHistoryExits2: sim check and sim report refuse a
+// history that breaks the recording's rules, with one line naming the
+// file, the line and the rule.
+func TestOfflineInvalidHistoryExits2(t *testing.T) {
+	for _, c := range []struct {
+		name, history, want string
+	}{
+		{"no invocations", `{"seq":1,"t":1000,"process":1,"type":"ok","op":"acquire","key":"L"}
+{"seq":2,"t":2000,"process":2,"type":"ok","op":"acquire","key":"L"}
+{"seq":3,"t":3000,"process":3,"type":"ok","op":"acquire","key":"L"}
+`, "history.jsonl: line 1: completion without an invocation: ok acquire of process 1 (rule: invoke-before-completion)"},
+		{"op mismatch", `{"seq":1,"t":1000,"process":0,"type":"note","op":"step"}
+{"seq":2,"t":2000,"process":1,"type":"invoke","op":"acquire","key":"L"}
+{"seq":3,"t":3000,"process":1,"type":"ok","op":"release","key":"L"}
+`, "history.jsonl: line 3: ok release of process 1 completes an invocation of acquire (rule: completion-matches-invoke)"},
+	} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "history.jsonl"), []byte(c.history), 0o644)
+		os.WriteFile(filepath.Join(dir, "result.json"), []byte(`{"scenario":"x","expected":"safe","verdict":"safe"}`), 0o644)
+		for _, cmd := range []string{"check", "report"} {
+			t.Run(c.name+"/"+cmd, func(t *testing.T) {
+				code, stdout, stderr := sim(t, cmd, dir)
+				if code != exitHarness || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, filepath.Join(dir, c.want)) || stdout != "" {
+					t.Errorf("exit %d, stdout %q, stderr %q; want 2 and one line with %q", code, stdout, stderr, c.want)
+				}
+			})
+		}
+		if _, err := os.Stat(filepath.Join(dir, "report.html")); err == nil {
+			t.Errorf("%s: sim report wrote a report of an invalid history", c.name)
+		}
+	}
+}
+
 // TestRunNoMatchKeepsDidYouMean: a name that is neither a scenario nor a
 // regex matching one still gets the "did you mean" line.
 func TestRunNoMatchKeepsDidYouMean(t *testing.T) {
