@@ -194,6 +194,11 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	drift := Drift(ttl)
 	if len(granted) >= r.Quorum() && (ttl-elapsed-drift > 0 || r.noValidity) {
 		l := Lease{Key: key, Token: token, Start: start, Validity: ttl - drift, Nodes: granted}
+		if r.noValidity {
+			// The mutant counts its lease from the replies, however
+			// late they came.
+			l.Start = history.Monotonic()
+		}
 		if r.wall != nil {
 			l.Deadline = wallStart.Add(ttl - drift)
 		}
