@@ -24,6 +24,15 @@ func init() {
 	Register(Spec{Name: "postgres-session", Backend: "postgres",
 		Doc: "PostgreSQL pg_try_advisory_lock on one dedicated connection, pg_advisory_unlock on the same one",
 		New: func(cfg Config) (Lock, error) { return NewPGSession(cfg) }})
+	Register(Spec{Name: "postgres-shared", Backend: "postgres", Mutant: "the lock's exclusive mode",
+		Doc: "pg_try_advisory_lock_shared by mistake: every session is granted the shared lock at once",
+		New: func(cfg Config) (Lock, error) {
+			s, err := NewPGSession(cfg)
+			if err == nil {
+				s.shared = true
+			}
+			return s, err
+		}})
 	Register(Spec{Name: "postgres-pooled", Backend: "postgres",
 		Doc: "PostgreSQL session lock through a pool: unlock lands on another connection and is ignored (leaks)",
 		New: func(cfg Config) (Lock, error) { return NewPGPooled(cfg) }})
@@ -152,6 +161,9 @@ type PGSession struct {
 	mu   sync.Mutex
 	c    pgConn
 	held map[string]uint64 // lease token -> connection generation
+	// shared takes the shared advisory lock (a mutant): it excludes
+	// only exclusive holders, so two shared holders both get it.
+	shared bool
 }
 
 // NewPGSession makes a session lock client; it connects on first use.
@@ -172,7 +184,11 @@ func (p *PGSession) Acquire(ctx context.Context, key string, ttl time.Duration) 
 	if err != nil {
 		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
 	}
-	ok, err := tryLock(ctx, conn, `SELECT pg_try_advisory_lock($1)`, AdvisoryKey(key))
+	sql := `SELECT pg_try_advisory_lock($1)`
+	if p.shared {
+		sql = `SELECT pg_try_advisory_lock_shared($1)`
+	}
+	ok, err := tryLock(ctx, conn, sql, AdvisoryKey(key))
 	if err != nil {
 		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
 	}
@@ -199,7 +215,11 @@ func (p *PGSession) Release(ctx context.Context, l Lease) error {
 	if !p.c.alive(gen) {
 		return errors.New("postgres-session release: the connection that took the lock is closed (the server frees a closed session's locks once it notices)")
 	}
-	ok, err := tryLock(ctx, p.c.conn, `SELECT pg_advisory_unlock($1)`, AdvisoryKey(l.Key))
+	sql := `SELECT pg_advisory_unlock($1)`
+	if p.shared {
+		sql = `SELECT pg_advisory_unlock_shared($1)`
+	}
+	ok, err := tryLock(ctx, p.c.conn, sql, AdvisoryKey(l.Key))
 	if err != nil {
 		return fmt.Errorf("postgres-session release: %w", err)
 	}

@@ -45,6 +45,9 @@ func claimed(st scenarios.Step) string {
 	if len(st.GrantedBy) > 0 {
 		s += " granted by " + strings.Join(st.GrantedBy, ",")
 	}
+	if st.Fence != 0 {
+		s += fmt.Sprintf(" with fencing token %d", st.Fence)
+	}
 	return s
 }
 
@@ -80,6 +83,9 @@ func saw(e history.Event) string {
 	if len(e.Nodes) > 0 {
 		s += " granted by " + strings.Join(e.Nodes, ",")
 	}
+	if e.Fence != 0 {
+		s += fmt.Sprintf(" with fencing token %d", e.Fence)
+	}
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}
@@ -96,6 +102,9 @@ func matches(st scenarios.Step, e history.Event) bool {
 		}
 	}
 	if got != st.Expect || (st.Reason != "" && e.Reason != st.Reason) {
+		return false
+	}
+	if st.Fence != 0 && e.Fence != st.Fence {
 		return false
 	}
 	return len(st.GrantedBy) == 0 || slices.Equal(st.GrantedBy, e.Nodes)

@@ -181,6 +181,8 @@ type Step struct {
 	Reason string `yaml:"reason"`
 	// GrantedBy lists exactly the nodes that must have granted an acquire.
 	GrantedBy []string `yaml:"granted_by"`
+	// Fence is the fencing token a granted acquire must carry.
+	Fence int64 `yaml:"fence"`
 	// Cause marks a step the counterfactual run leaves out.
 	Cause bool `yaml:"cause"`
 	// Counterfactual gives fields that replace this step's own in the

@@ -67,7 +67,7 @@ var Reasons = []string{"held", "quorum", "validity", "timeout", "not-held", "no-
 // validateStory checks step i's assertions and counterfactual fields.
 func (s *Scenario) validateStory(i int, at func(field, format string, args ...any) error) error {
 	st := s.Steps[i]
-	if st.Expect != "" || st.Reason != "" || len(st.GrantedBy) > 0 {
+	if st.Expect != "" || st.Reason != "" || len(st.GrantedBy) > 0 || st.Fence != 0 {
 		want, ok := expectations[st.Do]
 		if !ok {
 			return at("expect", "%q has nothing to assert: expect goes on acquire, write, release, extend or renewal", st.Do)
@@ -83,6 +83,9 @@ func (s *Scenario) validateStory(i int, at func(field, format string, args ...an
 		}
 		if len(st.GrantedBy) > 0 && st.Do != "acquire" {
 			return at("granted_by", "only an acquire is granted by nodes")
+		}
+		if st.Fence != 0 && (st.Expect != "granted" || s.Fence == "") {
+			return at("fence", "a fencing token goes with expect: granted, in a scenario with a fence source")
 		}
 		for _, n := range st.GrantedBy {
 			if len(n) != 1 || n[0] < 'A' || int(n[0]-'A') >= s.Nodes {
@@ -161,7 +164,7 @@ func (s *Scenario) CounterfactualScenario() (*Scenario, error) {
 		if st.Counterfactual != nil {
 			st = overlay(st, *st.Counterfactual)
 		}
-		st.Expect, st.Reason, st.GrantedBy, st.Counterfactual = "", "", nil, nil
+		st.Expect, st.Reason, st.GrantedBy, st.Fence, st.Counterfactual = "", "", nil, 0, nil
 		cf.Steps = append(cf.Steps, st)
 	}
 	if err := cf.validate(); err != nil {
