@@ -3,6 +3,8 @@ package scenarios
 import (
 	"strings"
 	"testing"
+
+	"locksim/clients"
 )
 
 func TestCatalogueLoads(t *testing.T) {
@@ -17,6 +19,80 @@ func TestCatalogueLoads(t *testing.T) {
 		if sc.Explain == "" || sc.Source == "" || sc.Title == "" {
 			t.Errorf("%s: title, source and explain are required for the catalogue", sc.Name)
 		}
+		if sc.Counterfactual == nil {
+			t.Errorf("%s: every catalogue scenario names its cause in a counterfactual block", sc.Name)
+		}
+		if strings.Contains(sc.Source, "seeds/") || !strings.Contains(sc.Source, "http") {
+			t.Errorf("%s: source must cite a published text by its address, got %q", sc.Name, sc.Source)
+		}
+	}
+}
+
+// TestEveryMutantHasItsScenario: each deliberately broken lock is the
+// counterfactual (or the subject) of a catalogue scenario, so that
+// TestCatalogue proves the story catches it.
+func TestEveryMutantHasItsScenario(t *testing.T) {
+	all, err := Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range clients.Names() {
+		spec, _ := clients.Lookup(name)
+		if spec.Mutant == "" {
+			continue
+		}
+		var by []string
+		for _, sc := range all {
+			if c := sc.Counterfactual; (c != nil && c.Lock != nil && *c.Lock == name && sc.Expected == "safe") ||
+				(sc.Lock == name && sc.Expected == "unsafe") {
+				by = append(by, sc.Name)
+			}
+		}
+		if len(by) == 0 {
+			t.Errorf("mutant %s (breaks %s) is caught by no catalogue scenario", name, spec.Mutant)
+		} else {
+			t.Logf("mutant %s (breaks %s) is caught by %v", name, spec.Mutant, by)
+		}
+	}
+}
+
+// TestCounterfactual builds a counterfactual story: cause steps out,
+// changed steps and fields in, no assertions, the flipped verdict.
+func TestCounterfactual(t *testing.T) {
+	sc, err := Parse("x.yaml", []byte(`name: t
+title: t
+lock: redlock
+expected: unsafe
+counterfactual:
+  change: without the jump
+  lock: redis
+steps:
+  - do: acquire
+    client: 1
+    expect: granted
+  - do: clock-jump
+    node: C
+    by: 15s
+    cause: true
+  - do: crash
+    node: A
+    for: 2s
+    counterfactual:
+      for: 0s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := sc.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Expected != "safe" || cf.Lock != "redis" || len(cf.Steps) != 2 || cf.Steps[0].Expect != "" ||
+		cf.Steps[1].Do != "crash" || cf.Steps[1].For.Duration != 0 || !cf.IsCounterfactual {
+		t.Fatalf("counterfactual: %+v", cf)
+	}
+	if got := sc.CounterfactualChanges(); len(got) != 3 {
+		t.Fatalf("changes %q, want the lock, the removed step and the changed one", got)
 	}
 }
 
@@ -45,6 +121,11 @@ func TestParseErrors(t *testing.T) {
 		{"missing field", good + "  - do: clock-jump\n    node: C\n", `steps[1].by: missing: "clock-jump" needs by`},
 		{"bad verdict", strings.Replace(good, "expected: unsafe", "expected: broken", 1), `x.yaml:4: expected: expected one of safe, unsafe, leaked, got "broken"`},
 		{"bad yaml", "name: [\n", "x.yaml:1: not valid YAML"},
+		{"bad expect", strings.Replace(good, "client: 1", "client: 1\n    expect: accepted", 1), `x.yaml:8: steps[0].expect: expected one of granted, refused, unknown for "acquire", got "accepted"`},
+		{"reason without refusal", strings.Replace(good, "client: 1", "client: 1\n    expect: granted\n    reason: held", 1), "steps[0].reason: expected a refusal reason"},
+		{"cause without counterfactual", strings.Replace(good, "client: 1", "client: 1\n    cause: true", 1), "steps[0].cause: the scenario has no counterfactual block"},
+		{"counterfactual that changes nothing", good + "counterfactual:\n  change: nothing\n", "counterfactual.change: the counterfactual changes nothing"},
+		{"counterfactual that does not flip", good + "counterfactual:\n  change: x\n  expected: unsafe\n  lock: redis\n", "counterfactual.expected: the counterfactual must flip the verdict"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"locksim/env"
+	"locksim/history"
 	"locksim/scenarios"
 	"locksim/worker"
 )
@@ -53,9 +54,11 @@ func readResult(t *testing.T, dir string) map[string]any {
 	return r
 }
 
-// TestCatalogue runs every scenario of the catalogue on real servers: the
-// verdict comes from the checkers reading the history, and must match the
-// scenario's expected verdict.
+// TestCatalogue runs every scenario of the catalogue on real servers, with
+// its counterfactual: the verdict comes from the checkers reading the
+// history and must match the scenario's expected one, every step's claim
+// about the run must hold (else the run exits 2), and the same story
+// without its cause (or with its defence broken) must flip the verdict.
 func TestCatalogue(t *testing.T) {
 	all, err := scenarios.Catalogue()
 	if err != nil {
@@ -65,7 +68,7 @@ func TestCatalogue(t *testing.T) {
 		name := sc.Name
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
-			code, out, errb := sim(t, "run", name, "--out", dir)
+			code, out, errb := sim(t, "run", name, "--counterfactual", "--out", dir)
 			if code != 0 {
 				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
 			}
@@ -73,25 +76,68 @@ func TestCatalogue(t *testing.T) {
 			if r["verdict"] != r["expected"] {
 				t.Fatalf("verdict %v, expected %v", r["verdict"], r["expected"])
 			}
-			for _, f := range []string{"history.jsonl", "summary.md", "history.html", "result.json"} {
+			cf, _ := r["counterfactual"].(map[string]any)
+			if cf == nil || cf["flipped"] != true || cf["verdict"] == r["verdict"] || cf["verdict"] != cf["expected"] {
+				t.Fatalf("counterfactual did not flip: %v", cf)
+			}
+			for _, f := range []string{"history.jsonl", "summary.md", "history.html", "result.json", "counterfactual/result.json"} {
 				if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
 					t.Errorf("run directory lacks %s", f)
 				}
 			}
-			t.Logf("%s: %v, %v violation(s), %v ms", name, r["verdict"], r["violations"], r["duration_ms"])
+			t.Logf("%s: %v (%v violation(s), %v ms); counterfactual, %v: %v", name, r["verdict"], r["violations"], r["duration_ms"], cf["change"], cf["verdict"])
 			if name == "redlock-clock-jump" {
 				// The verdict line names the two clients and their acquires.
 				if !strings.Contains(out, "clients 1 and 2 both held lock L") || !strings.Contains(out, "acquire #") {
 					t.Errorf("verdict line lacks the evidence: %q", out)
 				}
 			}
-			if html, _ := os.ReadFile(filepath.Join(dir, "history.html")); !bytes.Contains(html, []byte("partition")) {
-				t.Errorf("porcupine visualization lacks the partition annotations")
+			// Each fault of the history is an annotation in porcupine's page.
+			events, err := history.Load(filepath.Join(dir, "history.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			html, _ := os.ReadFile(filepath.Join(dir, "history.html"))
+			for _, e := range events {
+				if e.Type == history.Fault && !bytes.Contains(html, []byte(`"Description":"`+e.Op)) {
+					t.Errorf("porcupine visualization lacks the annotation of fault %s on %s", e.Op, e.Target)
+				}
 			}
 			if n := env.LiveCount(); n != 0 {
 				t.Errorf("%d child processes still running after the run", n)
 			}
 		})
+	}
+}
+
+// TestStoryContradictionExits2: a run that does not happen as its story
+// says is a harness failure, with one line naming the step, the claim and
+// what happened; never a verdict.
+func TestStoryContradictionExits2(t *testing.T) {
+	story := filepath.Join(t.TempDir(), "false.yaml")
+	os.WriteFile(story, []byte(`name: false-claim
+title: claims client 2 gets a held lock
+lock: redis
+ttl: 10s
+expected: unsafe
+steps:
+  - do: acquire
+    client: 1
+    expect: granted
+  - do: acquire
+    client: 2
+    expect: granted
+`), 0o644)
+	code, out, errb := sim(t, "run", story, "--out", filepath.Join(t.TempDir(), "run"), "-q")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\nstdout %s\nstderr %s", code, out, errb)
+	}
+	want := "false.yaml:11: step 2: the story says client 2's acquire ends granted, but the run shows refused (held)"
+	if !strings.Contains(errb, want) || strings.Count(strings.TrimSpace(errb), "\n") != 0 {
+		t.Fatalf("stderr %q, want one line containing %q", errb, want)
+	}
+	if out != "" {
+		t.Fatalf("a contradicted story printed a verdict: %q", out)
 	}
 }
 
