@@ -1,6 +1,6 @@
 package clients
 
-// PostgreSQL advisory locks (seed 002): a session lock on one dedicated
+// PostgreSQL advisory locks (the PostgreSQL manual, "Advisory Locks"): a session lock on one dedicated
 // connection, the same lock used through a connection pool that unlocks
 // on another connection (the seed's pitfall, a leak), and a
 // transaction-scoped lock whose protected write rides in the lock's own
@@ -256,7 +256,7 @@ func (p *PGSession) Close() error {
 // pooledSize is how many connections the pool of postgres-pooled keeps.
 const pooledSize = 4
 
-// PGPooled reproduces seed 002's pitfall: application code that takes a
+// PGPooled reproduces the pooled-connection pitfall: application code that takes a
 // session advisory lock through a connection pool, one query to lock and
 // another to unlock, each checking out whatever pooled connection is free.
 // Here the pool is deterministic: the lock is always taken on pooled

@@ -124,7 +124,7 @@ func TestPGSessionBrokenConnection(t *testing.T) {
 	}
 }
 
-// TestPGPooledReleaseLeaks is seed 002's pitfall: the release lands on
+// TestPGPooledReleaseLeaks is the pooled-connection pitfall: the release lands on
 // another pooled connection, reports success, and the lock stays held.
 func TestPGPooledReleaseLeaks(t *testing.T) {
 	dsn := pgReset(t)

@@ -210,14 +210,14 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 		return Lease{Nodes: granted}, Refuse(ErrNotAcquired, history.ReasonValidity,
 			"%d of %d nodes granted %v, but the acquire took %v of the %v TTL: no validity left", len(granted), len(r.nodes), granted, elapsed.Round(time.Millisecond), ttl)
 	}
-	reason := history.ReasonQuorum
+	reason, why := history.ReasonQuorum, fmt.Sprintf("%d did not answer", errs)
 	switch {
 	case errs == 0:
-		reason = history.ReasonHeld
+		reason, why = history.ReasonHeld, "the others hold the key"
 	case errs == len(r.nodes):
 		reason = history.ReasonTimeout
 	}
-	return Lease{Nodes: granted}, Refuse(ErrNotAcquired, reason, "%d of %d nodes granted %v, %d did not answer", len(granted), len(r.nodes), granted, errs)
+	return Lease{Nodes: granted}, Refuse(ErrNotAcquired, reason, "%d of %d nodes granted %v; %s", len(granted), len(r.nodes), granted, why)
 }
 
 func (r *Redlock) unlock(ctx context.Context, key, token string) []string {

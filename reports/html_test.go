@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"locksim/checker"
 	"locksim/history"
 	"locksim/scenarios"
 )
@@ -69,7 +68,7 @@ func TestReportEscapesMarkup(t *testing.T) {
 	events[0].Key = markup
 	sc := &scenarios.Scenario{Name: "evil" + markup, Title: "title " + markup, Explain: "explain " + markup,
 		Source: "source " + markup, Lock: "redis" + markup, Fault: markup, Nodes: 1, Clients: 2}
-	r := &Run{Scenario: sc, Dir: t.TempDir(), Seed: 1, Expected: "safe", Check: checker.Check(events, checker.Options{}), Events: events}
+	r := &Run{Scenario: sc, Dir: t.TempDir(), Seed: 1, Expected: "safe", Check: check(t, events), Events: events}
 	if err := WriteRunDir(r); err != nil {
 		t.Fatal(err)
 	}

@@ -490,19 +490,15 @@ func (b *builder) extend(inv, e history.Event) {
 	}
 }
 
-// renew applies a watchdog's renewal note ("... renewed for 1s", with the
-// nodes that renewed): whatever key those nodes hold now lives on for the
-// TTL. With plain PEXPIRE that may be another client's key, which is the
-// point of redis-naive-watchdog.
+// renew applies a watchdog's renew note (its TTL set when it succeeded,
+// with the nodes that renewed): whatever key those nodes hold now lives on
+// for the TTL. With plain PEXPIRE that may be another client's key, which
+// is the point of redis-naive-watchdog.
 func (b *builder) renew(e history.Event) {
-	_, after, ok := strings.Cut(e.Detail, "renewed for ")
-	if !ok {
+	if e.TTL <= 0 || e.Reason != "" {
 		return
 	}
-	ttl, err := time.ParseDuration(strings.TrimSpace(after))
-	if err != nil {
-		return
-	}
+	ttl := time.Duration(e.TTL)
 	for _, n := range e.Nodes {
 		if i, ok := b.hold[n]; ok {
 			if s := &b.t.Spans[i]; !s.Open && s.To >= e.Time {

@@ -18,7 +18,17 @@ func load(t *testing.T, name string) ([]history.Event, checker.Result) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return events, checker.Check(events, checker.Options{})
+	return events, check(t, events)
+}
+
+// check checks a history that must be valid.
+func check(t *testing.T, events []history.Event) checker.Result {
+	t.Helper()
+	r, err := checker.Check(events, checker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // wellFormed fails the test unless s parses as XML.

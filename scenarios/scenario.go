@@ -18,7 +18,8 @@ type Scenario struct {
 	Name string `yaml:"name"`
 	// Title is one line for `sim list`.
 	Title string `yaml:"title"`
-	// Source cites the passage of the seed article the story comes from.
+	// Source cites the published passage the story comes from: author,
+	// title, year, address and section.
 	Source string `yaml:"source"`
 	// Explain is the paragraph `sim explain` prints: what happens and why.
 	Explain string `yaml:"explain"`
@@ -48,7 +49,7 @@ type Scenario struct {
 	Fence string `yaml:"fence"`
 	// Watchdog renews each lease in the background while the client
 	// lives: token (only while the key holds this lease's token) or
-	// pexpire (plain PEXPIRE, seed 000's code). Empty: no renewal.
+	// pexpire (plain PEXPIRE, whoever holds the key). Empty: no renewal.
 	Watchdog string `yaml:"watchdog"`
 	// CheckLease makes every write check, just before it writes, that its
 	// lease is still valid as the lock measures it (by the wall clock for

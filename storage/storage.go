@@ -1,6 +1,6 @@
 // Package storage is the protected resource of a run: one counter row in
 // PostgreSQL that clients read-modify-write while they believe they hold
-// the lock. Its modes are the defences the seeds argue about: none
+// the lock. Its modes are the defences the Redlock debate argues about: none
 // (plain), a fencing token (fenced), antirez's check-and-set on the lease's
 // random token (token-cas), and an idempotency constraint (idempotent).
 //

@@ -10,7 +10,7 @@ import (
 )
 
 // PlainExpirer is a lock that can renew a key with a plain PEXPIRE, whoever
-// holds it: seed 000's watchdog, which can extend another holder's lock.
+// holds it: the naive watchdog, which can extend another holder's lock.
 type PlainExpirer interface {
 	PlainExpire(ctx context.Context, key string, ttl time.Duration) ([]string, error)
 }

@@ -61,7 +61,7 @@ type Init struct {
 	Fence string `json:"fence,omitempty"`
 	// Watchdog renews every lease in the background: "" (no), "token"
 	// (only while the key holds this lease's token) or "pexpire" (plain
-	// PEXPIRE on the key, as seed 000's code does).
+	// PEXPIRE on the key, whoever holds it).
 	Watchdog string `json:"watchdog,omitempty"`
 	// WatchdogEvery is how often the watchdog renews.
 	WatchdogEvery time.Duration `json:"watchdog_every,omitempty"`

@@ -165,13 +165,34 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%s\n%s\n\n", sc.Name, sc.Title)
 	fmt.Fprintf(stdout, "Lock: %s, %d node(s), %d client(s), TTL %v. Expected verdict: %s.\n", sc.Lock, sc.Nodes, sc.Clients, sc.TTL, sc.Expected)
 	fmt.Fprintf(stdout, "Source: %s\n\n%s\n", sc.Source, strings.TrimSpace(sc.Explain))
-	fmt.Fprintf(stdout, "\nSteps:\n")
+	if c := sc.Counterfactual; c != nil {
+		fmt.Fprintf(stdout, "\nCounterfactual (sim run %s --counterfactual): %s, it must end %s.\n", sc.Name, c.Change, c.Expected)
+		for _, ch := range sc.CounterfactualChanges() {
+			fmt.Fprintf(stdout, "  - %s\n", ch)
+		}
+	}
+	if len(sc.Steps) > 0 {
+		fmt.Fprintf(stdout, "\nSteps:\n")
+	}
 	for _, st := range sc.Steps {
 		line := st.Say
 		if line == "" {
 			line = st.Describe()
 		} else if st.Do != "say" {
 			line += "  [" + st.Describe() + "]"
+		}
+		if st.Expect != "" {
+			line += "  (must end " + st.Expect
+			if st.Reason != "" {
+				line += ": " + st.Reason
+			}
+			if len(st.GrantedBy) > 0 {
+				line += ", granted by " + strings.Join(st.GrantedBy, ",")
+			}
+			line += ")"
+		}
+		if st.Cause {
+			line += "  (the cause: left out of the counterfactual)"
 		}
 		fmt.Fprintf(stdout, "  - %s\n", line)
 	}

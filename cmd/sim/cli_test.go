@@ -132,7 +132,7 @@ steps:
 	if code != 2 {
 		t.Fatalf("exit %d, want 2\nstdout %s\nstderr %s", code, out, errb)
 	}
-	want := "false.yaml:11: step 2: the story says client 2's acquire ends granted, but the run shows refused (held)"
+	want := "false.yaml:10: step 2: the story says client 2's acquire ends granted, but the run shows refused (held)"
 	if !strings.Contains(errb, want) || strings.Count(strings.TrimSpace(errb), "\n") != 0 {
 		t.Fatalf("stderr %q, want one line containing %q", errb, want)
 	}
