@@ -76,10 +76,15 @@ func Check(events []history.Event, o Options) (Result, error) {
 
 	// Proven findings outrank a check that ran out of time, as in
 	// Jepsen's compose: unsafe, then leaked, then unknown.
-	damaged := r.Damage.Outcome == OutcomeIllegal || r.Damage.LostUpdateCount+r.Damage.StaleWriteCount > 0
-	mutexBroken := r.Mutex.Outcome == OutcomeIllegal || r.Mutex.OverlapCount > 0
+	// A write the storage accepted below a fence it had accepted is a
+	// stale write accepted: damage. A grant whose token went backwards
+	// breaks the lock's fencing contract, but the data is damaged only if
+	// a write proves it: with protected writes in the story, it is a
+	// finding beside the verdict, as an overlap is.
+	damaged := r.Damage.Outcome == OutcomeIllegal || r.Damage.LostUpdateCount+r.Damage.StaleWriteCount+r.Fencing.writeBackwards() > 0
+	lockBroken := r.Mutex.Outcome == OutcomeIllegal || r.Mutex.OverlapCount > 0 || r.Fencing.BackwardsCount > 0
 	switch {
-	case damaged || r.Fencing.BackwardsCount > 0 || (p.writes == 0 && mutexBroken):
+	case damaged || (p.writes == 0 && lockBroken):
 		r.Verdict = Unsafe
 	case r.Liveness.Outcome == OutcomeIllegal:
 		r.Verdict = Leaked
@@ -152,6 +157,11 @@ func summarize(r *Result, p *parsed, o Options) string {
 			s.Key, secs(s.From), secs(s.To), s.Attempts, o.MaxGap))
 	}
 	// Safe.
+	if len(r.Fencing.Backwards) > 0 {
+		b := r.Fencing.Backwards[0]
+		return fmt.Sprintf("safe, but the fencing token went backwards on %s: an acquire was granted fence %d (#%d by client %d, %s) after fence %d (#%d by client %d, %s); the data stayed intact: %d writes accepted with no lost update or stale write",
+			b.Key, b.Fence, b.Event.Seq, b.Event.Process, secs(b.Event.Time), b.Previous, b.Earlier.Seq, b.Earlier.Process, secs(b.Earlier.Time), r.Damage.Accepted)
+	}
 	if len(r.Mutex.Overlaps) > 0 {
 		s := "safe, but the lock was violated: " + describeOverlap(r.Mutex.Overlaps[0])
 		if r.Mutex.OverlapCount > 1 {

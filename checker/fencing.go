@@ -121,3 +121,15 @@ func regressions(kind string, ops []*op) []FenceRegression {
 	}
 	return out
 }
+
+// writeBackwards counts the listed regressions of accepted writes (the
+// storage's fence broken), as against grants.
+func (r FencingResult) writeBackwards() int {
+	n := 0
+	for _, b := range r.Backwards {
+		if b.Kind == "write" {
+			n++
+		}
+	}
+	return n
+}

@@ -233,7 +233,7 @@ func TestCheckersAgreeWithModel(t *testing.T) {
 		events := hist(m.parts...)
 		r := mustCheck(t, events, Options{})
 		want := m.overlaps()
-		unsafe := m.lost || m.backwards || (!m.writes && want > 0)
+		unsafe := m.lost || (!m.writes && (want > 0 || m.backwards))
 		damage := r.Damage.LostUpdateCount+r.Damage.StaleWriteCount > 0
 		if r.Mutex.OverlapCount != want || (r.Mutex.Outcome == OutcomeIllegal) != (want > 0) ||
 			damage != m.lost || (r.Damage.Outcome == OutcomeIllegal) != m.lost ||
