@@ -90,6 +90,10 @@ func WriteJUnit(w io.Writer, cases []Case) error {
 				Message: fmt.Sprintf("verdict %s, expected %s: %s", r.Check.Verdict, r.Expected, r.Check.Summary),
 				Body:    caseText(r),
 			}
+			if cf := r.Counterfactual; r.Check.Verdict == r.Expected && cf != nil && !cf.Flipped {
+				jc.Failure.Type = "counterfactual"
+				jc.Failure.Message = cf.Sentence() + ": " + cf.Summary
+			}
 		}
 		if c.Run != nil {
 			jc.SystemOut = caseText(c.Run)
@@ -115,6 +119,9 @@ func WriteJUnit(w io.Writer, cases []Case) error {
 func caseText(r *Run) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s\nverdict %s, expected %s; %d violation(s); seed %d\n", r.Scenario.Name, r.Check.Summary, r.Check.Verdict, r.Expected, r.Check.Violations, r.Seed)
+	if cf := r.Counterfactual; cf != nil {
+		fmt.Fprintf(&b, "%s: %s\n", cf.Sentence(), cf.Summary)
+	}
 	if lines := EvidenceLines(r.Check); len(lines) > 0 {
 		b.WriteString("evidence:\n")
 		for _, l := range lines {

@@ -224,7 +224,7 @@ func Markdown(r *Run) string {
 	fmt.Fprintf(&b, "| duration | %v |\n\n", r.Duration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "%s\n\n", mdEscape(r.Check.Summary))
 	if c := r.Counterfactual; c != nil {
-		fmt.Fprintf(&b, "**Counterfactual.** %s: %s\n\n", mdEscape(strings.ToUpper(c.Sentence()[:1])+c.Sentence()[1:]), mdEscape(c.Summary))
+		fmt.Fprintf(&b, "**%s.** %s\n\n", mdEscape(strings.ToUpper(c.Sentence()[:1])+c.Sentence()[1:]), mdEscape(c.Summary))
 	}
 	fmt.Fprintf(&b, "## History\n\n| t (s) | client | event | op | detail |\n|---:|---:|---|---|---|\n")
 	for _, e := range r.Events {

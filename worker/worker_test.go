@@ -149,3 +149,55 @@ func TestOutcome(t *testing.T) {
 		}
 	}
 }
+
+// events returns the replies' events whose op is op.
+func events(replies []Reply, op string) []history.Event {
+	var out []history.Event
+	for _, r := range replies {
+		if r.Event != nil && r.Event.Op == op {
+			out = append(out, *r.Event)
+		}
+	}
+	return out
+}
+
+// TestNoLeaseNoIO: a write, extend or release without a lease is refused
+// by the worker with reason no-lease, before any I/O. The storage here is
+// an address nothing listens on: any attempt to reach it would end in an
+// error (an unknown outcome), not in a no-lease refusal.
+func TestNoLeaseNoIO(t *testing.T) {
+	replies := serve(t,
+		Command{ID: 1, Op: "init", Init: &Init{Lock: "test-mem"}},
+		Command{ID: 2, Op: history.OpWrite, Key: "N"},
+		Command{ID: 3, Op: history.OpExtend, Key: "N", TTL: time.Second},
+		Command{ID: 4, Op: history.OpRelease, Key: "N"},
+	)
+	for _, op := range []string{history.OpWrite, history.OpExtend, history.OpRelease} {
+		evs := events(replies, op)
+		if len(evs) != 2 || evs[0].Type != history.Invoke || evs[1].Type != history.Fail || evs[1].Reason != history.ReasonNoLease {
+			t.Errorf("%s without a lease: %+v, want invoke then fail (no-lease)", op, evs)
+		}
+	}
+	// unlocked: the write goes ahead; with no storage configured it fails
+	// for that reason, not for the missing lease.
+	replies = serve(t,
+		Command{ID: 1, Op: "init", Init: &Init{Lock: "test-mem"}},
+		Command{ID: 2, Op: history.OpWrite, Key: "N", Unlocked: true},
+	)
+	evs := events(replies, history.OpWrite)
+	if len(evs) != 2 || !evs[0].Unlocked || evs[1].Reason == history.ReasonNoLease {
+		t.Fatalf("unlocked write: %+v, want it attempted", evs)
+	}
+}
+
+// TestWallClockLeaseEnd: a lease timed by the wall clock records, as its
+// end, the monotonic instant its deadline corresponds to.
+func TestWallClockLeaseEnd(t *testing.T) {
+	s := &state{wall: func() time.Time { return time.Unix(1000, 0) }}
+	now := history.Monotonic()
+	l := clients.Lease{Start: now, Validity: time.Second, Deadline: time.Unix(1003, 0)}
+	end := s.leaseEnd(l)
+	if d := time.Duration(end - now); d < 3*time.Second-50*time.Millisecond || d > 3*time.Second+50*time.Millisecond {
+		t.Fatalf("lease end %v after now, want about 3s (the wall-clock deadline), not the 1s validity", d)
+	}
+}
