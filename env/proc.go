@@ -139,7 +139,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// TempDir makes a temp dir that Cleanup removes on exit.
+// TempDir makes a temp dir that Cleanup removes on exit, marked with this
+// process as its owner so that a later start reaps it if this process
+// is killed (reap.go). pattern must start with "locksim-".
 func TempDir(pattern string) (string, error) {
 	return tempDirIn("", pattern)
 }
@@ -149,6 +151,10 @@ func TempDir(pattern string) (string, error) {
 func tempDirIn(parent, pattern string) (string, error) {
 	d, err := os.MkdirTemp(parent, pattern)
 	if err != nil {
+		return "", err
+	}
+	if err := markOwner(d); err != nil {
+		_ = os.RemoveAll(d)
 		return "", err
 	}
 	dirsMu.Lock()

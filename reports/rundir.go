@@ -128,10 +128,10 @@ func WriteRunDir(r *Run) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "result.json"), append(b, '\n'), 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(r.Dir, "result.json"), append(b, '\n')); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "summary.md"), []byte(Markdown(r)), 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(r.Dir, "summary.md"), []byte(Markdown(r))); err != nil {
 		return err
 	}
 	tl := NewTimeline(r.Scenario.Name+": "+r.Scenario.Title, r.Events, r.Check, LockNodes(r.Scenario), r.Scenario.Clients)
@@ -139,28 +139,28 @@ func WriteRunDir(r *Run) error {
 	if err := tl.WriteSVG(&svg); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "timeline.svg"), svg.Bytes(), 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(r.Dir, "timeline.svg"), svg.Bytes()); err != nil {
 		return err
 	}
 	var page bytes.Buffer
 	if err := WriteHTML(&page, r, tl); err != nil {
 		return fmt.Errorf("report.html: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "report.html"), page.Bytes(), 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(r.Dir, "report.html"), page.Bytes()); err != nil {
 		return err
 	}
 	var junit bytes.Buffer
 	if err := WriteJUnit(&junit, []Case{{Name: r.Scenario.Name, Run: r, Duration: r.Duration}}); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "junit.xml"), junit.Bytes(), 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(r.Dir, "junit.xml"), junit.Bytes()); err != nil {
 		return err
 	}
 	var html bytes.Buffer
 	if err := checker.Visualize(r.Events, checker.Options{}, &html); err != nil {
 		return fmt.Errorf("porcupine visualization: %w", err)
 	}
-	return os.WriteFile(filepath.Join(r.Dir, "history.html"), html.Bytes(), 0o644)
+	return writeFileAtomic(filepath.Join(r.Dir, "history.html"), html.Bytes())
 }
 
 // LoadRun reads a run directory back: history.jsonl, and result.json for
@@ -270,4 +270,55 @@ func EventDetail(e history.Event) string {
 func mdEscape(s string) string {
 	r := strings.NewReplacer("|", "\\|", "<", "&lt;", ">", "&gt;", "&", "&amp;", "\n", " ", "`", "\\`", "*", "\\*", "_", "\\_", "[", "\\[", "]", "\\]")
 	return r.Replace(s)
+}
+
+// writeFileAtomic writes data to a temp file beside path and renames it
+// into place: an interrupted run never leaves a half-written file.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
+}
+
+// Interrupted is the verdict of a run stopped before its story ended.
+const Interrupted = "interrupted"
+
+// WriteInterrupted writes result.json and summary.md for a run stopped
+// before its story ended: nothing is checked, the history so far (already
+// in history.jsonl, when any) is counted, and the verdict is interrupted.
+func WriteInterrupted(r *Run, why string) error {
+	r.Check = checker.Result{Verdict: Interrupted, Summary: "interrupted: " + why + "; nothing was checked, and history.jsonl holds what happened so far"}
+	b, err := json.MarshalIndent(NewResult(r), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(r.Dir, "result.json"), append(b, '\n')); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(r.Dir, "summary.md"), []byte(Markdown(r)))
+}
+
+// IsRunDir says whether dir holds a run (its result or its history).
+func IsRunDir(dir string) bool {
+	for _, f := range []string{"result.json", "history.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }

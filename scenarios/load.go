@@ -91,7 +91,7 @@ func decodeStrict(n *yaml.Node, v any, what string) (map[string]int, error) {
 }
 
 var (
-	typeErr     = regexp.MustCompile("cannot unmarshal !!(\\w+) `(.*)` into (\\S+)")
+	typeErr     = regexp.MustCompile("cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)")
 	yamlLineErr = regexp.MustCompile(`^line (\d+): (.*)`)
 	validName   = regexp.MustCompile(`^[a-z0-9][a-z0-9./-]*$`)
 )
@@ -124,7 +124,16 @@ func fieldError(err error, val *yaml.Node, field string) error {
 		case strings.HasPrefix(want, "[]"):
 			want = "a list"
 		}
-		msg = fmt.Sprintf("expected %s, got %q", want, m[2])
+		got := fmt.Sprintf("%q", m[2])
+		switch m[1] { // yaml names no value for a mapping or a list
+		case "map":
+			got = "a mapping"
+		case "seq":
+			got = "a list"
+		}
+		msg = fmt.Sprintf("expected %s, got %s", want, got)
+	} else {
+		msg = strings.Join(strings.Fields(msg), " ") // one line
 	}
 	return &Error{Line: val.Line, Field: field, Msg: msg}
 }
@@ -216,6 +225,9 @@ func (s *Scenario) applyDefaults() {
 	if s.Key == "" {
 		s.Key = "L"
 	}
+	if s.Margin.Duration == 0 {
+		s.Margin.Duration = 100 * time.Millisecond
+	}
 	if s.Nodes == 0 {
 		if spec, err := clients.Lookup(s.Lock); err == nil && spec.Backend == "redis" {
 			s.Nodes = max(spec.Nodes, 1)
@@ -252,6 +264,9 @@ func (s *Scenario) validate() error {
 	}
 	if s.TTL.Duration <= 0 {
 		return s.errAt("ttl", "expected a positive duration, got %v", s.TTL)
+	}
+	if s.Margin.Duration < 0 {
+		return s.errAt("margin", "expected a positive duration, got %v", s.Margin)
 	}
 	if s.NodeTimeout.Duration <= 0 {
 		return s.errAt("node_timeout", "expected a positive duration, got %v", s.NodeTimeout)

@@ -65,6 +65,10 @@ type Scenario struct {
 	Replicas bool `yaml:"replicas"`
 	// IdleSessionTimeout sets PostgreSQL's idle_session_timeout.
 	IdleSessionTimeout Duration `yaml:"idle_session_timeout"`
+	// Margin is how late the harness may run before the story's timing
+	// cannot be trusted (default 100ms): a run that stalled longer ends
+	// unknown, never with a verdict it did not earn.
+	Margin Duration `yaml:"margin"`
 	// Expected is the verdict the story should end in: safe, unsafe or leaked.
 	Expected string `yaml:"expected"`
 	// Steps is the story, in order.

@@ -50,6 +50,8 @@ usage:
   sim sweep NAME --param KEY=FROM..TO [--points N] [--trials M] [--locks a,b,c]
                               violation rates of a generator scenario across a
                               parameter: sweep.csv and plots (sim sweep --help)
+  sim clean                   remove what runs killed with kill -9 left behind
+                              (temp dirs, SysV segments; every start does it too)
   sim help                    this text
 
 sim run flags:
@@ -72,6 +74,8 @@ sim run flags:
                    scenario's); the run directory keeps the first violated one
   --duration D     generator scenarios: how long the clients loop in a trial
   --clients K      generator scenarios: how many client processes loop
+  --repeat N       run each scenario N times (into DIR/run-1..N) and say how
+                   often each verdict came out; exit 1 unless all N match
   --json           print result.json to stdout instead of the verdict line
   -q               no narration on stderr
 
@@ -99,6 +103,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		fmt.Fprint(stderr, usage)
 		return exitHarness
 	}
+	if args[0] == "clean" {
+		return cmdClean(args[1:], stdout, stderr)
+	}
+	// Every start removes what killed runs left behind (sim clean).
+	if r, err := env.Reap(env.ReapRoots()...); !r.Empty() || err != nil {
+		fmt.Fprintf(stderr, "sim: %s\n", reapedLine(r, err))
+	}
 	switch args[0] {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -120,6 +131,40 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}
 	fmt.Fprintf(stderr, "sim: unknown command %q (sim help lists them)\n", args[0])
 	return exitHarness
+}
+
+// cmdClean removes, and lists, what runs killed before they could clean
+// up left behind: temp dirs whose owner process is gone, and their
+// PostgreSQL's SysV shared memory. Run directories are never touched.
+func cmdClean(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "sim: usage: sim clean")
+		return exitHarness
+	}
+	r, err := env.Reap(env.ReapRoots()...)
+	for _, d := range r.Dirs {
+		fmt.Fprintf(stdout, "removed %s\n", d)
+	}
+	for _, id := range r.Segments {
+		fmt.Fprintf(stdout, "removed SysV shared memory segment %d\n", id)
+	}
+	fmt.Fprintln(stdout, reapedLine(r, nil))
+	if err != nil {
+		return fail(stderr, err)
+	}
+	return exitOK
+}
+
+// reapedLine says in one line what Reap removed.
+func reapedLine(r env.Reaped, err error) string {
+	s := "nothing left behind by earlier runs"
+	if !r.Empty() {
+		s = fmt.Sprintf("removed %d temp dir(s) (%.1f MB) and %d SysV segment(s) left by runs that were killed", len(r.Dirs), float64(r.Bytes)/1e6, len(r.Segments))
+	}
+	if err != nil {
+		s += fmt.Sprintf("; could not remove everything: %v", err)
+	}
+	return s
 }
 
 // fail prints one line and returns the exit code for err.
@@ -247,6 +292,8 @@ type runOptions struct {
 	step bool
 	// counterfactual also plays each story without its cause.
 	counterfactual bool
+	// repeat runs each scenario that many times.
+	repeat int
 	// targets are the names, regexes or files given.
 	targets []string
 	// trials, duration and clients override a generator scenario's
@@ -270,6 +317,7 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 	fs.StringVar(&o.markdown, "markdown", "", "Markdown summary file")
 	fs.BoolVar(&o.step, "step", false, "workshop mode")
 	fs.BoolVar(&o.counterfactual, "counterfactual", false, "also run the story without its cause")
+	fs.IntVar(&o.repeat, "repeat", 1, "run each scenario N times")
 	fs.IntVar(&o.trials, "trials", 0, "generator trials")
 	fs.DurationVar(&o.duration, "duration", 0, "generator trial length")
 	fs.IntVar(&o.clients, "clients", 0, "generator clients")
@@ -299,6 +347,10 @@ func parseRun(args []string, stderr io.Writer) (runOptions, error) {
 		return o, fmt.Errorf("--duration: expected a positive duration, got %v", o.duration)
 	case o.clients < 0 || o.clients > 64:
 		return o, fmt.Errorf("--clients: expected 1 to 64, got %d", o.clients)
+	case o.repeat < 1 || o.repeat > 10000:
+		return o, fmt.Errorf("--repeat: expected 1 to 10000, got %d", o.repeat)
+	case o.repeat > 1 && o.step:
+		return o, errors.New("--repeat and --step do not go together: a workshop plays a story once")
 	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano()
@@ -398,6 +450,13 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int)
 	if o.step && len(list) > 1 {
 		return fail(stderr, fmt.Errorf("--step plays one story; %d scenarios selected", len(list)))
 	}
+	for _, sc := range list {
+		for i := 1; i <= o.repeat && o.out != ""; i++ {
+			if err := checkOut(repeatDir(runDir(o.out, sc.Name, len(list)), i, o.repeat)); err != nil {
+				return fail(stderr, err)
+			}
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	code = exitOK
@@ -416,37 +475,107 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int)
 		if o.quiet && !o.step {
 			log = nil
 		}
-		out := o.out
-		if out != "" && len(list) > 1 {
-			out = filepath.Join(o.out, sc.Name)
+		base := runDir(o.out, sc.Name, len(list))
+		if base == "" {
+			base = runner.DefaultOut(sc.Name, time.Now())
 		}
-		started := time.Now()
-		res, err := runner.Run(ctx, sc, runner.Options{Out: out, Seed: o.seed, Log: log, Expected: o.expect, Step: o.step, Stdin: stdin, Counterfactual: o.counterfactual})
-		if err != nil {
-			if ctx.Err() != nil {
-				fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped\n")
-				code = exitInterrupted
-				return code
+		verdicts := map[string]int{}
+		for i := 1; i <= o.repeat; i++ {
+			started := time.Now()
+			out, name := base, sc.Name
+			if o.repeat > 1 {
+				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", sc.Name, i)
 			}
-			cases = append(cases, reports.Case{Name: sc.Name, Err: err, Duration: time.Since(started)})
-			code = fail(stderr, fmt.Errorf("%s: %w", sc.Name, err))
-			if len(list) == 1 {
-				return code
+			res, err := runner.Run(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, Step: o.step, Stdin: stdin, Counterfactual: o.counterfactual})
+			if err != nil {
+				if ctx.Err() != nil {
+					fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)\n", out)
+					code = exitInterrupted
+					return code
+				}
+				cases = append(cases, reports.Case{Name: name, Err: err, Duration: time.Since(started)})
+				code = fail(stderr, fmt.Errorf("%s: %w", name, err))
+				if len(list) == 1 && o.repeat == 1 {
+					return code
+				}
+				verdicts["harness failure"]++
+				continue
 			}
-			continue
+			cases = append(cases, reports.Case{Name: name, Run: res, Duration: time.Since(started)})
+			verdicts[res.Check.Verdict]++
+			switch {
+			case o.json:
+				b, _ := json.MarshalIndent(reports.NewResult(res), "", "  ")
+				fmt.Fprintln(stdout, string(b))
+			case o.repeat == 1:
+				printVerdict(stdout, res)
+			}
+			if !res.Matches() && code == exitOK {
+				code = exitMismatch
+			}
 		}
-		cases = append(cases, reports.Case{Name: sc.Name, Run: res, Duration: time.Since(started)})
-		if o.json {
-			b, _ := json.MarshalIndent(reports.NewResult(res), "", "  ")
-			fmt.Fprintln(stdout, string(b))
-		} else {
-			printVerdict(stdout, res)
-		}
-		if !res.Matches() && code == exitOK {
-			code = exitMismatch
+		if o.repeat > 1 && !o.json {
+			fmt.Fprintf(stdout, "%s: %s (expected %s); run directories under %s\n", sc.Name, tally(verdicts, o.repeat), expectedOf(sc, o), filepath.Dir(repeatDir(base, 1, o.repeat)))
 		}
 	}
 	return code
+}
+
+// tally says how often each verdict came out: "unsafe 19/20, unknown 1/20".
+func tally(verdicts map[string]int, n int) string {
+	keys := make([]string, 0, len(verdicts))
+	for v := range verdicts {
+		keys = append(keys, v)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return verdicts[b] - verdicts[a] })
+	var parts []string
+	for _, v := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", v, verdicts[v], n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func expectedOf(sc *scenarios.Scenario, o runOptions) string {
+	if o.expect != "" {
+		return o.expect
+	}
+	return sc.Expected
+}
+
+// repeatDir is the run directory of the i-th of n repeats in dir.
+func repeatDir(dir string, i, n int) string {
+	if n == 1 {
+		return dir
+	}
+	return filepath.Join(dir, fmt.Sprintf("run-%d", i))
+}
+
+// runDir is where a scenario's run goes: --out itself for one scenario,
+// --out/NAME for several ("" lets the runner name it under runs/).
+func runDir(out, name string, n int) string {
+	if out != "" && n > 1 {
+		return filepath.Join(out, name)
+	}
+	return out
+}
+
+// checkOut refuses a run directory that holds something other than a
+// run: writing the run there would mix with, or overwrite, the user's
+// files.
+func checkOut(dir string) error {
+	if dir == "" || reports.IsRunDir(dir) {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--out %s: %v", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("--out %s: not empty and not a run directory; name a new or empty directory, or an earlier run's", dir)
+	}
+	return nil
 }
 
 // writeCIOutputs writes --junit and --markdown, when asked for.

@@ -299,22 +299,40 @@ func TestInterruptLeavesNothing(t *testing.T) {
 						t.Fatalf("PostgreSQL dir %s left after SIGINT", d)
 					}
 				}
-			} else {
-				// kill -9 cannot clean up; remove what this test made: the
-				// PostgreSQL dirs, and the small SysV segment a postmaster
-				// killed with SIGKILL leaves behind.
-				for _, d := range dirs[1:] {
-					os.RemoveAll(d)
+				// What it had is kept: the history so far and an
+				// interrupted result.
+				if r := readResult(t, filepath.Join(tmp, "run")); r["verdict"] != "interrupted" {
+					t.Errorf("result.json after SIGINT: verdict %v, want interrupted", r["verdict"])
 				}
-				removeSysVSegments(t, running)
+			} else {
+				// kill -9 cannot clean up: the next start of sim does.
+				clean := exec.Command(os.Args[0], "clean")
+				clean.Env = append(os.Environ(), simMainEnv+"=1", "TMPDIR="+scratch)
+				out, err := clean.CombinedOutput()
+				if err != nil {
+					t.Fatalf("sim clean: %v\n%s", err, out)
+				}
+				t.Logf("sim clean: %s", out)
+				if left, _ := os.ReadDir(scratch); len(left) > 0 {
+					t.Errorf("temp dirs left after sim clean: %v", left)
+				}
+				for _, d := range dirs[1:] {
+					if _, err := os.Stat(d); err == nil {
+						t.Errorf("PostgreSQL dir %s left after sim clean", d)
+					}
+				}
+				if segs := sysVSegments(t, running); len(segs) > 0 {
+					t.Errorf("SysV segments of the killed postmaster left after sim clean: %v", segs)
+					removeSysVSegments(t, running)
+				}
 			}
 		})
 	}
 }
 
-// removeSysVSegments removes the SysV shared memory segments created by
-// the processes listed ("/proc/PID cmdline", as markedProcs gives them).
-func removeSysVSegments(t *testing.T, procs []string) {
+// sysVSegments lists the SysV shared memory segments created by the
+// processes listed ("/proc/PID cmdline", as markedProcs gives them).
+func sysVSegments(t *testing.T, procs []string) []string {
 	t.Helper()
 	pids := map[string]bool{}
 	for _, p := range procs {
@@ -322,15 +340,23 @@ func removeSysVSegments(t *testing.T, procs []string) {
 	}
 	out, err := exec.Command("ipcs", "-m", "-p").Output()
 	if err != nil {
-		t.Logf("ipcs: %v", err)
-		return
+		t.Fatalf("ipcs: %v", err)
 	}
+	var ids []string
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line) // shmid owner cpid lpid
 		if len(f) == 4 && pids[f[2]] {
-			if err := exec.Command("ipcrm", "-m", f[0]).Run(); err != nil {
-				t.Logf("ipcrm -m %s: %v", f[0], err)
-			}
+			ids = append(ids, f[0])
+		}
+	}
+	return ids
+}
+
+// removeSysVSegments removes them, so that a failed test leaves nothing.
+func removeSysVSegments(t *testing.T, procs []string) {
+	for _, id := range sysVSegments(t, procs) {
+		if err := exec.Command("ipcrm", "-m", id).Run(); err != nil {
+			t.Logf("ipcrm -m %s: %v", id, err)
 		}
 	}
 }
