@@ -7,7 +7,7 @@ GO      ?= go
 SIM     := bin/sim
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup deps build demo test bench vet clean
+.PHONY: all setup deps build demo test bench vet clean reliability
 
 all: build
 
@@ -44,8 +44,19 @@ test: deps
 # (runner), checking 100k operations with the harness's peak RSS (checker),
 # and one sweep of 10 points x 30 trials (sweep; once: it takes ~50 s).
 bench: deps
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v '/sweep$$')
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v -e '/sweep$$' -e '/reliability$$')
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./sweep
+
+# reliability prints the reliability figures: 100 runs killed with SIGKILL
+# at random moments, then one ordinary start (processes, temp dirs, bytes in
+# /dev/shm and SysV segments left: all must be 0); then every scripted
+# story RUNS times under a CPU hog on every core (expected verdict, or
+# unknown from the timing guard; never the opposite). About 40 minutes.
+KILLS ?= 100
+RUNS  ?= 20
+reliability: deps
+	$(GO) test -run '^$$' -bench BenchmarkKillAndReap -benchtime $(KILLS)x -timeout 60m ./reliability
+	$(GO) test -run '^$$' -bench BenchmarkCatalogueUnderLoad -benchtime $(RUNS)x -timeout 120m ./reliability
 
 clean:
 	rm -rf bin runs

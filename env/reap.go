@@ -1,7 +1,7 @@
 package env
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -73,12 +74,13 @@ func ownerAlive(dir string) (pid int, alive, ok bool) {
 		return 0, false, false
 	}
 	start, err := startTime(pid)
-	return pid, err == nil && start == f[1], true
+	return pid, err == nil && start == f[1] && running(pid), true
 }
 
 // Reaped is what Reap removed.
 type Reaped struct {
-	// Dirs are the temp dirs removed, each with why.
+	// Dirs are the temp dirs (and PostgreSQL's leftover shared memory
+	// files) removed, each with why.
 	Dirs []string
 	// Bytes is their size.
 	Bytes int64
@@ -120,11 +122,24 @@ func Reap(roots ...string) (Reaped, error) {
 			if !dead {
 				continue
 			}
-			if id, ok := leftSegment(dir); ok {
+			segs, busy := leftSegments(dir)
+			if busy || workingIn(dir) {
+				// A server of the dead owner is still on its way out
+				// (a backend that has not yet noticed its postmaster
+				// died): the next start reaps it.
+				continue
+			}
+			for _, id := range segs {
 				if err := removeSegment(id); err != nil {
 					errs = append(errs, fmt.Errorf("SysV segment %d: %w", id, err))
 				} else {
 					r.Segments = append(r.Segments, id)
+				}
+			}
+			for _, f := range leftDSM(dir) {
+				r.Bytes += du(f)
+				if err := os.Remove(f); err == nil {
+					r.Dirs = append(r.Dirs, f+" (PostgreSQL shared memory, mapped by no process)")
 				}
 			}
 			r.Bytes += du(dir)
@@ -154,40 +169,93 @@ func deadOwner(dir string) (why string, dead bool) {
 	return "", false
 }
 
-// leftSegment reads the SysV segment id from a PostgreSQL data dir's
-// postmaster.pid (line 7: key and id) under dir, when that postmaster is
-// gone.
-func leftSegment(dir string) (int, bool) {
-	f, err := os.Open(filepath.Join(dir, "data", "postmaster.pid"))
+// leftSegments finds the SysV shared memory segments a PostgreSQL (a
+// postmaster, or initdb's single-user backend) that ran on dir/data left:
+// PostgreSQL keys its segment on the data dir's inode number (the next
+// free key from there), and a segment nobody is attached to whose creator
+// is gone is garbage. busy says a segment is still in use.
+func leftSegments(dir string) (ids []int, busy bool) {
+	fi, err := os.Stat(filepath.Join(dir, "data"))
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, false
 	}
-	if len(lines) < 7 {
-		return 0, false
+	for key := int(st.Ino); key < int(st.Ino)+8; key++ {
+		id, err := unix.SysvShmGet(key, 0, 0)
+		if err != nil {
+			continue
+		}
+		var ds unix.SysvShmDesc
+		if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil {
+			continue
+		}
+		if ds.Nattch != 0 || running(int(ds.Cpid)) {
+			return nil, true
+		}
+		ids = append(ids, id)
 	}
-	pid, err1 := strconv.Atoi(strings.TrimSpace(lines[0]))
-	fields := strings.Fields(lines[6])
-	if err1 != nil || len(fields) != 2 {
-		return 0, false
-	}
-	id, err := strconv.Atoi(fields[1])
+	return ids, false
+}
+
+// running says whether pid is a live process (a zombie is not).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, false
+		return false
 	}
-	if unix.Kill(pid, 0) == nil {
-		return 0, false // the postmaster still runs (it belongs to someone)
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
+}
+
+// workingIn says whether a live process works in dir (its cwd is there).
+func workingIn(dir string) bool {
+	cwds, _ := filepath.Glob("/proc/[0-9]*/cwd")
+	for _, c := range cwds {
+		if d, err := os.Readlink(c); err == nil && (d == dir || strings.HasPrefix(d, dir+"/")) {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(c))); err == nil && running(pid) {
+				return true
+			}
+		}
 	}
-	var ds unix.SysvShmDesc
-	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || ds.Cpid != int32(pid) || ds.Nattch != 0 {
-		return 0, false // gone already, not that postmaster's, or in use
+	return false
+}
+
+// leftDSM finds the POSIX dynamic shared memory files (/dev/shm/PostgreSQL.N)
+// that a PostgreSQL run by the owner of dir left: owned by the postgres
+// user, modified while dir existed, and mapped by no process. (The
+// clusters locksim runs keep theirs in the data dir; initdb's single-user
+// backend does not, and leaves them when killed.)
+func leftDSM(dir string) []string {
+	born, err := os.Stat(filepath.Join(dir, ownerFile))
+	if err != nil {
+		return nil
 	}
-	return id, true
+	files, _ := filepath.Glob("/dev/shm/PostgreSQL.*")
+	var out []string
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil || fi.ModTime().Before(born.ModTime().Add(-time.Second)) || mapped(f) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// mapped says whether any process maps path.
+func mapped(path string) bool {
+	maps, _ := filepath.Glob("/proc/[0-9]*/maps")
+	for _, m := range maps {
+		b, err := os.ReadFile(m)
+		if err == nil && bytes.Contains(b, []byte(path)) {
+			return true
+		}
+	}
+	return false
 }
 
 func removeSegment(id int) error {
