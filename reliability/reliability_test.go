@@ -224,10 +224,12 @@ func BenchmarkCatalogueUnderLoad(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				out := filepath.Join(b.TempDir(), "run")
 				cmd := exec.Command(bin, "run", sc.Name, "-q", "--json", "--out", out)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
 				stdout, err := cmd.Output()
 				if err != nil && !bytes.Contains(stdout, []byte(`"verdict"`)) {
 					verdicts["harness failure"]++
-					b.Logf("run %d: %v", i, err)
+					b.Logf("run %d: %v: %s", i, err, bytes.TrimSpace(stderr.Bytes()))
 					continue
 				}
 				v := "?"

@@ -2,8 +2,15 @@ package runner
 
 import (
 	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"locksim/history"
+	"locksim/worker"
 )
 
 // DefaultMargin is how late the harness may run before a story's timing
@@ -69,6 +76,135 @@ func tooSlow(worst, at, margin time.Duration) (string, bool) {
 	if worst <= margin {
 		return "", false
 	}
-	return fmt.Sprintf("unknown: the machine was too slow for this story: the harness stalled %v around t=%.3fs, more than the story's %v margin; run it again on a quieter machine",
+	return fmt.Sprintf("the harness stalled %v around t=%.3fs, more than the story's %v margin",
 		worst.Round(time.Millisecond), at.Seconds(), margin), true
+}
+
+// MaxPressure is the share of the story's time in which some task waited
+// for a CPU (Linux's pressure stall information) above which the machine
+// counts as too busy for a story to be held to its timing.
+const MaxPressure = 0.25
+
+// cpuStall reads the total time (µs) in which some task waited for a CPU
+// (/proc/pressure/cpu); ok is false where the kernel does not tell.
+func cpuStall() (us int64, ok bool) {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "some ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, found := strings.CutPrefix(f, "total="); found {
+				n, err := strconv.ParseInt(v, 10, 64)
+				return n, err == nil
+			}
+		}
+	}
+	return 0, false
+}
+
+// pressure is the share of the wall time d in which some task waited for
+// a CPU, from two cpuStall readings.
+func pressure(from, to int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(to-from) / float64(d.Microseconds())
+}
+
+// tooBusy says why the story's timing cannot be trusted, if it cannot:
+// stalled, when the harness or a client stalled longer than the margin (a
+// client's pauses by the story excepted); contended, when besides the CPUs
+// were contended for more than MaxPressure of the story's time, which
+// slows every operation without any one stall. A stall alone voids a
+// story with nothing to show it happened as told; contention explains a
+// story that did not.
+func (r *run) tooBusy(stalls map[int][]worker.Stall, events []history.Event) (why string, stalled, contended bool) {
+	if why, slow := tooSlow(r.worst, r.worstAt, r.sc.Margin.Duration); slow {
+		return why, true, true
+	}
+	if why, slow := clientTooSlow(stalls, events, r.sc.Margin.Duration); slow {
+		return why, true, true
+	}
+	if p := pressure(r.cpuFrom, r.cpuTo, time.Duration(r.storyTo-r.storyFrom)); r.cpuKnown && p > MaxPressure {
+		return fmt.Sprintf("tasks waited for a CPU %.0f%% of the story's time (more than %.0f%%)", 100*p, 100*MaxPressure), false, true
+	}
+	return "", false, false
+}
+
+// clientStalls gathers the spans, within the story, in which a client
+// process reported it did not run.
+func (r *run) clientStalls() map[int][]worker.Stall {
+	out := map[int][]worker.Stall{}
+	for id, c := range r.clients {
+		for _, st := range c.Stalls() {
+			if st.To > r.storyFrom && (r.storyTo == 0 || st.From < r.storyTo) {
+				out[id] = append(out[id], st)
+			}
+		}
+	}
+	return out
+}
+
+// clientTooSlow says why a run cannot be trusted when a client did not
+// run for longer than margin, other than while the story paused it.
+func clientTooSlow(stalls map[int][]worker.Stall, events []history.Event, margin time.Duration) (string, bool) {
+	paused := pauses(events)
+	for id, ss := range stalls {
+		for _, st := range ss {
+			d := time.Duration(st.To - st.From)
+			if d <= margin || paused[id].covers(st.From, st.To, margin) {
+				continue
+			}
+			return fmt.Sprintf("client %d did not run for %v around t=%.3fs, more than the story's %v margin",
+				id, d.Round(time.Millisecond), float64(st.From)/1e9, margin), true
+		}
+	}
+	return "", false
+}
+
+// spans are [from, to] intervals on the record's clock.
+type spans [][2]int64
+
+// covers says whether a stall [from, to] lies within a span, give or take
+// slack.
+func (ss spans) covers(from, to int64, slack time.Duration) bool {
+	for _, s := range ss {
+		if from >= s[0]-int64(slack) && to <= s[1]+int64(slack) {
+			return true
+		}
+	}
+	return false
+}
+
+// pauses are the spans in which the story paused each client: a pause
+// fault on "client N" to its heal (or the end).
+func pauses(events []history.Event) map[int]spans {
+	out := map[int]spans{}
+	open := map[int]int64{}
+	for _, e := range events {
+		var id int
+		if e.Op != "pause" || e.Process != 0 {
+			continue
+		}
+		if n, _ := fmt.Sscanf(e.Target, "client %d", &id); n != 1 {
+			continue
+		}
+		switch e.Type {
+		case history.Fault:
+			open[id] = e.Time
+		case history.Heal:
+			if from, ok := open[id]; ok {
+				out[id] = append(out[id], [2]int64{from, e.Time})
+				delete(open, id)
+			}
+		}
+	}
+	for id, from := range open {
+		out[id] = append(out[id], [2]int64{from, math.MaxInt64})
+	}
+	return out
 }

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"locksim/history"
+	"locksim/worker"
 )
 
 // TestGuardSeesAStall stops this very process for 300ms (a child sends
@@ -23,10 +26,30 @@ func TestGuardSeesAStall(t *testing.T) {
 		t.Fatalf("worst stall seen %v, want at least 250ms after a 300ms stop", worst)
 	}
 	why, slow := tooSlow(worst, time.Second, DefaultMargin)
-	if !slow || !strings.Contains(why, "unknown: the machine was too slow for this story") {
+	if !slow || !strings.Contains(why, "the harness stalled") {
 		t.Fatalf("tooSlow(%v) = %q, %v", worst, why, slow)
 	}
 	if _, slow := tooSlow(DefaultMargin/2, 0, DefaultMargin); slow {
 		t.Fatalf("a stall within the margin is not too slow")
+	}
+}
+
+// TestClientStallsOutsidePauses: a client's stall counts unless the story
+// paused that client then.
+func TestClientStallsOutsidePauses(t *testing.T) {
+	events := []history.Event{
+		{Seq: 1, Time: 1e9, Type: history.Fault, Op: "pause", Target: "client 1"},
+		{Seq: 2, Time: 3e9, Type: history.Heal, Op: "pause", Target: "client 1"},
+	}
+	paused := map[int][]worker.Stall{1: {{From: 1.05e9, To: 2.5e9}}}
+	if why, slow := clientTooSlow(paused, events, DefaultMargin); slow {
+		t.Fatalf("a stall inside the story's own pause counted: %s", why)
+	}
+	busy := map[int][]worker.Stall{2: {{From: 1.05e9, To: 1.5e9}}}
+	if why, slow := clientTooSlow(busy, events, DefaultMargin); !slow || !strings.Contains(why, "client 2 did not run for 450ms") {
+		t.Fatalf("client 2's stall: %q, %v", why, slow)
+	}
+	if p := pressure(1000, 501000, time.Second); p != 0.5 {
+		t.Fatalf("pressure = %v, want 0.5", p)
 	}
 }

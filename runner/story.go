@@ -33,6 +33,16 @@ func (e *StoryError) Error() string {
 	return fmt.Sprintf("%s:%d: step %d: the story says %s, but the run shows %s", e.File, e.Line, e.Step, e.Claimed, e.Saw)
 }
 
+// hasClaims says whether a story states what must happen at any step.
+func hasClaims(sc *scenarios.Scenario) bool {
+	for _, st := range sc.Steps {
+		if expectsSomething(st) {
+			return true
+		}
+	}
+	return false
+}
+
 // expectsSomething says whether a step states an outcome.
 func expectsSomething(st scenarios.Step) bool { return st.Expect != "" }
 

@@ -32,6 +32,9 @@ type Client struct {
 	dead    error
 	// watch, when set, sees every event as it arrives (loop.go: Watch).
 	watch func(history.Event)
+	// stalls are the spans in which the worker reported it did not run,
+	// on the record's clock.
+	stalls []Stall
 }
 
 // Start re-executes this binary as a worker for client id, records its
@@ -65,6 +68,14 @@ func Start(ctx context.Context, id int, rec *history.Recorder, init Init, stderr
 	return c, nil
 }
 
+// Stalls are the spans, on the record's clock, in which the worker
+// reported it did not run: the machine too busy, or a pause on purpose.
+func (c *Client) Stalls() []Stall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Stall(nil), c.stalls...)
+}
+
 // Proc is the worker process, for faults that signal it.
 func (c *Client) Proc() *env.Proc { return c.proc }
 
@@ -75,6 +86,13 @@ func (c *Client) read(stdout io.Reader) {
 		if err := dec.Decode(&r); err != nil {
 			c.fail(fmt.Errorf("client %d exited", c.ID))
 			return
+		}
+		if r.Stall != nil {
+			rec, _ := c.sink()
+			c.mu.Lock()
+			c.stalls = append(c.stalls, Stall{From: rec.Since(r.Stall.From), To: rec.Since(r.Stall.To)})
+			c.mu.Unlock()
+			continue
 		}
 		if r.Event != nil {
 			rec, watch := c.sink()

@@ -85,6 +85,43 @@ type Reply struct {
 	// Error is set when the command could not be carried out at all (bad
 	// command, init failure): a harness error, not an operation outcome.
 	Error string `json:"error,omitempty"`
+	// Stall, sent on its own, says the worker did not run for a while
+	// (CLOCK_MONOTONIC readings): the machine was too busy, or the worker
+	// was paused (SIGSTOP) on purpose, which the harness tells apart.
+	Stall *Stall `json:"stall,omitempty"`
+}
+
+// Stall is a span in which the worker did not run.
+type Stall struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
+
+// stallTick is how often the worker checks that it runs; a wake-up later
+// than stallReport past it is reported.
+const (
+	stallTick   = 10 * time.Millisecond
+	stallReport = 50 * time.Millisecond
+)
+
+// watchStalls reports every span longer than stallReport in which this
+// process did not run, until stop is closed.
+func (s *state) watchStalls(stop <-chan struct{}) {
+	t := time.NewTicker(stallTick)
+	defer t.Stop()
+	last := history.Monotonic()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			now := history.Monotonic()
+			if time.Duration(now-last) > stallTick+stallReport {
+				s.send(Reply{Stall: &Stall{From: last, To: now}})
+			}
+			last = now
+		}
+	}
 }
 
 // MaybeRun turns this process into a worker when LOCKSIM_WORKER=1, and
@@ -170,6 +207,7 @@ func Serve(in io.Reader, out io.Writer) int {
 	stop := make(chan struct{})
 	defer close(stop)
 	go s.flusher(stop)
+	go s.watchStalls(stop)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
