@@ -7,7 +7,7 @@ GO      ?= go
 SIM     := bin/sim
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup deps build demo test bench vet clean reliability
+.PHONY: all setup deps build demo test bench vet clean reliability fuzz
 
 all: build
 
@@ -57,6 +57,13 @@ RUNS  ?= 20
 reliability: deps
 	$(GO) test -run '^$$' -bench BenchmarkKillAndReap -benchtime $(KILLS)x -timeout 60m ./reliability
 	$(GO) test -run '^$$' -bench BenchmarkCatalogueUnderLoad -benchtime $(RUNS)x -timeout 120m ./reliability
+
+# fuzz runs each fuzz target for FUZZTIME (default 1m; the figures in the README used 10m).
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./scenarios
+	$(GO) test -run '^$$' -fuzz '^FuzzReadCheck$$' -fuzztime $(FUZZTIME) ./checker
+	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./worker
 
 clean:
 	rm -rf bin runs

@@ -77,7 +77,11 @@ func decodeStrict(n *yaml.Node, v any, what string) (map[string]int, error) {
 		k, val := n.Content[i], n.Content[i+1]
 		idx, ok := fields[k.Value]
 		if !ok {
-			return nil, &Error{Line: k.Line, Field: what + k.Value, Msg: fmt.Sprintf("unknown field (known: %s)", strings.Join(known, ", "))}
+			name := k.Value
+			if q := fmt.Sprintf("%q", name); name == "" || q[1:len(q)-1] != name {
+				name = q // a key with a line break or a control character, or none
+			}
+			return nil, &Error{Line: k.Line, Field: what + name, Msg: fmt.Sprintf("unknown field (known: %s)", strings.Join(known, ", "))}
 		}
 		if _, dup := lines[k.Value]; dup {
 			return nil, &Error{Line: k.Line, Field: what + k.Value, Msg: "field given twice"}
