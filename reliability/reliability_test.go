@@ -238,13 +238,20 @@ func BenchmarkCatalogueUnderLoad(b *testing.B) {
 					v = string(rest[:bytes.IndexByte(rest, '"')])
 				}
 				verdicts[v]++
+				if v != sc.Expected && v != "unknown" {
+					// Keep the evidence of a wrong verdict.
+					keep, _ := os.MkdirTemp("", "wrong-verdict-kept-")
+					exec.Command("cp", "-a", out, keep).Run()
+					b.Logf("run %d: %s, not %s; run directory kept in %s", i, v, sc.Expected, keep)
+				}
 			}
-			wrong := b.N - verdicts[sc.Expected] - verdicts["unknown"]
+			wrong := b.N - verdicts[sc.Expected] - verdicts["unknown"] - verdicts["harness failure"]
 			wrongTotal += wrong
 			b.ReportMetric(float64(verdicts[sc.Expected]), "expected")
 			b.ReportMetric(float64(verdicts["unknown"]), "unknown")
 			b.ReportMetric(float64(wrong), "other")
-			if wrong > 0 {
+			b.ReportMetric(float64(verdicts["harness failure"]), "exit2")
+			if wrong+verdicts["harness failure"] > 0 {
 				b.Errorf("%s: %v in %d runs; expected %s", sc.Name, verdicts, b.N, sc.Expected)
 			}
 		})

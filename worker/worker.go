@@ -205,9 +205,19 @@ func Serve(in io.Reader, out io.Writer) int {
 	s := &state{leases: map[string]clients.Lease{}, out: json.NewEncoder(buf), buf: buf,
 		commits: map[string]history.Event{}, dogs: map[string]func(){}}
 	stop := make(chan struct{})
-	defer close(stop)
-	go s.flusher(stop)
-	go s.watchStalls(stop)
+	var bg sync.WaitGroup
+	defer func() {
+		// Nothing writes to out once Serve returns, and nothing
+		// buffered is lost.
+		close(stop)
+		bg.Wait()
+		s.outMu.Lock()
+		_ = s.buf.Flush()
+		s.outMu.Unlock()
+	}()
+	bg.Add(2)
+	go func() { defer bg.Done(); s.flusher(stop) }()
+	go func() { defer bg.Done(); s.watchStalls(stop) }()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
@@ -221,6 +231,9 @@ func Serve(in io.Reader, out io.Writer) int {
 			continue
 		}
 		s.send(Reply{ID: c.ID, Done: true})
+	}
+	if err := sc.Err(); err != nil {
+		s.send(Reply{Done: true, Error: fmt.Sprintf("reading commands: %v", err)})
 	}
 	for _, stop := range s.dogs {
 		stop()
