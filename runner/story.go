@@ -58,6 +58,9 @@ func claimed(st scenarios.Step) string {
 	if st.Fence != 0 {
 		s += fmt.Sprintf(" with fencing token %d", st.Fence)
 	}
+	if st.Read != nil {
+		s += fmt.Sprintf(" having read %d", *st.Read)
+	}
 	return s
 }
 
@@ -96,6 +99,9 @@ func saw(e history.Event) string {
 	if e.Fence != 0 {
 		s += fmt.Sprintf(" with fencing token %d", e.Fence)
 	}
+	if e.Read != nil {
+		s += fmt.Sprintf(" having read %d", *e.Read)
+	}
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}
@@ -115,6 +121,9 @@ func matches(st scenarios.Step, e history.Event) bool {
 		return false
 	}
 	if st.Fence != 0 && e.Fence != st.Fence {
+		return false
+	}
+	if st.Read != nil && (e.Read == nil || *e.Read != *st.Read) {
 		return false
 	}
 	return len(st.GrantedBy) == 0 || slices.Equal(st.GrantedBy, e.Nodes)

@@ -123,6 +123,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad yaml", "name: [\n", "x.yaml:1: not valid YAML"},
 		{"bad expect", strings.Replace(good, "client: 1", "client: 1\n    expect: accepted", 1), `x.yaml:8: steps[0].expect: expected one of granted, refused, unknown for "acquire", got "accepted"`},
 		{"reason without refusal", strings.Replace(good, "client: 1", "client: 1\n    expect: granted\n    reason: held", 1), "steps[0].reason: expected a refusal reason"},
+		{"read on an acquire", strings.Replace(good, "client: 1", "client: 1\n    expect: granted\n    read: 0", 1), "steps[0].read: a value read goes with a write"},
 		{"cause without counterfactual", strings.Replace(good, "client: 1", "client: 1\n    cause: true", 1), "steps[0].cause: the scenario has no counterfactual block"},
 		{"counterfactual that changes nothing", good + "counterfactual:\n  change: nothing\n", "counterfactual.change: the counterfactual changes nothing"},
 		{"counterfactual that does not flip", good + "counterfactual:\n  change: x\n  expected: unsafe\n  lock: redis\n", "counterfactual.expected: the counterfactual must flip the verdict"},

@@ -188,6 +188,9 @@ type Step struct {
 	GrantedBy []string `yaml:"granted_by"`
 	// Fence is the fencing token a granted acquire must carry.
 	Fence int64 `yaml:"fence"`
+	// Read is the counter value a write must have read: the order of the
+	// critical sections, which a lost update depends on.
+	Read *int64 `yaml:"read"`
 	// Cause marks a step the counterfactual run leaves out.
 	Cause bool `yaml:"cause"`
 	// Counterfactual gives fields that replace this step's own in the

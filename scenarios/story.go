@@ -67,7 +67,7 @@ var Reasons = []string{"held", "quorum", "validity", "timeout", "not-held", "no-
 // validateStory checks step i's assertions and counterfactual fields.
 func (s *Scenario) validateStory(i int, at func(field, format string, args ...any) error) error {
 	st := s.Steps[i]
-	if st.Expect != "" || st.Reason != "" || len(st.GrantedBy) > 0 || st.Fence != 0 {
+	if st.Expect != "" || st.Reason != "" || len(st.GrantedBy) > 0 || st.Fence != 0 || st.Read != nil {
 		want, ok := expectations[st.Do]
 		if !ok {
 			return at("expect", "%q has nothing to assert: expect goes on acquire, write, release, extend or renewal", st.Do)
@@ -83,6 +83,9 @@ func (s *Scenario) validateStory(i int, at func(field, format string, args ...an
 		}
 		if len(st.GrantedBy) > 0 && st.Do != "acquire" {
 			return at("granted_by", "only an acquire is granted by nodes")
+		}
+		if st.Read != nil && (st.Do != "write" || st.Expect == "unknown") {
+			return at("read", "a value read goes with a write that is accepted or refused")
 		}
 		if st.Fence != 0 && (st.Expect != "granted" || s.Fence == "") {
 			return at("fence", "a fencing token goes with expect: granted, in a scenario with a fence source")
@@ -164,7 +167,7 @@ func (s *Scenario) CounterfactualScenario() (*Scenario, error) {
 		if st.Counterfactual != nil {
 			st = overlay(st, *st.Counterfactual)
 		}
-		st.Expect, st.Reason, st.GrantedBy, st.Fence, st.Counterfactual = "", "", nil, 0, nil
+		st.Expect, st.Reason, st.GrantedBy, st.Fence, st.Read, st.Counterfactual = "", "", nil, 0, nil, nil
 		cf.Steps = append(cf.Steps, st)
 	}
 	if err := cf.validate(); err != nil {
