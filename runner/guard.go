@@ -82,8 +82,13 @@ func tooSlow(worst, at, margin time.Duration) (string, bool) {
 
 // MaxPressure is the share of the story's time in which some task waited
 // for a CPU (Linux's pressure stall information) above which the machine
-// counts as too busy for a story to be held to its timing.
-const MaxPressure = 0.25
+// counts as too busy for a story to be held to its timing. It is read over
+// stories of MinPressureSpan or more: over a shorter one, the bursts of
+// the run's own processes say nothing.
+const (
+	MaxPressure     = 0.40
+	MinPressureSpan = 500 * time.Millisecond
+)
 
 // cpuStall reads the total time (µs) in which some task waited for a CPU
 // (/proc/pressure/cpu); ok is false where the kernel does not tell.
@@ -129,7 +134,8 @@ func (r *run) tooBusy(stalls map[int][]worker.Stall, events []history.Event) (wh
 	if why, slow := clientTooSlow(stalls, events, r.sc.Margin.Duration); slow {
 		return why, true, true
 	}
-	if p := pressure(r.cpuFrom, r.cpuTo, time.Duration(r.storyTo-r.storyFrom)); r.cpuKnown && p > MaxPressure {
+	span := time.Duration(r.storyTo - r.storyFrom)
+	if p := pressure(r.cpuFrom, r.cpuTo, span); r.cpuKnown && span >= MinPressureSpan && p > MaxPressure {
 		return fmt.Sprintf("tasks waited for a CPU %.0f%% of the story's time (more than %.0f%%)", 100*p, 100*MaxPressure), false, true
 	}
 	return "", false, false
