@@ -58,10 +58,12 @@ func (s *PGSequence) Close() error {
 }
 
 // RedisIncr draws fencing tokens from INCR on one Redis node. It is not
-// safe across a crash: a node without fsync (appendonly no, or
-// appendfsync everysec) that restarts loses the counter, and INCR starts
-// again from 1, below tokens already handed out. That is the point of
-// the fenced-redis-incr-crash scenario.
+// safe across a restart without persistence (appendonly no): the node
+// comes back without the counter, and INCR starts again from 1, below
+// tokens already handed out. With appendfsync everysec a kill -9 loses
+// nothing (the writes are in the OS page cache); an OS crash or a power
+// loss can lose the last second. That is the point of the
+// fenced-redis-incr-crash scenario.
 type RedisIncr struct {
 	client *redis.Client
 	key    string

@@ -65,10 +65,10 @@ func (o pgXactOutside) Close() error { return o.x.Close() }
 // the same key from the same name with no shared table of ids (the seed's
 // rule: the key must be deterministic), and a stable hash rather than
 // Go's map hash or hash/maphash keeps it equal across processes and
-// versions. Collisions are negligible (birthday bound n^2/2^65: about
-// 3e-8 for a million names), and two names that do collide merely
-// share one lock: two jobs that exclude each other without need, which is
-// over-exclusion, never under-exclusion.
+// versions. Collisions are rare (birthday bound n^2/2^65: about 3e-8 for
+// a million names), and two names that do collide share one lock: never
+// two holders of one job, but under try-lock-and-skip a colliding
+// unrelated job is skipped while the other runs.
 func AdvisoryKey(name string) int64 {
 	sum := sha256.Sum256([]byte(name))
 	return int64(binary.BigEndian.Uint64(sum[:8]))

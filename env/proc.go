@@ -139,9 +139,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// TempDir makes a temp dir that Cleanup removes on exit, marked with this
-// process as its owner so that a later start reaps it if this process
-// is killed (reap.go). pattern must start with "locksim-".
+// TempDir makes a temp dir that Cleanup removes on exit, named with this
+// process as its owner so that a later start reaps it if this process is
+// killed (reap.go). pattern must start with "locksim-" and end with "-".
 func TempDir(pattern string) (string, error) {
 	return tempDirIn("", pattern)
 }
@@ -149,12 +149,12 @@ func TempDir(pattern string) (string, error) {
 // tempDirIn makes a temp dir under parent ("" for the default) and
 // registers it for Cleanup.
 func tempDirIn(parent, pattern string) (string, error) {
-	d, err := os.MkdirTemp(parent, pattern)
+	tag, err := ownerTag()
 	if err != nil {
 		return "", err
 	}
-	if err := markOwner(d); err != nil {
-		_ = os.RemoveAll(d)
+	d, err := os.MkdirTemp(parent, pattern+tag+"-*")
+	if err != nil {
 		return "", err
 	}
 	dirsMu.Lock()

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,27 +16,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ownerFile, in each temp dir the harness makes, names the process that
-// made it: its pid and its start time (field 22 of /proc/PID/stat), so
-// that a later start can tell a dead owner from a live one, and a reused
-// pid from the original.
-const ownerFile = ".locksim-owner"
+// Each temp dir the harness makes carries its owner in its name:
+// locksim-run-o<pid>.<start>-<random>, where start is the owner's start
+// time (field 22 of /proc/PID/stat). The name is the mark, so there is no
+// moment in which a dir exists unmarked, and a later start can tell a dead
+// owner from a live one, and a reused pid from the original.
 
 // dirPrefix starts the name of every temp dir the harness makes.
 const dirPrefix = "locksim-"
 
-// unmarkedAge is how old a locksim temp dir without an owner file must be
-// before Reap takes it for the leftover of an older version: younger ones
-// may be between their creation and their marking.
+// unmarkedAge is how old a locksim temp dir without an owner in its name
+// must be before Reap takes it for the leftover of an older version.
 const unmarkedAge = time.Hour
 
-// markOwner writes this process as the owner of dir.
-func markOwner(dir string) error {
+// ownerName matches the owner part of a temp dir's name.
+var ownerName = regexp.MustCompile(`-o(\d+)\.(\d+)-[^-]*$`)
+
+// ownerTag is this process's mark, for a temp dir's name.
+func ownerTag() (string, error) {
 	start, err := startTime(os.Getpid())
 	if err != nil {
-		return err
+		return "", err
 	}
-	return os.WriteFile(filepath.Join(dir, ownerFile), []byte(fmt.Sprintf("%d %s\n", os.Getpid(), start)), 0o644)
+	return fmt.Sprintf("o%d.%s", os.Getpid(), start), nil
 }
 
 // startTime is field 22 of /proc/PID/stat: when the process started, in
@@ -58,23 +61,47 @@ func startTime(pid int) (string, error) {
 	return f[19], nil // field 22 overall; f[0] is field 3
 }
 
-// ownerAlive reads dir's owner file: ok is false when there is none; alive
-// says whether that very process still runs.
+// ownerAlive reads dir's owner from its name: ok is false when it has
+// none; alive says whether that very process still runs.
 func ownerAlive(dir string) (pid int, alive, ok bool) {
-	b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-	if err != nil {
+	m := ownerName.FindStringSubmatch(filepath.Base(dir))
+	if m == nil {
 		return 0, false, false
 	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return 0, false, false
-	}
-	pid, err = strconv.Atoi(f[0])
+	pid, err := strconv.Atoi(m[1])
 	if err != nil {
 		return 0, false, false
 	}
 	start, err := startTime(pid)
-	return pid, err == nil && start == f[1] && running(pid), true
+	return pid, err == nil && start == m[2] && running(pid), true
+}
+
+// ownerStarted is when dir's owner started, from its start time in clock
+// ticks since boot; ok is false when it cannot be told.
+func ownerStarted(dir string) (time.Time, bool) {
+	m := ownerName.FindStringSubmatch(filepath.Base(dir))
+	if m == nil {
+		return time.Time{}, false
+	}
+	ticks, err := strconv.ParseInt(m[2], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, found := strings.CutPrefix(line, "btime "); found {
+			boot, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return time.Time{}, false
+			}
+			// USER_HZ is 100 on Linux.
+			return time.Unix(boot, 0).Add(time.Duration(ticks) * 10 * time.Millisecond), true
+		}
+	}
+	return time.Time{}, false
 }
 
 // Reaped is what Reap removed.
@@ -230,15 +257,15 @@ func workingIn(dir string) bool {
 // clusters locksim runs keep theirs in the data dir; initdb's single-user
 // backend does not, and leaves them when killed.)
 func leftDSM(dir string) []string {
-	born, err := os.Stat(filepath.Join(dir, ownerFile))
-	if err != nil {
+	born, ok := ownerStarted(dir)
+	if !ok {
 		return nil
 	}
 	files, _ := filepath.Glob("/dev/shm/PostgreSQL.*")
 	var out []string
 	for _, f := range files {
 		fi, err := os.Stat(f)
-		if err != nil || fi.ModTime().Before(born.ModTime().Add(-time.Second)) || mapped(f) {
+		if err != nil || fi.ModTime().Before(born.Add(-time.Second)) || mapped(f) {
 			continue
 		}
 		out = append(out, f)

@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -16,15 +15,12 @@ import (
 // anything not named locksim-* are kept.
 func TestReapRemovesOnlyWhatDeadOwnersLeft(t *testing.T) {
 	root := t.TempDir()
-	mk := func(name, owner string) string {
+	mk := func(name string) string {
 		d := filepath.Join(root, name)
 		if err := os.MkdirAll(filepath.Join(d, "data"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		os.WriteFile(filepath.Join(d, "data", "f"), make([]byte, 1000), 0o644)
-		if owner != "" {
-			os.WriteFile(filepath.Join(d, ownerFile), []byte(owner), 0o644)
-		}
 		return d
 	}
 	dead := exec.Command("true")
@@ -35,14 +31,14 @@ func TestReapRemovesOnlyWhatDeadOwnersLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone := mk("locksim-run-gone", strings.Join([]string{strconv.Itoa(dead.Process.Pid), "12345"}, " "))
-	reused := mk("locksim-run-reused", strconv.Itoa(os.Getpid())+" 1") // our pid, another start time
-	alive := mk("locksim-run-alive", strconv.Itoa(os.Getpid())+" "+self)
-	young := mk("locksim-run-young", "")
-	old := mk("locksim-run-old", "")
+	me := strconv.Itoa(os.Getpid())
+	gone := mk("locksim-run-o" + strconv.Itoa(dead.Process.Pid) + ".12345-1")
+	reused := mk("locksim-run-o" + me + ".1-2") // our pid, another start time
+	alive := mk("locksim-pg-template-o" + me + "." + self + "-3")
+	young := mk("locksim-run-4")
+	old := mk("locksim-run-5")
 	os.Chtimes(old, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour))
-	other := mk("not-ours", "")
-	os.Chtimes(other, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour))
+	other := mk("not-ours-o" + strconv.Itoa(dead.Process.Pid) + ".12345-6")
 
 	r, err := Reap(root)
 	if err != nil {
@@ -63,7 +59,8 @@ func TestReapRemovesOnlyWhatDeadOwnersLeft(t *testing.T) {
 	}
 }
 
-// TestTempDirIsMarked: the harness's own temp dirs name it as their owner.
+// TestTempDirIsMarked: the harness's own temp dirs name it as their owner,
+// in their name: there is no moment in which one exists unmarked.
 func TestTempDirIsMarked(t *testing.T) {
 	d, err := TempDir("locksim-test-")
 	if err != nil {
@@ -72,5 +69,8 @@ func TestTempDirIsMarked(t *testing.T) {
 	defer RemoveTempDir(d)
 	if pid, alive, ok := ownerAlive(d); !ok || !alive || pid != os.Getpid() {
 		t.Fatalf("owner of %s: pid %d alive %v marked %v, want this process", d, pid, alive, ok)
+	}
+	if born, ok := ownerStarted(d); !ok || time.Since(born) < 0 || time.Since(born) > time.Hour {
+		t.Fatalf("owner of %s started at %v, want this test process's start", d, born)
 	}
 }

@@ -29,8 +29,9 @@ type Persistence string
 const (
 	// PersistNone keeps nothing: no RDB snapshots, no AOF (the default).
 	PersistNone Persistence = "none"
-	// PersistEverysec is AOF with appendfsync everysec: a crash can lose
-	// the last second of writes.
+	// PersistEverysec is AOF with appendfsync everysec: an OS crash or a
+	// power loss can lose the last second of writes; a kill -9 of the
+	// server loses none (they are in the OS page cache).
 	PersistEverysec Persistence = "everysec"
 	// PersistAlways is AOF with appendfsync always: a write is on disk
 	// before its reply is sent.

@@ -71,6 +71,9 @@ type run struct {
 	// direct connects the clients straight to the servers, past their
 	// proxies (generator.go: a fault that needs no network).
 	direct bool
+	// logMu keeps narration lines whole: outcomes are told from the
+	// clients' reading goroutines.
+	logMu sync.Mutex
 	// claims are the story's statements still waiting for their
 	// operations (story.go).
 	claims []claim
@@ -214,7 +217,15 @@ func newTarget() *nemesis.Target {
 
 // say prints a line of narration with the run's clock.
 func (r *run) say(format string, args ...any) {
-	fmt.Fprintf(r.log, "[%7.3fs] %s\n", float64(r.rec.Now())/1e9, fmt.Sprintf(format, args...))
+	r.sayAt(r.rec.Now(), format, args...)
+}
+
+// sayAt prints a line of narration stamped with t, the time of what it
+// tells (an operation's outcome prints as it arrives, at its own time).
+func (r *run) sayAt(t int64, format string, args ...any) {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	fmt.Fprintf(r.log, "[%7.3fs] %s\n", float64(t)/1e9, fmt.Sprintf(format, args...))
 }
 
 // play sets up the environment and carries out the steps.
@@ -309,6 +320,7 @@ func (r *run) setup(ctx context.Context) error {
 			}
 			r.clients[c] = w
 			r.target.Clients[c] = w.Proc()
+			w.SetRecorder(r.rec, r.narrate)
 		}(c, init)
 	}
 	wg.Wait()
@@ -483,7 +495,6 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 		if err := r.wait(ctx, st.Client); err != nil {
 			return err
 		}
-		r.report(st.Client)
 		return nil
 	case "partition":
 		return r.inject(ctx, &nemesis.Partition{Client: st.Client, Nodes: st.Nodes})
@@ -545,40 +556,39 @@ func (r *run) client(ctx context.Context, st scenarios.Step, cmd worker.Command)
 	if err := r.wait(ctx, st.Client); err != nil {
 		return err
 	}
-	r.report(st.Client)
 	return nil
 }
 
-// report narrates how the client's last operation ended.
-func (r *run) report(client int) {
-	events := r.rec.Events()
-	for i := len(events) - 1; i >= 0; i-- {
-		e := events[i]
-		if e.Process != client || !e.Completes() {
-			continue
-		}
-		msg := fmt.Sprintf("  client %d %s: %s", client, e.Op, e.Type)
-		if len(e.Nodes) > 0 {
-			msg += fmt.Sprintf(", nodes %v", e.Nodes)
-		}
-		if e.Read != nil && e.Wrote != nil {
-			msg += fmt.Sprintf(", read %d, wrote %d", *e.Read, *e.Wrote)
-		}
-		if e.Fence != 0 {
-			msg += fmt.Sprintf(", fence %d", e.Fence)
-		}
-		if e.LeaseEnd > 0 {
-			msg += fmt.Sprintf(", believes it holds the lock until t=%.3fs", float64(e.LeaseEnd)/1e9)
-		}
-		if e.Reason != "" {
-			msg += ", reason " + e.Reason
-		}
-		if e.Detail != "" {
-			msg += " (" + e.Detail + ")"
-		}
-		r.say("%s", msg)
+// narrate tells an operation's outcome as it arrives, at its own time,
+// whatever step waits for it; and a watchdog's failed renewal.
+func (r *run) narrate(e history.Event) {
+	if e.Type == history.Note && e.Op == history.OpRenew && e.Reason != "" {
+		r.sayAt(e.Time, "  client %d's watchdog: renewal failed (%s)", e.Process, e.Reason)
 		return
 	}
+	if !e.Completes() || e.Op == history.OpCrash {
+		return
+	}
+	msg := fmt.Sprintf("  client %d %s: %s", e.Process, e.Op, e.Type)
+	if len(e.Nodes) > 0 {
+		msg += fmt.Sprintf(", nodes %v", e.Nodes)
+	}
+	if e.Read != nil && e.Wrote != nil {
+		msg += fmt.Sprintf(", read %d, wrote %d", *e.Read, *e.Wrote)
+	}
+	if e.Fence != 0 {
+		msg += fmt.Sprintf(", fence %d", e.Fence)
+	}
+	if e.LeaseEnd > 0 {
+		msg += fmt.Sprintf(", believes it holds the lock until t=%.3fs", float64(e.LeaseEnd)/1e9)
+	}
+	if e.Reason != "" {
+		msg += ", reason " + e.Reason
+	}
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	r.sayAt(e.Time, "%s", msg)
 }
 
 // wait collects the client's operation in flight, if any.
