@@ -22,7 +22,7 @@ type Config struct {
 	// PostgreSQL.
 	Postgres string `json:"postgres,omitempty"`
 	// NodeTimeout bounds each request to one node (Redlock's per-node
-	// timeout). Zero means 50ms.
+	// timeout). Zero means 200ms.
 	NodeTimeout time.Duration `json:"node_timeout,omitempty"`
 	// ClientID is the client's number in the run (1-based).
 	ClientID int `json:"client_id,omitempty"`

@@ -46,87 +46,79 @@ func hasClaims(sc *scenarios.Scenario) bool {
 // expectsSomething says whether a step states an outcome.
 func expectsSomething(st scenarios.Step) bool { return st.Expect != "" }
 
-// claimed says a step's statement in words.
-func claimed(st scenarios.Step) string {
-	s := fmt.Sprintf("client %d's %s ends %s", st.Client, st.Do, st.Expect)
-	if st.Reason != "" {
-		s += " (" + st.Reason + ")"
+// outcome is what a step claims, or what an event shows, in the words of
+// a story: granted/accepted/ok, refused or unknown, and the facts that go
+// with it.
+type outcome struct {
+	word, reason string
+	nodes        []string
+	fence        int64
+	read         *int64
+}
+
+func (o outcome) String() string {
+	s := o.word
+	if o.reason != "" {
+		s += " (" + o.reason + ")"
 	}
-	if len(st.GrantedBy) > 0 {
-		s += " granted by " + strings.Join(st.GrantedBy, ",")
+	if len(o.nodes) > 0 {
+		s += " granted by " + strings.Join(o.nodes, ",")
 	}
-	if st.Fence != 0 {
-		s += fmt.Sprintf(" with fencing token %d", st.Fence)
+	if o.fence != 0 {
+		s += fmt.Sprintf(" with fencing token %d", o.fence)
 	}
-	if st.Read != nil {
-		s += fmt.Sprintf(" having read %d", *st.Read)
+	if o.read != nil {
+		s += fmt.Sprintf(" having read %d", *o.read)
 	}
 	return s
 }
 
-// outcomeWord is how an operation's completion reads in a story.
-func outcomeWord(op string, t history.Type) string {
-	switch t {
-	case history.Ok:
-		switch op {
-		case history.OpAcquire:
-			return "granted"
-		case history.OpWrite:
-			return "accepted"
-		}
-		return "ok"
-	case history.Fail:
-		return "refused"
+// claimOf is what a step claims.
+func claimOf(st scenarios.Step) outcome {
+	return outcome{word: st.Expect, reason: st.Reason, nodes: st.GrantedBy, fence: st.Fence, read: st.Read}
+}
+
+// outcomeOf is what a completion (or a renew note) shows.
+func outcomeOf(e history.Event) outcome {
+	o := outcome{word: "unknown", reason: e.Reason, nodes: e.Nodes, fence: e.Fence, read: e.Read}
+	switch {
+	case e.Op == history.OpRenew && e.Reason == "":
+		o.word = "ok"
+	case e.Op == history.OpRenew, e.Type == history.Fail:
+		o.word = "refused"
+	case e.Type == history.Ok && e.Op == history.OpAcquire:
+		o.word = "granted"
+	case e.Type == history.Ok && e.Op == history.OpWrite:
+		o.word = "accepted"
+	case e.Type == history.Ok:
+		o.word = "ok"
 	}
-	return "unknown"
+	return o
+}
+
+// claimed says a step's statement in words.
+func claimed(st scenarios.Step) string {
+	return fmt.Sprintf("client %d's %s ends %s", st.Client, st.Do, claimOf(st))
 }
 
 // saw says how an event ended, in the words of a claim.
 func saw(e history.Event) string {
-	s := outcomeWord(e.Op, e.Type)
-	if e.Op == history.OpRenew {
-		s = "ok"
-		if e.Reason != "" {
-			s = "refused"
-		}
-	}
-	if e.Reason != "" {
-		s += " (" + e.Reason + ")"
-	}
-	if len(e.Nodes) > 0 {
-		s += " granted by " + strings.Join(e.Nodes, ",")
-	}
-	if e.Fence != 0 {
-		s += fmt.Sprintf(" with fencing token %d", e.Fence)
-	}
-	if e.Read != nil {
-		s += fmt.Sprintf(" having read %d", *e.Read)
-	}
+	s := outcomeOf(e).String()
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}
 	return fmt.Sprintf("%s at t=%.3fs", s, float64(e.Time)/1e9)
 }
 
-// matches says whether a completion (or renew note) is what st claims.
+// matches says whether a completion (or renew note) is what st claims:
+// each fact the step states holds.
 func matches(st scenarios.Step, e history.Event) bool {
-	got := outcomeWord(e.Op, e.Type)
-	if e.Op == history.OpRenew {
-		got = "ok"
-		if e.Reason != "" {
-			got = "refused"
-		}
-	}
-	if got != st.Expect || (st.Reason != "" && e.Reason != st.Reason) {
-		return false
-	}
-	if st.Fence != 0 && e.Fence != st.Fence {
-		return false
-	}
-	if st.Read != nil && (e.Read == nil || *e.Read != *st.Read) {
-		return false
-	}
-	return len(st.GrantedBy) == 0 || slices.Equal(st.GrantedBy, e.Nodes)
+	want, got := claimOf(st), outcomeOf(e)
+	return want.word == got.word &&
+		(want.reason == "" || want.reason == got.reason) &&
+		(want.fence == 0 || want.fence == got.fence) &&
+		(want.read == nil || (got.read != nil && *want.read == *got.read)) &&
+		(len(want.nodes) == 0 || slices.Equal(want.nodes, got.nodes))
 }
 
 // completion finds the completion of client's first op invoked at or
