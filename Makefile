@@ -25,7 +25,7 @@ deps:
 	fi
 
 build:
-	$(GO) build -o $(SIM) ./cmd/sim
+	$(GO) build -buildvcs=auto -o $(SIM) ./cmd/sim
 
 setup: deps build
 

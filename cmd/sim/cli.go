@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -52,7 +53,8 @@ usage:
                               parameter: sweep.csv and plots (sim sweep --help)
   sim clean                   remove what runs killed with kill -9 left behind
                               (temp dirs, SysV segments; every start does it too)
-  sim help                    this text
+  sim help                    this text (also: sim COMMAND --help)
+  sim --version               the version and the commit it was built from
 
 sim run flags:
   --out DIR        run directory (default runs/<scenario>-<time>); when more
@@ -103,6 +105,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		fmt.Fprint(stderr, usage)
 		return exitHarness
 	}
+	// Help for any command is the usage, on stdout, and success.
+	if args[0] != "sweep" && slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "version" {
+		fmt.Fprintln(stdout, version())
+		return exitOK
+	}
 	if args[0] == "clean" {
 		return cmdClean(args[1:], stdout, stderr)
 	}
@@ -131,6 +142,26 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	}
 	fmt.Fprintf(stderr, "sim: unknown command %q (sim help lists them)\n", args[0])
 	return exitHarness
+}
+
+// version is the module's version and the commit it was built from.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "sim (no build information)"
+	}
+	v := "sim " + bi.Main.Version
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			v += ", commit " + st.Value
+		case "vcs.modified":
+			if st.Value == "true" {
+				v += " (with uncommitted changes)"
+			}
+		}
+	}
+	return v
 }
 
 // cmdClean removes, and lists, what runs killed before they could clean

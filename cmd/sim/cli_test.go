@@ -393,3 +393,16 @@ func BenchmarkColdRunRedlockClockJump(b *testing.B) {
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	b.ReportMetric(float64(times[len(times)/2].Milliseconds()), "median-ms/run")
 }
+
+// TestHelpExits0: help for any command is the usage on stdout, exit 0.
+func TestHelpExits0(t *testing.T) {
+	for _, args := range [][]string{{"run", "--help"}, {"check", "-h"}, {"list", "--help"}, {"help"}} {
+		code, out, errb := sim(t, args...)
+		if code != 0 || !strings.Contains(out, "usage:") || errb != "" {
+			t.Errorf("sim %v: exit %d, stdout %.40q, stderr %q", args, code, out, errb)
+		}
+	}
+	if code, out, _ := sim(t, "--version"); code != 0 || !strings.HasPrefix(out, "sim ") {
+		t.Errorf("sim --version: exit %d, %q", code, out)
+	}
+}
