@@ -148,7 +148,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestFindSuggestsCloseNames(t *testing.T) {
-	_, err := Find("redlock-clock")
+	_, err := Find("redlock-clock-jum")
 	nf, ok := err.(*NotFoundError)
 	if !ok {
 		t.Fatalf("err = %v, want NotFoundError", err)
