@@ -4,6 +4,7 @@
 // It is built with html/template, so every string from a history or a
 // scenario is escaped; the one piece of trusted markup is the timeline's
 // SVG, whose strings svg.go escapes itself.
+
 package reports
 
 import (

@@ -1,6 +1,7 @@
 // junit.go writes what CI pages read about a batch of runs: JUnit XML (one
 // test case per scenario run) and a Markdown summary table fit for
 // $GITHUB_STEP_SUMMARY.
+
 package reports
 
 import (

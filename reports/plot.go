@@ -2,6 +2,7 @@
 // one line per lock, each with its 95% interval as a shaded band, and a
 // dashed line for the fenced variants, so that "the lock failed" and "the
 // data survived" can be read side by side.
+
 package reports
 
 import (

@@ -3,6 +3,7 @@
 // client process below them with its lease drawn along it, the storage
 // at the bottom with an arrow for every write that reached it. Every
 // string from a history or a scenario goes through esc.
+
 package reports
 
 import (

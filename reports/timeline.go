@@ -3,6 +3,7 @@
 // storage; the leases as clients believe them and as nodes hold them, the
 // faults as spans, every write with its values and fencing token, and the
 // checker's evidence highlighted. svg.go draws it.
+
 package reports
 
 import (

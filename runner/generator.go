@@ -4,6 +4,7 @@
 // injects the scenario's fault. Trials reuses one environment (servers,
 // proxies, client processes) for many trials, resetting state and clocks
 // between them, which is what makes a sweep of hundreds of trials quick.
+
 package runner
 
 import (

@@ -2,6 +2,7 @@
 // each fault starts, which client or node it aims at and how big it is.
 // The same seed gives the same schedule, whatever the lock under test, so
 // that locks compared at one sweep point face the same faults.
+
 package runner
 
 import (

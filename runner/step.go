@@ -2,6 +2,7 @@
 // scripted story the run stops, says what the step will do, shows who
 // holds the lock on which node and what each client believes (derived
 // from the history so far), and waits for Enter.
+
 package runner
 
 import (

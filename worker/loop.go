@@ -4,6 +4,7 @@
 // trips and nothing more (no harness round trip per operation). Every
 // operation is still recorded as history events, streamed to the harness
 // as they happen, so the harness can aim a fault at a critical section.
+
 package worker
 
 import (
