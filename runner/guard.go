@@ -19,11 +19,10 @@ import (
 const DefaultMargin = 100 * time.Millisecond
 
 // guard watches for the machine stalling under a story: it wakes every
-// tick and measures how late it woke. A story whose harness ran later than
-// its margin may not have happened as timed, so its run ends unknown
-// rather than with a verdict it did not earn.
+// tick (worker.WatchStalls) and notes how late it woke. A story whose
+// harness ran later than its margin may not have happened as timed, so
+// its run ends unknown rather than with a verdict it did not earn.
 type guard struct {
-	tick time.Duration
 	stop chan struct{}
 	done chan struct{}
 
@@ -33,32 +32,20 @@ type guard struct {
 }
 
 func startGuard(tick time.Duration) *guard {
-	g := &guard{tick: tick, stop: make(chan struct{}), done: make(chan struct{})}
-	go g.watch()
-	return g
-}
-
-func (g *guard) watch() {
-	defer close(g.done)
-	start := time.Now()
-	last := start
-	t := time.NewTicker(g.tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-g.stop:
-			return
-		case <-t.C:
-			now := time.Now()
-			late := now.Sub(last) - g.tick
-			last = now
+	g := &guard{stop: make(chan struct{}), done: make(chan struct{})}
+	start := history.Monotonic()
+	go func() {
+		defer close(g.done)
+		worker.WatchStalls(g.stop, tick, func(from, to int64) {
+			late := time.Duration(to-from) - tick
 			g.mu.Lock()
 			if late > g.worst {
-				g.worst, g.at = late, now.Sub(start)
+				g.worst, g.at = late, time.Duration(to-start)
 			}
 			g.mu.Unlock()
-		}
-	}
+		})
+	}()
+	return g
 }
 
 // Stop ends the watch and returns the worst stall and when it happened.
@@ -127,11 +114,11 @@ func pressure(from, to int64, d time.Duration) float64 {
 // slows every operation without any one stall. A stall alone voids a
 // story with nothing to show it happened as told; contention explains a
 // story that did not.
-func (r *run) tooBusy(stalls map[int][]worker.Stall, events []history.Event) (why string, stalled, contended bool) {
+func (r *run) tooBusy(stalls map[int][]worker.Stall) (why string, stalled, contended bool) {
 	if why, slow := tooSlow(r.worst, r.worstAt, r.sc.Margin.Duration); slow {
 		return why, true, true
 	}
-	if why, slow := clientTooSlow(stalls, events, r.sc.Margin.Duration); slow {
+	if why, slow := clientTooSlow(stalls, r.paused, r.sc.Margin.Duration); slow {
 		return why, true, true
 	}
 	span := time.Duration(r.storyTo - r.storyFrom)
@@ -157,8 +144,7 @@ func (r *run) clientStalls() map[int][]worker.Stall {
 
 // clientTooSlow says why a run cannot be trusted when a client did not
 // run for longer than margin, other than while the story paused it.
-func clientTooSlow(stalls map[int][]worker.Stall, events []history.Event, margin time.Duration) (string, bool) {
-	paused := pauses(events)
+func clientTooSlow(stalls map[int][]worker.Stall, paused map[int]spans, margin time.Duration) (string, bool) {
 	for id, ss := range stalls {
 		for _, st := range ss {
 			d := time.Duration(st.To - st.From)
@@ -175,6 +161,13 @@ func clientTooSlow(stalls map[int][]worker.Stall, events []history.Event, margin
 // spans are [from, to] intervals on the record's clock.
 type spans [][2]int64
 
+// end closes the last open span at t.
+func (ss spans) end(t int64) {
+	if n := len(ss); n > 0 && ss[n-1][1] == math.MaxInt64 {
+		ss[n-1][1] = t
+	}
+}
+
 // covers says whether a stall [from, to] lies within a span, give or take
 // slack.
 func (ss spans) covers(from, to int64, slack time.Duration) bool {
@@ -184,33 +177,4 @@ func (ss spans) covers(from, to int64, slack time.Duration) bool {
 		}
 	}
 	return false
-}
-
-// pauses are the spans in which the story paused each client: a pause
-// fault on "client N" to its heal (or the end).
-func pauses(events []history.Event) map[int]spans {
-	out := map[int]spans{}
-	open := map[int]int64{}
-	for _, e := range events {
-		var id int
-		if e.Op != "pause" || e.Process != 0 {
-			continue
-		}
-		if n, _ := fmt.Sscanf(e.Target, "client %d", &id); n != 1 {
-			continue
-		}
-		switch e.Type {
-		case history.Fault:
-			open[id] = e.Time
-		case history.Heal:
-			if from, ok := open[id]; ok {
-				out[id] = append(out[id], [2]int64{from, e.Time})
-				delete(open, id)
-			}
-		}
-	}
-	for id, from := range open {
-		out[id] = append(out[id], [2]int64{from, math.MaxInt64})
-	}
-	return out
 }

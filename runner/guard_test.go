@@ -1,12 +1,12 @@
 package runner
 
 import (
+	"math"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"locksim/history"
 	"locksim/worker"
 )
 
@@ -37,17 +37,19 @@ func TestGuardSeesAStall(t *testing.T) {
 // TestClientStallsOutsidePauses: a client's stall counts unless the story
 // paused that client then.
 func TestClientStallsOutsidePauses(t *testing.T) {
-	events := []history.Event{
-		{Seq: 1, Time: 1e9, Type: history.Fault, Op: "pause", Target: "client 1"},
-		{Seq: 2, Time: 3e9, Type: history.Heal, Op: "pause", Target: "client 1"},
-	}
+	pauses := map[int]spans{1: {{1e9, math.MaxInt64}}}
+	pauses[1].end(3e9)
 	paused := map[int][]worker.Stall{1: {{From: 1.05e9, To: 2.5e9}}}
-	if why, slow := clientTooSlow(paused, events, DefaultMargin); slow {
+	if why, slow := clientTooSlow(paused, pauses, DefaultMargin); slow {
 		t.Fatalf("a stall inside the story's own pause counted: %s", why)
 	}
 	busy := map[int][]worker.Stall{2: {{From: 1.05e9, To: 1.5e9}}}
-	if why, slow := clientTooSlow(busy, events, DefaultMargin); !slow || !strings.Contains(why, "client 2 did not run for 450ms") {
+	if why, slow := clientTooSlow(busy, pauses, DefaultMargin); !slow || !strings.Contains(why, "client 2 did not run for 450ms") {
 		t.Fatalf("client 2's stall: %q, %v", why, slow)
+	}
+	after := map[int][]worker.Stall{1: {{From: 3.2e9, To: 3.5e9}}}
+	if _, slow := clientTooSlow(after, pauses, DefaultMargin); !slow {
+		t.Fatalf("a stall of client 1 after its pause was healed did not count")
 	}
 	if p := pressure(1000, 501000, time.Second); p != 0.5 {
 		t.Fatalf("pressure = %v, want 0.5", p)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -86,6 +87,8 @@ type run struct {
 	// story's ends; cpuKnown says the kernel gives it.
 	cpuFrom, cpuTo int64
 	cpuKnown       bool
+	// paused holds, by client, the spans in which the story paused it.
+	paused map[int]spans
 }
 
 // Run plays sc, checks its history, and writes the run directory; with
@@ -179,7 +182,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 		runErr = harness("writing history: %v", err)
 	}
 	events := r.rec.Events()
-	busy, stalled, contended := r.tooBusy(stalls, events)
+	busy, stalled, contended := r.tooBusy(stalls)
 	var story *StoryError
 	if runErr != nil && !(contended && errors.As(runErr, &story)) {
 		return nil, runErr
@@ -608,8 +611,15 @@ func (r *run) wait(ctx context.Context, client int) error {
 
 // inject records and injects a fault; it is healed by healAll.
 func (r *run) inject(ctx context.Context, f nemesis.Fault) error {
-	r.rec.Add(history.Event{Type: history.Fault, Op: f.Name(), Target: f.On(), Detail: f.Detail()})
+	e := r.rec.Add(history.Event{Type: history.Fault, Op: f.Name(), Target: f.On(), Detail: f.Detail()})
 	r.faults = append(r.faults, f)
+	if p, ok := f.(*nemesis.Pause); ok && p.Node == "" {
+		// Until its heal, the client does not run on purpose (guard.go).
+		if r.paused == nil {
+			r.paused = map[int]spans{}
+		}
+		r.paused[p.Client] = append(r.paused[p.Client], [2]int64{e.Time, math.MaxInt64})
+	}
 	if err := f.Inject(ctx, r.target); err != nil {
 		return err
 	}
@@ -636,7 +646,10 @@ func (r *run) heal(ctx context.Context, match func(nemesis.Fault) bool) error {
 		if err := f.Heal(ctx, r.target); err != nil {
 			errs = append(errs, fmt.Errorf("heal %s on %s: %w", f.Name(), f.On(), err))
 		}
-		r.rec.Add(history.Event{Type: history.Heal, Op: f.Name(), Target: f.On()})
+		e := r.rec.Add(history.Event{Type: history.Heal, Op: f.Name(), Target: f.On()})
+		if p, ok := f.(*nemesis.Pause); ok && p.Node == "" {
+			r.paused[p.Client].end(e.Time)
+		}
 	}
 	r.faults = kept
 	return errors.Join(errs...)

@@ -104,10 +104,12 @@ const (
 	stallReport = 50 * time.Millisecond
 )
 
-// watchStalls reports every span longer than stallReport in which this
-// process did not run, until stop is closed.
-func (s *state) watchStalls(stop <-chan struct{}) {
-	t := time.NewTicker(stallTick)
+// WatchStalls wakes every tick until stop is closed and hands report
+// each span, on CLOCK_MONOTONIC, from one wake-up to the next: a span much
+// longer than tick is a time in which this process did not run. The
+// worker and the harness's timing guard both watch themselves with it.
+func WatchStalls(stop <-chan struct{}, tick time.Duration, report func(from, to int64)) {
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	last := history.Monotonic()
 	for {
@@ -116,12 +118,20 @@ func (s *state) watchStalls(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			now := history.Monotonic()
-			if time.Duration(now-last) > stallTick+stallReport {
-				s.send(Reply{Stall: &Stall{From: last, To: now}})
-			}
+			report(last, now)
 			last = now
 		}
 	}
+}
+
+// watchStalls reports to the harness every span longer than stallReport
+// past a tick in which this process did not run, until stop is closed.
+func (s *state) watchStalls(stop <-chan struct{}) {
+	WatchStalls(stop, stallTick, func(from, to int64) {
+		if time.Duration(to-from) > stallTick+stallReport {
+			s.send(Reply{Stall: &Stall{From: from, To: to}})
+		}
+	})
 }
 
 // MaybeRun turns this process into a worker when LOCKSIM_WORKER=1, and
