@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -96,9 +97,13 @@ func outcomeOf(e history.Event) outcome {
 	return o
 }
 
+// Claim says what a step claims its operation ends in, in the words a
+// contradiction is reported in ("refused (validity) granted by A,B,C").
+func Claim(st scenarios.Step) string { return claimOf(st).String() }
+
 // claimed says a step's statement in words.
 func claimed(st scenarios.Step) string {
-	return fmt.Sprintf("client %d's %s ends %s", st.Client, st.Do, claimOf(st))
+	return fmt.Sprintf("client %d's %s ends %s", st.Client, st.Do, Claim(st))
 }
 
 // saw says how an event ended, in the words of a claim.
@@ -122,10 +127,9 @@ func matches(st scenarios.Step, e history.Event) bool {
 }
 
 // completion finds the completion of client's first op invoked at or
-// after from, in recording order; ok is false while it has not come.
+// after from; events are in recording order. ok is false while it has not
+// come.
 func completion(events []history.Event, client int, op string, from int64) (history.Event, bool) {
-	events = slices.Clone(events)
-	slices.SortStableFunc(events, func(a, b history.Event) int { return int(a.Seq - b.Seq) })
 	invoked := false
 	for _, e := range events {
 		if e.Process != client || e.Op != op {
@@ -144,11 +148,11 @@ func completion(events []history.Event, client int, op string, from int64) (hist
 // settle checks every claim whose operation has completed; with final,
 // one that never completed is a contradiction too.
 func (r *run) settle(final bool) error {
-	if r.sc.IsCounterfactual {
-		r.claims = nil
+	if len(r.claims) == 0 {
 		return nil
 	}
 	events := r.rec.Events()
+	slices.SortStableFunc(events, func(a, b history.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	var open []claim
 	for _, c := range r.claims {
 		e, done := completion(events, c.st.Client, c.st.Do, c.from)

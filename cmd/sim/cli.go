@@ -258,14 +258,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 			line += "  [" + st.Describe() + "]"
 		}
 		if st.Expect != "" {
-			line += "  (must end " + st.Expect
-			if st.Reason != "" {
-				line += ": " + st.Reason
-			}
-			if len(st.GrantedBy) > 0 {
-				line += ", granted by " + strings.Join(st.GrantedBy, ",")
-			}
-			line += ")"
+			line += "  (must end " + runner.Claim(st) + ")"
 		}
 		if st.Cause {
 			line += "  (the cause: left out of the counterfactual)"
