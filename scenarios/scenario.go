@@ -290,7 +290,12 @@ func (s Step) Describe() string {
 			return fmt.Sprintf("%s node %s %v", s.Do, s.Node, s.For)
 		}
 		return fmt.Sprintf("%s client %d %v", s.Do, s.Client, s.For)
-	case "crash", "failover", "replication-lag":
+	case "crash":
+		if s.For.Duration > 0 {
+			return fmt.Sprintf("crash %s, restart after %v", s.Node, s.For)
+		}
+		return fmt.Sprintf("crash %s, restart at once", s.Node)
+	case "failover", "replication-lag":
 		return fmt.Sprintf("%s %s", s.Do, s.Node)
 	case "kill":
 		return fmt.Sprintf("kill client %d", s.Client)

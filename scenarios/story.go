@@ -129,30 +129,11 @@ func (s *Scenario) CounterfactualScenario() (*Scenario, error) {
 	cf.Counterfactual = nil
 	cf.IsCounterfactual = true
 	cf.Expected = c.Expected
-	for _, o := range []struct {
-		from *string
-		to   *string
-	}{{c.Lock, &cf.Lock}, {c.Storage, &cf.Storage}, {c.Fence, &cf.Fence}, {c.Watchdog, &cf.Watchdog}, {c.Persistence, &cf.Persistence}} {
-		if o.from != nil {
-			*o.to = *o.from
-		}
+	if c.GeneratorFault != nil && s.Generator == nil {
+		return nil, s.errAt("counterfactual", "generator_fault needs a generator scenario")
 	}
-	if c.CheckLease != nil {
-		cf.CheckLease = *c.CheckLease
-	}
-	if c.IdleSessionTimeout != nil {
-		cf.IdleSessionTimeout = *c.IdleSessionTimeout
-	}
-	if c.GeneratorFault != nil {
-		if s.Generator == nil {
-			return nil, s.errAt("counterfactual", "generator_fault needs a generator scenario")
-		}
-		g := *s.Generator
-		g.Fault = *c.GeneratorFault
-		if g.Fault == "none" {
-			g.Faults = 0
-		}
-		cf.Generator = &g
+	for _, o := range c.overrides(s) {
+		o.apply(&cf)
 	}
 	if c.Lock != nil && s.Nodes > 0 {
 		if spec, err := clients.Lookup(cf.Lock); err == nil && spec.Backend == "redis" && spec.Nodes > s.Nodes {
@@ -223,8 +204,7 @@ func (s *Scenario) validateCounterfactual() error {
 	if c.Expected == s.Expected {
 		return at("expected", "the counterfactual must flip the verdict: both say %s", c.Expected)
 	}
-	changed := c.Lock != nil || c.Storage != nil || c.Fence != nil || c.Watchdog != nil || c.Persistence != nil ||
-		c.CheckLease != nil || c.IdleSessionTimeout != nil || c.GeneratorFault != nil
+	changed := len(c.overrides(s)) > 0
 	for _, st := range s.Steps {
 		changed = changed || st.Cause || st.Counterfactual != nil
 	}
@@ -243,32 +223,8 @@ func (s *Scenario) CounterfactualChanges() []string {
 		return nil
 	}
 	var out []string
-	field := func(name, from, to string) {
-		out = append(out, fmt.Sprintf("%s: %s -> %s", name, orNone(from), orNone(to)))
-	}
-	if c.Lock != nil {
-		field("lock", s.Lock, *c.Lock)
-	}
-	if c.Storage != nil {
-		field("storage", s.Storage, *c.Storage)
-	}
-	if c.Fence != nil {
-		field("fence", s.Fence, *c.Fence)
-	}
-	if c.Watchdog != nil {
-		field("watchdog", s.Watchdog, *c.Watchdog)
-	}
-	if c.Persistence != nil {
-		field("persistence", s.Persistence, *c.Persistence)
-	}
-	if c.CheckLease != nil {
-		field("check_lease", fmt.Sprint(s.CheckLease), fmt.Sprint(*c.CheckLease))
-	}
-	if c.IdleSessionTimeout != nil {
-		field("idle_session_timeout", s.IdleSessionTimeout.String(), c.IdleSessionTimeout.String())
-	}
-	if c.GeneratorFault != nil && s.Generator != nil {
-		field("generator.fault", s.Generator.Fault, *c.GeneratorFault)
+	for _, o := range c.overrides(s) {
+		out = append(out, fmt.Sprintf("%s: %s -> %s", o.name, orNone(o.from), orNone(o.to)))
 	}
 	for i, st := range s.Steps {
 		switch {
@@ -277,6 +233,52 @@ func (s *Scenario) CounterfactualChanges() []string {
 		case st.Counterfactual != nil:
 			out = append(out, fmt.Sprintf("step %d changed (%s -> %s)", i+1, st.Describe(), overlay(st, *st.Counterfactual).Describe()))
 		}
+	}
+	return out
+}
+
+// override is one scenario field a counterfactual replaces: its name,
+// its value in the story and in the counterfactual, and how to set it.
+type override struct {
+	name, from, to string
+	apply          func(cf *Scenario)
+}
+
+// overrides lists the fields c replaces in s, in one place for building
+// the counterfactual, checking that it changes something, and saying what
+// it changed.
+func (c *Counterfactual) overrides(s *Scenario) []override {
+	var out []override
+	text := func(name string, v *string, field func(*Scenario) *string) {
+		if v != nil {
+			out = append(out, override{name, *field(s), *v, func(cf *Scenario) { *field(cf) = *v }})
+		}
+	}
+	text("lock", c.Lock, func(x *Scenario) *string { return &x.Lock })
+	text("storage", c.Storage, func(x *Scenario) *string { return &x.Storage })
+	text("fence", c.Fence, func(x *Scenario) *string { return &x.Fence })
+	text("watchdog", c.Watchdog, func(x *Scenario) *string { return &x.Watchdog })
+	text("persistence", c.Persistence, func(x *Scenario) *string { return &x.Persistence })
+	if v := c.CheckLease; v != nil {
+		out = append(out, override{"check_lease", fmt.Sprint(s.CheckLease), fmt.Sprint(*v), func(cf *Scenario) { cf.CheckLease = *v }})
+	}
+	if v := c.IdleSessionTimeout; v != nil {
+		out = append(out, override{"idle_session_timeout", s.IdleSessionTimeout.String(), v.String(), func(cf *Scenario) { cf.IdleSessionTimeout = *v }})
+	}
+	if v := c.GeneratorFault; v != nil {
+		from := ""
+		if s.Generator != nil {
+			from = s.Generator.Fault
+		}
+		// CounterfactualScenario refuses it on a scripted story.
+		out = append(out, override{"generator.fault", from, *v, func(cf *Scenario) {
+			g := *cf.Generator
+			g.Fault = *v
+			if g.Fault == "none" {
+				g.Faults = 0
+			}
+			cf.Generator = &g
+		}})
 	}
 	return out
 }
