@@ -41,24 +41,33 @@ func ownerTag() (string, error) {
 	return fmt.Sprintf("o%d.%s", os.Getpid(), start), nil
 }
 
-// startTime is field 22 of /proc/PID/stat: when the process started, in
-// clock ticks since boot.
-func startTime(pid int) (string, error) {
+// statFields are the fields of /proc/PID/stat after the command name
+// (which is in parentheses and may hold spaces): [0] is field 3, the
+// state; [19] is field 22, the start time in clock ticks since boot.
+func statFields(pid int) ([]string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	// The command name (field 2) is in parentheses and may hold spaces.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return "", fmt.Errorf("/proc/%d/stat: no command name", pid)
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 20 {
-		return "", fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+		return nil, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
 	}
-	return f[19], nil // field 22 overall; f[0] is field 3
+	return f, nil
+}
+
+// startTime is when the process started, in clock ticks since boot.
+func startTime(pid int) (string, error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return "", err
+	}
+	return f[19], nil
 }
 
 // ownerAlive reads dir's owner from its name: ok is false when it has
@@ -72,8 +81,8 @@ func ownerAlive(dir string) (pid int, alive, ok bool) {
 	if err != nil {
 		return 0, false, false
 	}
-	start, err := startTime(pid)
-	return pid, err == nil && start == m[2] && running(pid), true
+	f, err := statFields(pid)
+	return pid, err == nil && f[19] == m[2] && f[0] != "Z", true
 }
 
 // ownerStarted is when dir's owner started, from its start time in clock
@@ -229,13 +238,8 @@ func leftSegments(dir string) (ids []int, busy bool) {
 
 // running says whether pid is a live process (a zombie is not).
 func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
+	f, err := statFields(pid)
+	return err == nil && f[0] != "Z"
 }
 
 // workingIn says whether a live process works in dir (its cwd is there).
