@@ -97,6 +97,84 @@ func (r *RedisIncr) Next(ctx context.Context) (int64, error) {
 // Close closes the client.
 func (r *RedisIncr) Close() error { return r.client.Close() }
 
+// LeaseTokenSource is a TokenSource whose token depends on the lease it
+// fences (which nodes granted it). Fenced calls NextFor when src has it.
+type LeaseTokenSource interface {
+	NextFor(ctx context.Context, l Lease) (int64, error)
+}
+
+// RedlockIncr draws a Redlock lease's fencing token from INCR on every
+// node that granted it, and hands out the largest count: the counters
+// Kleppmann says "would go out of sync" (Martin Kleppmann, "How to do
+// distributed locking", 2016, section "Making the lock safe with
+// fencing"). Any two majorities share a node, so the largest count rises
+// as long as every node keeps its counter; a node that restarts without
+// persistence forgets its count, and the next majority that includes it
+// but not the nodes that remember can hand out a token already in use.
+type RedlockIncr struct {
+	nodes map[string]*redis.Client
+	key   string
+}
+
+// NewRedlockIncr makes a per-node INCR token source on the nodes, each
+// request bounded by timeout (0: 50ms) and never retried.
+func NewRedlockIncr(nodes []Node, key string, timeout time.Duration) *RedlockIncr {
+	if key == "" {
+		key = DefaultFenceKey
+	}
+	if timeout <= 0 {
+		timeout = Config{}.Timeout()
+	}
+	r := &RedlockIncr{nodes: map[string]*redis.Client{}, key: key}
+	for _, n := range nodes {
+		r.nodes[n.Name] = NewRedisClient(n.Addr, timeout)
+	}
+	return r
+}
+
+// Next is NextFor a lease granted by every node.
+func (r *RedlockIncr) Next(ctx context.Context) (int64, error) {
+	var all Lease
+	for name := range r.nodes {
+		all.Nodes = append(all.Nodes, name)
+	}
+	return r.NextFor(ctx, all)
+}
+
+// NextFor runs INCR on each node that granted l and returns the largest
+// count; it fails if no node answered.
+func (r *RedlockIncr) NextFor(ctx context.Context, l Lease) (int64, error) {
+	var best int64
+	var errs []error
+	for _, name := range l.Nodes {
+		c, ok := r.nodes[name]
+		if !ok {
+			return 0, fmt.Errorf("fence INCR: lease granted by unknown node %s", name)
+		}
+		v, err := c.Incr(ctx, r.key).Result()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", name, err))
+			continue
+		}
+		best = max(best, v)
+	}
+	if best == 0 {
+		return 0, fmt.Errorf("fence INCR %s: no node answered: %v", r.key, errs)
+	}
+	return best, nil
+}
+
+// Close closes the clients.
+func (r *RedlockIncr) Close() error {
+	var err error
+	for _, c := range r.nodes {
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
 // Fenced wraps a lock so that every granted lease carries a fencing token
 // from src, drawn after the lock is granted (so tokens follow the order
 // of grants as far as the lock itself is exclusive). If the token cannot
@@ -129,7 +207,12 @@ func (f *fenced) Acquire(ctx context.Context, key string, ttl time.Duration) (Le
 	if err != nil {
 		return l, err
 	}
-	tok, err := f.src.Next(ctx)
+	var tok int64
+	if ls, ok := f.src.(LeaseTokenSource); ok {
+		tok, err = ls.NextFor(ctx, l)
+	} else {
+		tok, err = f.src.Next(ctx)
+	}
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		rerr := f.inner.Release(rctx, l)

@@ -33,6 +33,11 @@ type PostgresOptions struct {
 	// services often do; with it a session's advisory locks go too.
 	// Zero leaves it off.
 	IdleSessionTimeout time.Duration
+	// IdleInTransactionSessionTimeout makes the server end any session
+	// idle inside an open transaction for longer
+	// (idle_in_transaction_session_timeout): the transaction rolls back and
+	// its transaction-level advisory locks go with it. Zero leaves it off.
+	IdleInTransactionSessionTimeout time.Duration
 	// StartTimeout bounds initdb plus start-up. Zero means 30s.
 	StartTimeout time.Duration
 }
@@ -127,6 +132,9 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (pg *Post
 	bin, err := postgresBinDir()
 	if err != nil {
 		return nil, err
+	}
+	if o.IdleInTransactionSessionTimeout < 0 {
+		return nil, fmt.Errorf("postgres: negative idle_in_transaction_session_timeout %v", o.IdleInTransactionSessionTimeout)
 	}
 	if o.IdleSessionTimeout < 0 {
 		return nil, fmt.Errorf("postgres: negative idle_session_timeout %v", o.IdleSessionTimeout)
@@ -276,12 +284,13 @@ func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
 		"-c", "dynamic_shared_memory_type=mmap",
 		"-c", "log_min_messages=warning",
 	}
-	if d := pg.opts.IdleSessionTimeout; d > 0 {
-		ms := d.Milliseconds()
-		if ms == 0 {
-			ms = 1
+	for name, d := range map[string]time.Duration{
+		"idle_session_timeout":                pg.opts.IdleSessionTimeout,
+		"idle_in_transaction_session_timeout": pg.opts.IdleInTransactionSessionTimeout,
+	} {
+		if d > 0 {
+			args = append(args, "-c", fmt.Sprintf("%s=%d", name, max(d.Milliseconds(), 1)))
 		}
-		args = append(args, "-c", fmt.Sprintf("idle_session_timeout=%d", ms))
 	}
 	logf, err := os.OpenFile(pg.log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {

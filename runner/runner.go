@@ -380,8 +380,8 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 		in.Config.Postgres = r.pg.DSN(lock.Listen)
 		if r.sc.Storage != "" || r.sc.Fence == "postgres" {
 			// The protected storage stands for another database: the
-			// lock server's idle_session_timeout does not apply to it.
-			in.Storage = r.pg.DSN(store.Listen) + "&idle_session_timeout=0"
+			// lock server's idle timeouts do not apply to it.
+			in.Storage = r.pg.DSN(store.Listen) + "&idle_session_timeout=0&idle_in_transaction_session_timeout=0"
 		}
 	}
 	if r.direct {
@@ -415,7 +415,10 @@ func (r *run) startServers(ctx context.Context, spec clients.Spec) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pg, err := env.StartPostgres(ctx, "", env.PostgresOptions{IdleSessionTimeout: r.sc.IdleSessionTimeout.Duration})
+			pg, err := env.StartPostgres(ctx, "", env.PostgresOptions{
+				IdleSessionTimeout:              r.sc.IdleSessionTimeout.Duration,
+				IdleInTransactionSessionTimeout: r.sc.IdleInTransactionSessionTimeout.Duration,
+			})
 			if err == nil {
 				err = storage.Setup(ctx, pg.DSN(pg.Addr()))
 			}

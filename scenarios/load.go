@@ -278,17 +278,20 @@ func (s *Scenario) validate() error {
 	if !contains([]string{"", "plain", "fenced", "token-cas", "idempotent"}, s.Storage) {
 		return s.errAt("storage", "expected plain, fenced, token-cas or idempotent, got %q", s.Storage)
 	}
-	if !contains([]string{"", "postgres", "redis-incr"}, s.Fence) {
-		return s.errAt("fence", "expected postgres or redis-incr, got %q", s.Fence)
+	if !contains([]string{"", "postgres", "redis-incr", "redlock-incr"}, s.Fence) {
+		return s.errAt("fence", "expected postgres, redis-incr or redlock-incr, got %q", s.Fence)
 	}
-	if s.Fence == "redis-incr" && s.Nodes == 0 {
-		return s.errAt("fence", "redis-incr needs a Redis node: set nodes")
+	if (s.Fence == "redis-incr" || s.Fence == "redlock-incr") && s.Nodes == 0 {
+		return s.errAt("fence", "%s needs Redis nodes: set nodes", s.Fence)
 	}
 	if !contains([]string{"", "token", "pexpire"}, s.Watchdog) {
 		return s.errAt("watchdog", "expected token or pexpire, got %q", s.Watchdog)
 	}
 	if !contains([]string{"", "none", "everysec", "always"}, s.Persistence) {
 		return s.errAt("persistence", "expected none, everysec or always, got %q", s.Persistence)
+	}
+	if s.IdleInTransactionSessionTimeout.Duration < 0 {
+		return s.errAt("idle_in_transaction_session_timeout", "expected a positive duration")
 	}
 	if s.WatchdogEvery.Duration < 0 || s.IdleSessionTimeout.Duration < 0 {
 		return s.errAt("watchdog_every", "expected a positive duration")

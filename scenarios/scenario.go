@@ -45,7 +45,8 @@ type Scenario struct {
 	// lease's token) or idempotent (unique (job, period)). Empty: none.
 	Storage string `yaml:"storage"`
 	// Fence is the fencing-token source handed out with each grant:
-	// postgres (a sequence) or redis-incr (INCR on node A). Empty: none.
+	// postgres (a sequence), redis-incr (INCR on node A) or redlock-incr
+	// (INCR on every node that granted, the largest count). Empty: none.
 	Fence string `yaml:"fence"`
 	// Watchdog renews each lease in the background while the client
 	// lives: token (only while the key holds this lease's token) or
@@ -65,6 +66,9 @@ type Scenario struct {
 	Replicas bool `yaml:"replicas"`
 	// IdleSessionTimeout sets PostgreSQL's idle_session_timeout.
 	IdleSessionTimeout Duration `yaml:"idle_session_timeout"`
+	// IdleInTransactionSessionTimeout sets PostgreSQL's
+	// idle_in_transaction_session_timeout.
+	IdleInTransactionSessionTimeout Duration `yaml:"idle_in_transaction_session_timeout"`
 	// Margin is how late the harness may run before the story's timing
 	// cannot be trusted (default 100ms): a run that stalled longer ends
 	// unknown, never with a verdict it did not earn.

@@ -52,6 +52,11 @@ func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
 			return errors.New("fence redis-incr needs a Redis node")
 		}
 		lock = clients.Fenced(lock, clients.NewRedisIncr(in.Config.Redis[0].Addr, clients.DefaultFenceKey, in.Config.Timeout()))
+	case "redlock-incr":
+		if len(in.Config.Redis) == 0 {
+			return errors.New("fence redlock-incr needs Redis nodes")
+		}
+		lock = clients.Fenced(lock, clients.NewRedlockIncr(in.Config.Redis, clients.DefaultFenceKey, in.Config.Timeout()))
 	default:
 		return fmt.Errorf("unknown fence source %q", in.Fence)
 	}

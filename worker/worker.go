@@ -57,7 +57,8 @@ type Init struct {
 	// StorageMode is plain, fenced, token-cas or idempotent.
 	StorageMode storage.Mode `json:"storage_mode,omitempty"`
 	// Fence names the fencing-token source: "" (none), "postgres" (a
-	// sequence, through Storage) or "redis-incr" (INCR on the first node).
+	// sequence, through Storage), "redis-incr" (INCR on the first node) or
+	// "redlock-incr" (INCR on every node that granted; the largest count).
 	Fence string `json:"fence,omitempty"`
 	// Watchdog renews every lease in the background: "" (no), "token"
 	// (only while the key holds this lease's token) or "pexpire" (plain
