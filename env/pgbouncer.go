@@ -298,3 +298,6 @@ func (b *Pgbouncer) Stop() {
 		RemoveTempDir(b.dir)
 	}
 }
+
+// PoolSize is the number of server connections pgbouncer may open.
+func (b *Pgbouncer) PoolSize() int { return b.opts.PoolSize }

@@ -115,8 +115,11 @@ func (r *run) bypassLinks(in *worker.Init) {
 	}
 	if r.pg != nil {
 		in.Config.Postgres = r.pg.DSN(r.pg.Addr())
+		if r.pgb != nil {
+			in.Config.Postgres = r.pgb.DSN(r.pgb.Addr())
+		}
 		if in.Storage != "" {
-			in.Storage = r.pg.DSN(r.pg.Addr()) + "&idle_session_timeout=0"
+			in.Storage = r.pg.DSN(r.pg.Addr()) + "&idle_session_timeout=0&idle_in_transaction_session_timeout=0"
 		}
 	}
 }

@@ -69,6 +69,9 @@ type run struct {
 	faults  []nemesis.Fault
 	tmp     string
 	pg      *env.Postgres
+	// pgb is the pgbouncer between the lock's connections and pg, if the
+	// scenario asks for one.
+	pgb *env.Pgbouncer
 	// direct connects the clients straight to the servers, past their
 	// proxies (generator.go: a fault that needs no network).
 	direct bool
@@ -333,6 +336,9 @@ func (r *run) setup(ctx context.Context) error {
 	pg := "no PostgreSQL"
 	if r.pg != nil {
 		pg = "PostgreSQL on " + r.pg.Addr()
+		if r.pgb != nil {
+			pg += fmt.Sprintf(" behind pgbouncer (pool_mode=%s, %d server connection(s)) on %s", r.sc.Pgbouncer, r.pgb.PoolSize(), r.pgb.Addr())
+		}
 	}
 	r.say("environment ready: %d Redis node(s), %s, %d client process(es), %d proxies", r.sc.Nodes, pg, r.sc.Clients, len(r.target.Network.Links()))
 	return nil
@@ -368,7 +374,11 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 	if r.pg != nil {
 		// Two links: the lock's connection and the storage's, so a fault
 		// can hit one and not the other.
-		lock, err := r.target.Network.AddLink(env.LinkName(c, LinkPostgres), r.pg.Addr())
+		lockServer := r.pg.Addr()
+		if r.pgb != nil {
+			lockServer = r.pgb.Addr()
+		}
+		lock, err := r.target.Network.AddLink(env.LinkName(c, LinkPostgres), lockServer)
 		if err != nil {
 			return in, harness("%v", err)
 		}
@@ -378,6 +388,9 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 		}
 		r.target.PGLinks[c], r.target.StorageLinks[c] = lock, store
 		in.Config.Postgres = r.pg.DSN(lock.Listen)
+		if r.pgb != nil {
+			in.Config.Postgres = r.pgb.DSN(lock.Listen)
+		}
 		if r.sc.Storage != "" || r.sc.Fence == "postgres" {
 			// The protected storage stands for another database: the
 			// lock server's idle timeouts do not apply to it.
@@ -422,11 +435,23 @@ func (r *run) startServers(ctx context.Context, spec clients.Spec) error {
 			if err == nil {
 				err = storage.Setup(ctx, pg.DSN(pg.Addr()))
 			}
+			var pgb *env.Pgbouncer
+			if err == nil && r.sc.Pgbouncer != "" {
+				// Transaction pooling with one server connection: every
+				// client's statements share it. Session pooling needs one
+				// per client, or a second client waits for the first.
+				size := 1
+				if r.sc.Pgbouncer == "session" {
+					size = r.sc.Clients
+				}
+				pgb, err = env.StartPgbouncer(ctx, pg, "", env.PgbouncerOptions{PoolMode: r.sc.Pgbouncer, PoolSize: size})
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if pg != nil {
 				r.pg, r.target.Postgres = pg, pg
 			}
+			r.pgb = pgb
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -678,6 +703,9 @@ func (r *run) teardown() {
 	for _, s := range r.target.Replicas {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = s.Close() }()
+	}
+	if r.pgb != nil {
+		r.pgb.Stop()
 	}
 	if r.pg != nil {
 		wg.Add(1)

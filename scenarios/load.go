@@ -290,6 +290,9 @@ func (s *Scenario) validate() error {
 	if !contains([]string{"", "none", "everysec", "always"}, s.Persistence) {
 		return s.errAt("persistence", "expected none, everysec or always, got %q", s.Persistence)
 	}
+	if !contains([]string{"", "transaction", "session"}, s.Pgbouncer) {
+		return s.errAt("pgbouncer", "expected transaction or session (pgbouncer's pool_mode), got %q", s.Pgbouncer)
+	}
 	if s.IdleInTransactionSessionTimeout.Duration < 0 {
 		return s.errAt("idle_in_transaction_session_timeout", "expected a positive duration")
 	}

@@ -66,6 +66,11 @@ type Scenario struct {
 	Replicas bool `yaml:"replicas"`
 	// IdleSessionTimeout sets PostgreSQL's idle_session_timeout.
 	IdleSessionTimeout Duration `yaml:"idle_session_timeout"`
+	// Pgbouncer puts a real pgbouncer, in this pool mode (transaction or
+	// session; one server connection in transaction mode, one per client in
+	// session mode), between the lock's connections
+	// and PostgreSQL; the storage's connections go direct. Empty: none.
+	Pgbouncer string `yaml:"pgbouncer"`
 	// IdleInTransactionSessionTimeout sets PostgreSQL's
 	// idle_in_transaction_session_timeout.
 	IdleInTransactionSessionTimeout Duration `yaml:"idle_in_transaction_session_timeout"`

@@ -31,6 +31,7 @@ type Counterfactual struct {
 	Persistence        *string   `yaml:"persistence"`
 	CheckLease         *bool     `yaml:"check_lease"`
 	IdleSessionTimeout *Duration `yaml:"idle_session_timeout"`
+	Pgbouncer          *string   `yaml:"pgbouncer"`
 	// GeneratorFault replaces generator.fault (none: no fault at all).
 	GeneratorFault *string `yaml:"generator_fault"`
 
@@ -259,6 +260,7 @@ func (c *Counterfactual) overrides(s *Scenario) []override {
 	text("fence", c.Fence, func(x *Scenario) *string { return &x.Fence })
 	text("watchdog", c.Watchdog, func(x *Scenario) *string { return &x.Watchdog })
 	text("persistence", c.Persistence, func(x *Scenario) *string { return &x.Persistence })
+	text("pgbouncer", c.Pgbouncer, func(x *Scenario) *string { return &x.Pgbouncer })
 	if v := c.CheckLease; v != nil {
 		out = append(out, override{"check_lease", fmt.Sprint(s.CheckLease), fmt.Sprint(*v), func(cf *Scenario) { cf.CheckLease = *v }})
 	}
