@@ -22,10 +22,18 @@ import (
 // (Inject returns at once); or only on Heal with NoRestart. Heal makes
 // sure the server runs again: it cuts a pending delay short, restarts it
 // if it is down, and waits for the restart. The lost data is not healed.
+//
+// With NodeClock the delay is counted on the node's own wall clock (its
+// clock shim), as a node does that, on start, waits until its clock says
+// RestartAfter has passed since it went down: across a reboot the wall
+// clock is the only clock that survives. A clock jump on the node while
+// it is down then moves the restart (Kleppmann's caveat: delayed restarts
+// "would fail if the clock jumps").
 type Crash struct {
 	Node         string
 	RestartAfter time.Duration
 	NoRestart    bool
+	NodeClock    bool
 	guard
 }
 
@@ -35,6 +43,8 @@ func (f *Crash) Detail() string {
 	switch {
 	case f.NoRestart:
 		return "kill -9, restart on heal"
+	case f.RestartAfter > 0 && f.NodeClock:
+		return fmt.Sprintf("kill -9, restart after %v by the node's own clock", f.RestartAfter)
 	case f.RestartAfter > 0:
 		return fmt.Sprintf("kill -9, restart after %v", f.RestartAfter)
 	}
@@ -53,6 +63,7 @@ func (f *Crash) Inject(ctx context.Context, t *Target) error {
 		if !r.Running() {
 			return fmt.Errorf("crash %s: the server is not running", f.Node)
 		}
+		downAt := r.Clock.Now()
 		r.Crash()
 		switch {
 		case f.NoRestart:
@@ -66,9 +77,13 @@ func (f *Crash) Inject(ctx context.Context, t *Target) error {
 			var nowOnce sync.Once
 			done := make(chan error, 1)
 			go func() {
-				select {
-				case <-time.After(f.RestartAfter):
-				case <-now:
+				if f.NodeClock {
+					waitNodeClock(r, downAt.Add(f.RestartAfter), now)
+				} else {
+					select {
+					case <-time.After(f.RestartAfter):
+					case <-now:
+					}
 				}
 				rctx, cancel := context.WithTimeout(context.Background(), 2*env.RedisStartTimeout)
 				defer cancel()
@@ -90,6 +105,20 @@ func (f *Crash) Inject(ctx context.Context, t *Target) error {
 }
 
 func (f *Crash) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
+
+// waitNodeClock returns when r's shifted clock reads until or later, or
+// when now is closed (Heal cuts the delay short).
+func waitNodeClock(r *env.Redis, until time.Time, now <-chan struct{}) {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for r.Clock.Now().Before(until) {
+		select {
+		case <-tick.C:
+		case <-now:
+			return
+		}
+	}
+}
 
 func restart(ctx context.Context, r *env.Redis) error {
 	if err := r.Restart(ctx); err != nil {

@@ -547,7 +547,7 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 			return ok && p.Client == st.Client && p.Node == st.Node
 		})
 	case "crash":
-		return r.inject(ctx, &nemesis.Crash{Node: st.Node, RestartAfter: st.For.Duration})
+		return r.inject(ctx, &nemesis.Crash{Node: st.Node, RestartAfter: st.For.Duration, NodeClock: st.NodeClock})
 	case "kill":
 		r.clients[st.Client].Kill()
 		delete(r.pending, st.Client)

@@ -379,6 +379,9 @@ func (s *Scenario) validateStep(i int) error {
 	if st.For.Duration < 0 {
 		return at("for", "expected a positive duration, got %v", st.For)
 	}
+	if st.NodeClock && (st.Do != "crash" || st.For.Duration == 0) {
+		return at("node_clock", "node_clock counts a crash's restart delay: it needs do: crash and a for")
+	}
 	if st.TTL.Duration < 0 {
 		return at("ttl", "expected a positive duration, got %v", st.TTL)
 	}

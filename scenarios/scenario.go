@@ -179,6 +179,10 @@ type Step struct {
 	Rate float64 `yaml:"rate"`
 	// TTL overrides the scenario's TTL for this acquire or extend.
 	TTL Duration `yaml:"ttl"`
+	// NodeClock counts a crash's restart delay (`for`) on the node's own
+	// wall clock, as a node that waits out the delay on start does: a
+	// clock jump on the node while it is down moves its restart.
+	NodeClock bool `yaml:"node_clock"`
 	// Async lets the story go on without waiting for the client's reply;
 	// a later `wait` step collects it.
 	Async bool `yaml:"async"`
