@@ -149,8 +149,7 @@ func summarize(r *Result, p *parsed, o Options) string {
 	case Leaked:
 		if len(r.Liveness.Leaks) > 0 {
 			l := r.Liveness.Leaks[0]
-			return more(fmt.Sprintf("leaked: lock %s stayed held after client %d %s at %s: client %d's acquire #%d failed at %s (%d failed acquires)",
-				l.Key, l.Holder, l.Gone, secs(l.GoneAt), l.FailedAcquire.Process, l.FailedAcquire.Seq, secs(l.FailedAcquire.Time), l.Failures))
+			return more("leaked: " + l.Sentence())
 		}
 		s := r.Liveness.Stalls[0]
 		return more(fmt.Sprintf("leaked: no acquire of %s was granted between %s and %s (%d attempts refused, longer than %s)",

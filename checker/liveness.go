@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -22,7 +23,10 @@ type LivenessResult struct {
 	Stalls    []Stall `json:"stalls,omitempty"`
 }
 
-// Leak is a lock refused to a client after every earlier holder was gone.
+// Leak is a lock refused to a client after every earlier holder was gone,
+// or refused as held when no client had ever held it (Holder 0, Gone
+// "never held": the lock server counted someone else's lock as this one,
+// as two names with one 32-bit hash do).
 type Leak struct {
 	Key string `json:"key"`
 	// Holder is the last holder to go, Acquire its acquire's completion.
@@ -52,6 +56,19 @@ type Stall struct {
 	Since    history.Event `json:"since"`
 	Failed   history.Event `json:"failed"`
 	Attempts int           `json:"attempts"`
+}
+
+// NeverHeld is a Leak's Gone when no client had held the lock at all.
+const NeverHeld = "never held"
+
+// Sentence says what the leak is, citing the operations that prove it.
+func (l Leak) Sentence() string {
+	if l.Gone == NeverHeld {
+		return fmt.Sprintf("lock %s was refused as held to client %d (acquire #%d at %s) though no client had held it (%d refused acquires)",
+			l.Key, l.FailedAcquire.Process, l.FailedAcquire.Seq, secs(l.FailedAcquire.Time), l.Failures)
+	}
+	return fmt.Sprintf("lock %s stayed held after client %d %s at %s: client %d's acquire #%d failed at %s (%d failed acquires)",
+		l.Key, l.Holder, l.Gone, secs(l.GoneAt), l.FailedAcquire.Process, l.FailedAcquire.Seq, secs(l.FailedAcquire.Time), l.Failures)
 }
 
 type holder struct {
@@ -130,12 +147,20 @@ func checkLiveness(p *parsed, o Options) LivenessResult {
 		contended := contendedAcquires(all)
 		leaks := map[int]*Leak{}
 		var order []int
+		var phantom *Leak // refused as held, and no client held it before
 		for i, f := range all {
 			if f.status() != history.Fail || contended[i] {
 				continue
 			}
 			n := sort.Search(len(hs), func(i int) bool { return hs[i].o.inv.Time >= f.done.Time })
 			if n == 0 {
+				if f.done.Reason != history.ReasonHeld {
+					continue
+				}
+				if phantom == nil {
+					phantom = &Leak{Key: k, Gone: NeverHeld, FailedAcquire: f.done}
+				}
+				phantom.Failures++
 				continue
 			}
 			last := hs[prefMax[n-1]]
@@ -152,6 +177,10 @@ func checkLiveness(p *parsed, o Options) LivenessResult {
 				FailedAcquire: f.done, Failures: 1,
 			}
 			order = append(order, prefMax[n-1])
+		}
+		if phantom != nil {
+			r.LeakCount++
+			r.Leaks = appendCapped(r.Leaks, *phantom)
 		}
 		for _, i := range order {
 			r.LeakCount++

@@ -33,6 +33,15 @@ func init() {
 			}
 			return s, err
 		}})
+	Register(Spec{Name: "postgres-hashtext", Backend: "postgres",
+		Doc: "PostgreSQL session lock keyed by hashtext(name), a 32-bit hash: unrelated names can share one lock",
+		New: func(cfg Config) (Lock, error) {
+			s, err := NewPGSession(cfg)
+			if err == nil {
+				s.hashtext = true
+			}
+			return s, err
+		}})
 	Register(Spec{Name: "postgres-pooled", Backend: "postgres",
 		Doc: "PostgreSQL session lock through a pool: unlock lands on another connection and is ignored (leaks)",
 		New: func(cfg Config) (Lock, error) { return NewPGPooled(cfg) }})
@@ -141,7 +150,7 @@ func (c *pgConn) close() error {
 // and the server frees a closed session's locks.
 func tryLock(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, sql string, key int64) (bool, error) {
+}, sql string, key any) (bool, error) {
 	var ok bool
 	if err := q.QueryRow(ctx, sql, key).Scan(&ok); err != nil {
 		return false, err
@@ -164,6 +173,22 @@ type PGSession struct {
 	// shared takes the shared advisory lock (a mutant): it excludes
 	// only exclusive holders, so two shared holders both get it.
 	shared bool
+	// hashtext keys the lock by PostgreSQL's hashtext(name), a 32-bit
+	// hash, as much code does, instead of AdvisoryKey's 64 bits: among
+	// 100,000 names, a collision is more likely than not.
+	hashtext bool
+}
+
+// lockSQL wraps an advisory lock function's call with this lock's key
+// expression, and gives the key argument.
+func (p *PGSession) lockSQL(fn, key string) (string, any) {
+	if p.shared {
+		fn += "_shared"
+	}
+	if p.hashtext {
+		return "SELECT " + fn + "(hashtext($1))", key
+	}
+	return "SELECT " + fn + "($1)", AdvisoryKey(key)
 }
 
 // NewPGSession makes a session lock client; it connects on first use.
@@ -175,7 +200,8 @@ func NewPGSession(cfg Config) (*PGSession, error) {
 	return &PGSession{c: pgConn{dsn: dsn}, held: map[string]uint64{}}, nil
 }
 
-// Acquire runs pg_try_advisory_lock(AdvisoryKey(key)); ttl is ignored.
+// Acquire runs pg_try_advisory_lock on AdvisoryKey(key) (or hashtext(key));
+// ttl is ignored.
 func (p *PGSession) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -184,11 +210,8 @@ func (p *PGSession) Acquire(ctx context.Context, key string, ttl time.Duration) 
 	if err != nil {
 		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
 	}
-	sql := `SELECT pg_try_advisory_lock($1)`
-	if p.shared {
-		sql = `SELECT pg_try_advisory_lock_shared($1)`
-	}
-	ok, err := tryLock(ctx, conn, sql, AdvisoryKey(key))
+	sql, arg := p.lockSQL("pg_try_advisory_lock", key)
+	ok, err := tryLock(ctx, conn, sql, arg)
 	if err != nil {
 		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
 	}
@@ -215,11 +238,8 @@ func (p *PGSession) Release(ctx context.Context, l Lease) error {
 	if !p.c.alive(gen) {
 		return errors.New("postgres-session release: the connection that took the lock is closed (the server frees a closed session's locks once it notices)")
 	}
-	sql := `SELECT pg_advisory_unlock($1)`
-	if p.shared {
-		sql = `SELECT pg_advisory_unlock_shared($1)`
-	}
-	ok, err := tryLock(ctx, p.c.conn, sql, AdvisoryKey(l.Key))
+	sql, arg := p.lockSQL("pg_advisory_unlock", l.Key)
+	ok, err := tryLock(ctx, p.c.conn, sql, arg)
 	if err != nil {
 		return fmt.Errorf("postgres-session release: %w", err)
 	}

@@ -53,8 +53,11 @@ func Findings(c checker.Result) []Finding {
 			Text: fmt.Sprintf("clients %d and %d both held %s between %s and %s", o.ClientA, o.ClientB, o.Key, secs(o.From), secs(o.To))})
 	}
 	for _, l := range c.Liveness.Leaks {
-		out = append(out, Finding{Kind: "leak", Bad: true, Events: []history.Event{l.Acquire, l.Release, l.FailedAcquire},
-			Text: fmt.Sprintf("%s stayed held after client %d %s at %s; %d acquires refused afterwards", l.Key, l.Holder, l.Gone, secs(l.GoneAt), l.Failures)})
+		evs := []history.Event{l.Acquire, l.Release, l.FailedAcquire}
+		if l.Gone == checker.NeverHeld {
+			evs = []history.Event{l.FailedAcquire}
+		}
+		out = append(out, Finding{Kind: "leak", Bad: true, Events: evs, Text: l.Sentence()})
 	}
 	for _, s := range c.Liveness.Stalls {
 		out = append(out, Finding{Kind: "stall", Bad: true, Events: []history.Event{s.Since, s.Failed},

@@ -502,6 +502,14 @@ func (r *run) startReplicas(ctx context.Context) error {
 	return waitReplicated(ctx, r.target.Replicas)
 }
 
+// key is the lock a step names, else the scenario's.
+func (r *run) key(st scenarios.Step) string {
+	if st.Key != "" {
+		return st.Key
+	}
+	return r.sc.Key
+}
+
 // step carries out one step of the story.
 func (r *run) step(ctx context.Context, st scenarios.Step) error {
 	ttl := r.sc.TTL.Duration
@@ -519,9 +527,9 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 			return ctx.Err()
 		}
 	case "acquire", "release", "extend":
-		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.sc.Key, TTL: ttl})
+		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.key(st), TTL: ttl})
 	case "write":
-		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.sc.Key, Work: st.Work.Duration, Unlocked: st.Unlocked})
+		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.key(st), Work: st.Work.Duration, Unlocked: st.Unlocked})
 	case "wait":
 		if err := r.wait(ctx, st.Client); err != nil {
 			return err

@@ -179,6 +179,9 @@ type Step struct {
 	Rate float64 `yaml:"rate"`
 	// TTL overrides the scenario's TTL for this acquire or extend.
 	TTL Duration `yaml:"ttl"`
+	// Key is the lock's name for an acquire, release, extend or write
+	// (default: the scenario's key): two jobs with two locks.
+	Key string `yaml:"key"`
 	// NodeClock counts a crash's restart delay (`for`) on the node's own
 	// wall clock, as a node that waits out the delay on start does: a
 	// clock jump on the node while it is down moves its restart.
