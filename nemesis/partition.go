@@ -2,11 +2,15 @@ package nemesis
 
 import (
 	"context"
+
+	"locksim/env"
 )
 
 // Partition cuts one client off from some nodes: every byte on those links
-// is dropped in both directions and no connection is closed, as in a real
-// partition, so the client's requests time out. The client's links to the
+// is dropped in both directions and no close gets through, as in a real
+// partition, so the client's requests time out, and a connection the client
+// gives up on (or dies with) stays open on the server until the partition
+// heals (env.PartitionToxic). The client's links to the
 // other nodes are untouched. Nodes may include PGNode, the client's link
 // to PostgreSQL: a session behind a silent partition keeps its advisory
 // locks (the server sees no close). Heal lets bytes through again.
@@ -28,8 +32,8 @@ func (f *Partition) Inject(ctx context.Context, t *Target) error {
 		return err
 	}
 	return f.inject(ctx, func(add func(undoFunc)) error {
-		// timeout 0: drop data and never close the connection.
-		return addToxics(links, partitionToxic, "timeout", bothStreams, map[string]any{"timeout": 0}, add)
+		// Drop data, and keep a client's close from the server.
+		return addToxics(links, partitionToxic, env.PartitionToxic, bothStreams, nil, add)
 	})
 }
 
