@@ -67,12 +67,30 @@ func TestCatalogue(t *testing.T) {
 	for _, sc := range all {
 		name := sc.Name
 		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "run")
-			code, out, errb := sim(t, "run", name, "--counterfactual", "--out", dir)
+			// A run the timing guard ended unknown ("the machine was too
+			// slow") has no verdict to compare: it is played again, at most
+			// twice. Any verdict, right or wrong, is final.
+			var (
+				dir       string
+				code      int
+				out, errb string
+				r         map[string]any
+			)
+			for attempt := 1; ; attempt++ {
+				dir = filepath.Join(t.TempDir(), "run")
+				code, out, errb = sim(t, "run", name, "--counterfactual", "--out", dir)
+				if code == 2 || code > 3 {
+					t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+				}
+				r = readResult(t, dir)
+				if attempt == 3 || !strings.Contains(out+errb, "the machine was too slow") {
+					break
+				}
+				t.Logf("attempt %d ended unknown on a slow machine; again:\n%s", attempt, out)
+			}
 			if code != 0 {
 				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
 			}
-			r := readResult(t, dir)
 			if r["verdict"] != r["expected"] {
 				t.Fatalf("verdict %v, expected %v", r["verdict"], r["expected"])
 			}
