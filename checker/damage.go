@@ -318,7 +318,7 @@ func unreachedWrite(p *parsed, ops []porcupine.Operation, o Options) (StaleWrite
 		if best != nil {
 			rd, _ := best.read()
 			return StaleWrite{
-				Key: best.key(), Client: best.inv.Process, Read: rd, Write: best.done,
+				Key: best.key(), Client: best.inv.Process, Read: rd, Write: *best.done,
 				Detail: fmt.Sprintf("no order of the writes to %s reaches this write's read of %d", best.key(), rd),
 			}, true
 		}
@@ -388,7 +388,7 @@ func scanWrites(key string, ws []*op) (lost []LostUpdate, stale []StaleWrite) {
 		}
 		if f, ok := first[rd]; ok {
 			lost = append(lost, LostUpdate{
-				Key: key, Read: rd, ClientA: f.inv.Process, ClientB: w.inv.Process, WriteA: f.done, WriteB: w.done,
+				Key: key, Read: rd, ClientA: f.inv.Process, ClientB: w.inv.Process, WriteA: *f.done, WriteB: *w.done,
 			})
 			continue
 		}
@@ -415,7 +415,7 @@ func scanWrites(key string, ws []*op) (lost []LostUpdate, stale []StaleWrite) {
 			continue // a lost update, reported above
 		}
 		stale = append(stale, StaleWrite{
-			Key: key, Client: w.inv.Process, Read: rd, Write: w.done,
+			Key: key, Client: w.inv.Process, Read: rd, Write: *w.done,
 			Detail: fmt.Sprintf("read %d, which no write before it stored (the counter started at %d)", rd, *initial),
 		})
 	}

@@ -55,7 +55,7 @@ func checkFencing(p *parsed) FencingResult {
 			kind = "write"
 		case o.inv.Op == history.OpWrite && o.status() == history.Fail && fenceRefusal(o):
 			r.Refused++
-			r.RefusedWrites = appendCapped(r.RefusedWrites, o.done)
+			r.RefusedWrites = appendCapped(r.RefusedWrites, *o.done)
 		}
 		if kind != "" {
 			k := [2]string{kind, o.key()}
@@ -115,7 +115,7 @@ func regressions(kind string, ops []*op) []FenceRegression {
 		}
 		if f, h := b.fence(), high.fence(); f < h || (kind == "grant" && f == h) {
 			out = append(out, FenceRegression{
-				Key: b.key(), Kind: kind, Fence: f, Previous: h, Event: b.done, Earlier: high.done,
+				Key: b.key(), Kind: kind, Fence: f, Previous: h, Event: *b.done, Earlier: *high.done,
 			})
 		}
 	}

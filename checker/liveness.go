@@ -76,7 +76,7 @@ type holder struct {
 	gone   int64 // surely gone from the lock server (slack included)
 	at     int64 // when it went: the release, the crash, the expiry
 	kind   string
-	goneEv history.Event
+	goneEv *history.Event
 }
 
 func checkLiveness(p *parsed, o Options) LivenessResult {
@@ -158,7 +158,7 @@ func checkLiveness(p *parsed, o Options) LivenessResult {
 					continue
 				}
 				if phantom == nil {
-					phantom = &Leak{Key: k, Gone: NeverHeld, FailedAcquire: f.done}
+					phantom = &Leak{Key: k, Gone: NeverHeld, FailedAcquire: *f.done}
 				}
 				phantom.Failures++
 				continue
@@ -172,9 +172,9 @@ func checkLiveness(p *parsed, o Options) LivenessResult {
 				continue
 			}
 			leaks[prefMax[n-1]] = &Leak{
-				Key: k, Holder: last.o.inv.Process, Acquire: last.o.completion(),
-				Gone: last.kind, GoneAt: last.at, Release: last.goneEv,
-				FailedAcquire: f.done, Failures: 1,
+				Key: k, Holder: last.o.inv.Process, Acquire: *last.o.completion(),
+				Gone: last.kind, GoneAt: last.at, Release: *last.goneEv,
+				FailedAcquire: *f.done, Failures: 1,
 			}
 			order = append(order, prefMax[n-1])
 		}
@@ -229,7 +229,7 @@ func contendedAcquires(all []*op) []bool {
 // read as granted with the TTL it asked for.
 func goneTime(p *parsed, a *op, next int64, releases, extends map[procKey][]*op, renewals map[procKey][]history.Event) holder {
 	h := holder{o: a, gone: math.MaxInt64, at: math.MaxInt64}
-	set := func(gone, at int64, kind string, ev history.Event) {
+	set := func(gone, at int64, kind string, ev *history.Event) {
 		if gone < h.gone {
 			h.gone, h.at, h.kind, h.goneEv = gone, at, kind, ev
 		}
@@ -255,8 +255,9 @@ func goneTime(p *parsed, a *op, next int64, releases, extends map[procKey][]*op,
 		ttl, ttlEv = a.inv.TTL, a.completion()
 	}
 	if ttl <= 0 {
-		for _, c := range p.crashes[a.inv.Process] {
-			if c.Time >= after {
+		cs := p.crashes[a.inv.Process]
+		for ci := range cs {
+			if c := &cs[ci]; c.Time >= after {
 				set(c.Time+int64(ExpirySlack), c.Time, "crashed", c)
 				break
 			}
@@ -285,7 +286,8 @@ func goneTime(p *parsed, a *op, next int64, releases, extends map[procKey][]*op,
 	// some of Redlock's nodes): it counts with the lease's last TTL.
 	rens := renewals[pk]
 	i, j = within(len(rens), func(i int) int64 { return rens[i].Time })
-	for _, n := range rens[i:j] {
+	for ni := range rens[i:j] {
+		n := &rens[i+ni]
 		if !tokensMatch(a.token(), n.Token) {
 			continue
 		}
@@ -325,13 +327,13 @@ func stalls(key string, all []*op, maxGap time.Duration) []Stall {
 		}
 		s := byPrev[n]
 		if s == nil {
-			s = &Stall{Key: key, From: since.Time, Since: since}
+			s = &Stall{Key: key, From: since.Time, Since: *since}
 			byPrev[n] = s
 			order = append(order, n)
 		}
 		s.Attempts++
 		if end >= s.To {
-			s.To, s.Failed = end, f.completion()
+			s.To, s.Failed = end, *f.completion()
 		}
 	}
 	var out []Stall

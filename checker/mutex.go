@@ -67,11 +67,11 @@ type hold struct {
 	leaseEnd int64
 	end      int64 // math.MaxInt64 while open
 	endKind  string
-	endOp    *op           // the release
-	endEvent history.Event // the release invoke, the crash, the new grant, or the renewal
+	endOp    *op            // the release
+	endEvent *history.Event // the release invoke, the crash, the new grant, or the renewal (nil for a lease end)
 }
 
-func (h *hold) grantEvent() history.Event { return h.grant.done }
+func (h *hold) grantEvent() history.Event { return *h.grant.done }
 
 func (h *hold) close(t int64, kind string) {
 	if h.leaseEnd != 0 && h.leaseEnd <= t {
@@ -176,7 +176,7 @@ func holds(p *parsed) []*hold {
 			for pk, h := range open {
 				if pk.process == a.crash.Process {
 					h.close(a.t, endCrash)
-					h.endEvent = *a.crash
+					h.endEvent = a.crash
 					delete(open, pk)
 				}
 			}
@@ -191,7 +191,7 @@ func holds(p *parsed) []*hold {
 			pk := procKey{n.Process, n.Key}
 			if h := open[pk]; h != nil && h.leaseEnd == 0 && tokensMatch(h.token, n.Token) {
 				h.close(a.t, endLost)
-				h.endEvent = *n
+				h.endEvent = n
 				delete(open, pk)
 			}
 			continue
@@ -480,7 +480,10 @@ func mutexOperations(p *parsed, hs []*hold) []porcupine.Operation {
 		if h.endKind == endOpen {
 			continue
 		}
-		in.Kind, in.Seq = h.endKind, h.endEvent.Seq
+		in.Kind, in.Seq = h.endKind, 0
+		if h.endEvent != nil {
+			in.Seq = h.endEvent.Seq
+		}
 		o := porcupine.Operation{ClientId: h.process - 1, Input: in, Output: MutexOutput{}, Call: h.end, Return: h.end}
 		if h.endKind == endRelease {
 			o.Return = h.endOp.returnTime(p.horizon)

@@ -1,9 +1,10 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 
 	"locksim/history"
 )
@@ -13,10 +14,13 @@ import (
 // process crashed, or invoked again, or the history ended) is pending, which
 // is read like Info: its outcome is unknown.
 type op struct {
-	inv     history.Event
-	done    history.Event // zero when pending
+	inv     *history.Event
+	done    *history.Event // a zero event when pending
 	pending bool
 }
+
+// noEvent is the done of a pending operation; it is never written.
+var noEvent = &history.Event{}
 
 // status is Ok, Fail or Info (Info for a pending operation).
 func (o *op) status() history.Type {
@@ -59,7 +63,7 @@ func (o *op) returnTime(never int64) int64 {
 
 // completion is the event that completes the operation, or its invocation
 // when it never completed.
-func (o *op) completion() history.Event {
+func (o *op) completion() *history.Event {
 	if o.pending {
 		return o.inv
 	}
@@ -102,22 +106,32 @@ type parsed struct {
 }
 
 func parse(events []history.Event) *parsed {
-	if !sort.SliceIsSorted(events, func(i, j int) bool { return events[i].Time < events[j].Time }) {
+	if !slices.IsSortedFunc(events, func(a, b history.Event) int { return cmp.Compare(a.Time, b.Time) }) {
 		events = append([]history.Event(nil), events...)
 		history.Sort(events)
 	}
 	p := &parsed{events: events, crashes: map[int][]history.Event{}}
+	invokes := 0
+	for i := range events {
+		if events[i].Type == history.Invoke && events[i].Process != 0 && events[i].Op != history.OpCrash {
+			invokes++
+		}
+	}
+	// The operations live in one slab: p.ops points into it.
+	slab := make([]op, 0, invokes)
+	p.ops = make([]*op, 0, invokes)
 	open := map[int]*op{}
 	var maxT int64
-	for _, e := range events {
+	for i := range events {
+		e := &events[i]
 		maxT = max(maxT, e.Time, e.LeaseEnd)
 		p.last = max(p.last, e.Time)
 		if e.Process == 0 {
-			p.faults = append(p.faults, e)
+			p.faults = append(p.faults, *e)
 			continue
 		}
 		if e.Op == history.OpCrash {
-			p.crashes[e.Process] = append(p.crashes[e.Process], e)
+			p.crashes[e.Process] = append(p.crashes[e.Process], *e)
 			continue
 		}
 		switch {
@@ -125,7 +139,8 @@ func parse(events []history.Event) *parsed {
 			if o := open[e.Process]; o != nil {
 				o.pending = true
 			}
-			o := &op{inv: e}
+			slab = append(slab, op{inv: e, done: noEvent})
+			o := &slab[len(slab)-1]
 			open[e.Process] = o
 			p.ops = append(p.ops, o)
 			if e.Op == history.OpWrite {
@@ -137,7 +152,7 @@ func parse(events []history.Event) *parsed {
 				delete(open, e.Process)
 			}
 		case e.Type == history.Note:
-			p.notes = append(p.notes, e)
+			p.notes = append(p.notes, *e)
 		}
 	}
 	for _, o := range open {
