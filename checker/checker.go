@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -61,16 +62,23 @@ type Result struct {
 // Check validates a history (history.Validate) and runs the four checkers
 // on it. An invalid history gets no verdict: the error says which rule it
 // breaks.
+//
+// The history is parsed while it is validated, and the checkers, which
+// only read the parsed history, run side by side.
 func Check(events []history.Event, o Options) (Result, error) {
+	parsed := make(chan *parsed, 1)
+	go func() { parsed <- parse(events) }()
 	if err := history.Validate(events); err != nil {
 		return Result{}, err
 	}
-	p := parse(events)
+	p := <-parsed
 	var r Result
-	r.Mutex, _, _ = checkMutex(p, o)
-	r.Damage = checkDamage(p, o)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.Mutex, _, _ = checkMutex(p, o) })
+	wg.Go(func() { r.Damage = checkDamage(p, o) })
 	r.Fencing = checkFencing(p)
 	r.Liveness = checkLiveness(p, o)
+	wg.Wait()
 	r.Violations = r.Mutex.OverlapCount + r.Damage.LostUpdateCount + r.Damage.StaleWriteCount +
 		r.Fencing.BackwardsCount + r.Liveness.LeakCount + len(r.Liveness.Stalls)
 
