@@ -11,13 +11,14 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 all: build
 
-# deps installs the servers (redis-server, PostgreSQL, pgbouncer) and the C compiler the harness drives, and
+# deps installs the servers (redis-server, PostgreSQL, pgbouncer, etcd) and the C compiler the harness drives, and
 # Chromium (the report test renders report.html headless), when missing.
 deps:
 	@missing=""; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	[ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null || missing="$$missing pgbouncer"; \
+	command -v etcd >/dev/null || missing="$$missing etcd-server"; \
 	command -v cc >/dev/null || missing="$$missing gcc"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \

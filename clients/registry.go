@@ -18,6 +18,8 @@ type Node struct {
 type Config struct {
 	// Redis lists the Redis nodes, in order (one for single-node locks).
 	Redis []Node `json:"redis,omitempty"`
+	// Etcd lists the etcd members (A, B, C...), for the etcd lock.
+	Etcd []Node `json:"etcd,omitempty"`
 	// Postgres is a pgx connection string for this client's link to
 	// PostgreSQL.
 	Postgres string `json:"postgres,omitempty"`

@@ -52,9 +52,17 @@ func (f *Crash) Detail() string {
 }
 
 func (f *Crash) Inject(ctx context.Context, t *Target) error {
-	r, err := t.redis(f.Node)
+	r, err := t.server(f.Node)
 	if err != nil {
 		return err
+	}
+	var clock interface{ Now() time.Time }
+	if f.NodeClock {
+		rs, err := t.redis(f.Node)
+		if err != nil {
+			return fmt.Errorf("crash %s: a restart delay counted on the node's clock needs a Redis node's clock shim: %w", f.Node, err)
+		}
+		clock = rs.Clock
 	}
 	if f.RestartAfter < 0 {
 		return fmt.Errorf("crash %s: negative RestartAfter %v", f.Node, f.RestartAfter)
@@ -63,7 +71,10 @@ func (f *Crash) Inject(ctx context.Context, t *Target) error {
 		if !r.Running() {
 			return fmt.Errorf("crash %s: the server is not running", f.Node)
 		}
-		downAt := r.Clock.Now()
+		var downAt time.Time
+		if clock != nil {
+			downAt = clock.Now()
+		}
 		r.Crash()
 		switch {
 		case f.NoRestart:
@@ -78,7 +89,7 @@ func (f *Crash) Inject(ctx context.Context, t *Target) error {
 			done := make(chan error, 1)
 			go func() {
 				if f.NodeClock {
-					waitNodeClock(r, downAt.Add(f.RestartAfter), now)
+					waitNodeClock(clock, downAt.Add(f.RestartAfter), now)
 				} else {
 					select {
 					case <-time.After(f.RestartAfter):
@@ -108,10 +119,10 @@ func (f *Crash) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) 
 
 // waitNodeClock returns when r's shifted clock reads until or later, or
 // when now is closed (Heal cuts the delay short).
-func waitNodeClock(r *env.Redis, until time.Time, now <-chan struct{}) {
+func waitNodeClock(clock interface{ Now() time.Time }, until time.Time, now <-chan struct{}) {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	for r.Clock.Now().Before(until) {
+	for clock.Now().Before(until) {
 		select {
 		case <-tick.C:
 		case <-now:
@@ -120,15 +131,15 @@ func waitNodeClock(r *env.Redis, until time.Time, now <-chan struct{}) {
 	}
 }
 
-func restart(ctx context.Context, r *env.Redis) error {
+func restart(ctx context.Context, r Server) error {
 	if err := r.Restart(ctx); err != nil {
-		return fmt.Errorf("restart %s after crash: %w", r.Name, err)
+		return fmt.Errorf("restart after crash: %w", err)
 	}
 	return nil
 }
 
 // ensureRunning restarts r unless it runs.
-func ensureRunning(ctx context.Context, r *env.Redis) error {
+func ensureRunning(ctx context.Context, r Server) error {
 	if r.Running() {
 		return nil
 	}

@@ -26,6 +26,8 @@ type Target struct {
 	// Replicas maps a primary's node name to its asynchronous replica
 	// (started with env.RedisOptions.ReplicaOf), for Failover.
 	Replicas map[string]*env.Redis
+	// Etcd maps member names (A, B, ...) to this run's etcd members.
+	Etcd map[string]*env.EtcdMember
 	// Postgres is this run's PostgreSQL cluster, if it has one.
 	Postgres *env.Postgres
 	// PGLinks maps a client number to its proxy to PostgreSQL. Link
@@ -91,6 +93,28 @@ type Fault interface {
 	Heal(ctx context.Context, t *Target) error
 }
 
+// Server is a lock server process a fault can stop, kill and restart: a
+// redis-server or an etcd member.
+type Server interface {
+	Pause() error
+	Resume() error
+	Running() bool
+	Crash()
+	Restart(ctx context.Context) error
+}
+
+// server finds a lock server of this run (a Redis node or an etcd
+// member), refusing any other.
+func (t *Target) server(node string) (Server, error) {
+	if r, ok := t.Redis[node]; ok {
+		return r, nil
+	}
+	if m, ok := t.Etcd[node]; ok {
+		return m, nil
+	}
+	return nil, fmt.Errorf("node %q is not a server of this run", node)
+}
+
 // redis finds a node of this run, refusing any other.
 func (t *Target) redis(node string) (*env.Redis, error) {
 	r, ok := t.Redis[node]
@@ -117,8 +141,8 @@ func (t *Target) link(client int, node string) (*env.Link, error) {
 	if t.Network == nil {
 		return nil, fmt.Errorf("this run has no network proxies")
 	}
-	if _, ok := t.Redis[node]; !ok {
-		return nil, fmt.Errorf("node %q is not a server of this run", node)
+	if _, err := t.server(node); err != nil {
+		return nil, err
 	}
 	return t.Network.Link(env.LinkName(client, node))
 }

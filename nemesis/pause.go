@@ -48,7 +48,7 @@ func (f *Pause) Inject(ctx context.Context, t *Target) error {
 	case f.Node != "" && f.Client != 0:
 		return fmt.Errorf("pause: set either Node (%q) or Client (%d), not both", f.Node, f.Client)
 	case f.Node != "":
-		r, err := t.redis(f.Node)
+		r, err := t.server(f.Node)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,212 @@
+package clients
+
+// etcd's lock recipe (go.etcd.io/etcd/client/v3/concurrency): a Mutex is a
+// key under the lock's prefix, attached to the session's lease; the oldest
+// key (lowest create revision) holds the lock. The lease lives while the
+// session's keepalive reaches the cluster: a holder that is paused, or cut
+// off, for longer than the lease's TTL loses the lock without knowing it
+// (Jepsen, "etcd 3.4.3", 2020, https://jepsen.io/analyses/etcd-3.4.3,
+// section "Locks"). The revision at which the holder's key was created
+// rises with every grant: a fencing token (Martin Kleppmann, "How to do
+// distributed locking", 2016, section "Making the lock safe with fencing").
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+
+	"locksim/history"
+)
+
+func init() {
+	Register(Spec{Name: "etcd", Backend: "etcd",
+		Doc: "etcd clientv3 concurrency.Mutex (TryLock) on a session lease kept alive in the background; the lock key's revision is its fencing token",
+		New: func(cfg Config) (Lock, error) { return NewEtcd(cfg) }})
+}
+
+// EtcdPrefix is where the lock keys live.
+const EtcdPrefix = "/locksim/lock/"
+
+// Etcd is a lock client over etcd's concurrency.Mutex, one session (and
+// lease) per lease it grants.
+type Etcd struct {
+	cfg  Config
+	mu   sync.Mutex
+	cli  *clientv3.Client
+	held map[string]*etcdHold // lease token (the mutex's key) -> hold
+}
+
+type etcdHold struct {
+	sess  *concurrency.Session
+	mutex *concurrency.Mutex
+	rev   int64
+}
+
+// NewEtcd makes an etcd lock client on cfg.Etcd's members; it connects on
+// first use.
+func NewEtcd(cfg Config) (*Etcd, error) {
+	if len(cfg.Etcd) == 0 {
+		return nil, errors.New("etcd: no etcd members configured")
+	}
+	return &Etcd{cfg: cfg, held: map[string]*etcdHold{}}, nil
+}
+
+func (e *Etcd) client() (*clientv3.Client, error) {
+	if e.cli != nil {
+		return e.cli, nil
+	}
+	var eps []string
+	for _, n := range e.cfg.Etcd {
+		eps = append(eps, n.Addr)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: e.cfg.Timeout(), Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	e.cli = cli
+	return cli, nil
+}
+
+// Warm connects to the cluster before the story starts.
+func (e *Etcd) Warm(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cli, err := e.client()
+	if err != nil {
+		return err
+	}
+	_, err = cli.Get(ctx, "locksim-warm")
+	return err
+}
+
+// ttlSeconds rounds a TTL up to etcd's whole seconds (at least 1; the
+// server may raise it to its own minimum, which the grant reports).
+func ttlSeconds(ttl time.Duration) int64 {
+	return max(1, int64((ttl+time.Second-1)/time.Second))
+}
+
+// Acquire grants a lease of ttl (whole seconds), starts its keepalive and
+// tries the mutex once: held elsewhere is a refusal (held).
+func (e *Etcd) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	start := history.Monotonic()
+	cli, err := e.client()
+	if err != nil {
+		return Lease{}, err
+	}
+	grant, err := cli.Grant(ctx, ttlSeconds(ttl))
+	if err != nil {
+		return Lease{}, fmt.Errorf("etcd acquire: lease grant: %w", err)
+	}
+	sess, err := concurrency.NewSession(cli, concurrency.WithLease(grant.ID))
+	if err != nil {
+		e.revoke(cli, grant.ID)
+		return Lease{}, fmt.Errorf("etcd acquire: session: %w", err)
+	}
+	m := concurrency.NewMutex(sess, EtcdPrefix+key)
+	if err := m.TryLock(ctx); err != nil {
+		sess.Orphan()
+		e.revoke(cli, grant.ID)
+		if errors.Is(err, concurrency.ErrLocked) {
+			return Lease{}, Refuse(ErrNotAcquired, history.ReasonHeld, "%v", err)
+		}
+		return Lease{}, fmt.Errorf("etcd acquire: %w", err)
+	}
+	rev := m.Header().Revision
+	e.held[m.Key()] = &etcdHold{sess: sess, mutex: m, rev: rev}
+	// Validity 0: the client believes it holds the lock until it releases
+	// it, as etcd's recipe has it; the session keeps the lease alive for as
+	// long as the client runs and reaches the cluster, like a PostgreSQL
+	// session (a paused or cut-off client loses it TTL later, unaware).
+	return Lease{Key: key, Token: m.Key(), Fence: rev, Start: start}, nil
+}
+
+// revoke ends a lease in the background, bounded by the node timeout.
+func (e *Etcd) revoke(cli *clientv3.Client, id clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Timeout())
+	defer cancel()
+	_, _ = cli.Revoke(ctx, id)
+}
+
+// Release deletes the lock key only if it is still this lease's (its
+// create revision unchanged), then revokes the lease. A key that is gone
+// (the lease expired) is a refusal (not-held).
+func (e *Etcd) Release(ctx context.Context, l Lease) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, ok := e.held[l.Token]
+	if !ok {
+		return ErrNotHeld
+	}
+	delete(e.held, l.Token)
+	h.sess.Orphan() // stop the keepalive; the lease is revoked below
+	cli, err := e.client()
+	if err != nil {
+		return err
+	}
+	resp, err := cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(l.Token), "=", h.rev)).
+		Then(clientv3.OpDelete(l.Token)).Commit()
+	if err != nil {
+		return fmt.Errorf("etcd release: %w", err)
+	}
+	e.revoke(cli, h.sess.Lease())
+	if !resp.Succeeded {
+		return Refuse(ErrNotHeld, history.ReasonNotHeld, "the lock key is gone (its lease expired)")
+	}
+	return nil
+}
+
+// Extend renews the lease once (the session's keepalive also renews it in
+// the background) and checks the lock key is still there.
+func (e *Etcd) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, ok := e.held[l.Token]
+	if !ok {
+		return Lease{}, ErrNotHeld
+	}
+	cli, err := e.client()
+	if err != nil {
+		return Lease{}, err
+	}
+	_, err = cli.KeepAliveOnce(ctx, h.sess.Lease())
+	if err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return Lease{}, Refuse(ErrNotHeld, history.ReasonNotHeld, "the lease is gone: %v", err)
+		}
+		return Lease{}, fmt.Errorf("etcd extend: %w", err)
+	}
+	get, err := cli.Get(ctx, l.Token)
+	if err != nil {
+		return Lease{}, fmt.Errorf("etcd extend: %w", err)
+	}
+	if len(get.Kvs) == 0 || get.Kvs[0].CreateRevision != h.rev {
+		return Lease{}, Refuse(ErrNotHeld, history.ReasonNotHeld, "the lock key is gone")
+	}
+	return l, nil
+}
+
+// Close ends every session and the client.
+func (e *Etcd) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, h := range e.held {
+		h.sess.Orphan()
+	}
+	e.held = map[string]*etcdHold{}
+	if e.cli == nil {
+		return nil
+	}
+	err := e.cli.Close()
+	e.cli = nil
+	return err
+}

@@ -1,0 +1,320 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// ErrEtcdNotFound says the etcd binary is not installed.
+var ErrEtcdNotFound = errors.New("etcd not found: apt-get install etcd-server")
+
+// EtcdStartTimeout bounds how long StartEtcd and a member's Restart wait
+// for the cluster to answer.
+const EtcdStartTimeout = 15 * time.Second
+
+// EtcdOptions says how to start an etcd cluster.
+type EtcdOptions struct {
+	// Members is how many members (A, B, C...); default 1.
+	Members int
+}
+
+// Etcd is a real etcd cluster (Debian's etcd-server) of one or more
+// members, each a child process on 127.0.0.1 with its data dir on tmpfs,
+// killed with the harness. etcd is a Go binary: it reads the clock through
+// the vDSO, out of the clock shim's reach, so no clock fault applies to
+// it (its leases are timed on the leader's monotonic clock anyway).
+type Etcd struct {
+	Members []*EtcdMember
+	dir     string
+}
+
+// EtcdMember is one member of an Etcd cluster.
+type EtcdMember struct {
+	Name string
+	// Addr is the client URL's host:port.
+	Addr string
+	// Dir holds its data dir and log.
+	Dir string
+
+	peerAddr string
+	args     []string
+
+	mu     sync.Mutex
+	proc   *Proc
+	paused bool
+}
+
+func etcdPath() (string, error) {
+	if p, err := exec.LookPath("etcd"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/bin/etcd"); err == nil {
+		return "/usr/bin/etcd", nil
+	}
+	return "", ErrEtcdNotFound
+}
+
+// StartEtcd starts a cluster of o.Members members on free ports of
+// 127.0.0.1 and waits until it answers a read through every member.
+func StartEtcd(ctx context.Context, o EtcdOptions) (_ *Etcd, err error) {
+	if o.Members == 0 {
+		o.Members = 1
+	}
+	if o.Members < 0 || o.Members > 26 {
+		return nil, fmt.Errorf("start etcd: %d members (want 1 to 26)", o.Members)
+	}
+	bin, err := etcdPath()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := fastTempDir("locksim-etcd-")
+	if err != nil {
+		return nil, fmt.Errorf("start etcd: %w", err)
+	}
+	e := &Etcd{dir: dir}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	var cluster []string
+	for i := 0; i < o.Members; i++ {
+		name := string(rune('A' + i))
+		cport, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		pport, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		m := &EtcdMember{Name: name, Dir: filepath.Join(dir, "etcd-"+name),
+			Addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(cport)),
+			peerAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(pport))}
+		if err := os.MkdirAll(m.Dir, 0o700); err != nil {
+			return nil, fmt.Errorf("start etcd %s: %w", name, err)
+		}
+		e.Members = append(e.Members, m)
+		cluster = append(cluster, name+"=http://"+m.peerAddr)
+	}
+	for _, m := range e.Members {
+		m.args = []string{bin,
+			"--name", m.Name,
+			"--data-dir", filepath.Join(m.Dir, "data"),
+			"--listen-client-urls", "http://" + m.Addr,
+			"--advertise-client-urls", "http://" + m.Addr,
+			"--listen-peer-urls", "http://" + m.peerAddr,
+			"--initial-advertise-peer-urls", "http://" + m.peerAddr,
+			"--initial-cluster", strings.Join(cluster, ","),
+			"--initial-cluster-state", "new",
+			"--initial-cluster-token", filepath.Base(dir),
+			"--logger", "zap", "--log-outputs", filepath.Join(m.Dir, "etcd.log"),
+		}
+		if err := m.start(); err != nil {
+			return nil, err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, EtcdStartTimeout)
+	defer cancel()
+	for _, m := range e.Members {
+		if err := m.waitReady(wctx); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Endpoints lists the members' client addresses.
+func (e *Etcd) Endpoints() []string {
+	var out []string
+	for _, m := range e.Members {
+		out = append(out, m.Addr)
+	}
+	return out
+}
+
+// Member finds a member by name.
+func (e *Etcd) Member(name string) (*EtcdMember, bool) {
+	for _, m := range e.Members {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+// Close kills every member and removes the cluster's dir.
+func (e *Etcd) Close() {
+	for _, m := range e.Members {
+		m.Crash()
+	}
+	if e.dir != "" {
+		RemoveTempDir(e.dir)
+	}
+}
+
+// Reset readies the cluster for the next trial: paused members resume,
+// crashed ones restart, and every key is deleted.
+func (e *Etcd) Reset(ctx context.Context) error {
+	for _, m := range e.Members {
+		if m.Paused() {
+			if err := m.Resume(); err != nil {
+				return err
+			}
+		}
+		if !m.Running() {
+			if err := m.Restart(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := c.Delete(rctx, "", clientv3.WithPrefix()); err != nil {
+		return fmt.Errorf("reset etcd: %w", err)
+	}
+	return nil
+}
+
+func (e *Etcd) client() (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: e.Endpoints(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+}
+
+func (m *EtcdMember) start() error {
+	logf, err := os.OpenFile(filepath.Join(m.Dir, "etcd.stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start etcd %s: %w", m.Name, err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(m.args[0], m.args[1:]...)
+	cmd.Dir = m.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	p, err := StartProc("etcd "+m.Name, cmd)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.proc, m.paused = p, false
+	m.mu.Unlock()
+	return nil
+}
+
+// waitReady waits until the member answers a serializable read (a member
+// answers one as soon as it has joined, even without a leader: a linearizable
+// read follows once the cluster has one).
+func (m *EtcdMember) waitReady(ctx context.Context) error {
+	var last error
+	for {
+		if p := m.Proc(); p == nil || p.Exited() {
+			return fmt.Errorf("start etcd %s: the process exited\n%s", m.Name, m.tail())
+		}
+		c, err := clientv3.New(clientv3.Config{Endpoints: []string{m.Addr}, DialTimeout: 500 * time.Millisecond, Logger: zap.NewNop()})
+		if err == nil {
+			rctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, err = c.Get(rctx, "locksim-ready")
+			cancel()
+			c.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("start etcd %s on %s: not ready: %v\n%s", m.Name, m.Addr, last, m.tail())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (m *EtcdMember) tail() string {
+	b, _ := os.ReadFile(filepath.Join(m.Dir, "etcd.log"))
+	return lastLines(b, 10)
+}
+
+// Proc is the member's current process.
+func (m *EtcdMember) Proc() *Proc {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proc
+}
+
+// Running reports whether the process is alive (a paused one is).
+func (m *EtcdMember) Running() bool {
+	p := m.Proc()
+	return p != nil && !p.Exited()
+}
+
+// Paused reports whether the process is stopped by Pause.
+func (m *EtcdMember) Paused() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.paused && m.proc != nil && !m.proc.Exited()
+}
+
+// Crash kills the member with SIGKILL and waits until it is reaped. Its
+// data dir stays: etcd fsyncs its log before it answers, so a restarted
+// member has everything it acknowledged.
+func (m *EtcdMember) Crash() {
+	if p := m.Proc(); p != nil {
+		p.Kill()
+	}
+}
+
+// Restart starts the member again with the same ports and data dir and
+// waits until it answers.
+func (m *EtcdMember) Restart(ctx context.Context) error {
+	m.Crash()
+	if err := m.start(); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, EtcdStartTimeout)
+	defer cancel()
+	return m.waitReady(wctx)
+}
+
+// Pause stops the member with SIGSTOP.
+func (m *EtcdMember) Pause() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc == nil {
+		return fmt.Errorf("pause etcd %s: not started", m.Name)
+	}
+	if err := m.proc.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pause etcd %s: %w", m.Name, err)
+	}
+	m.paused = true
+	return nil
+}
+
+// Resume continues a paused member with SIGCONT.
+func (m *EtcdMember) Resume() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc == nil {
+		return fmt.Errorf("resume etcd %s: not started", m.Name)
+	}
+	if err := m.proc.Signal(syscall.SIGCONT); err != nil {
+		return fmt.Errorf("resume etcd %s: %w", m.Name, err)
+	}
+	m.paused = false
+	return nil
+}
