@@ -1,10 +1,10 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/anishathalye/porcupine"
 
@@ -78,10 +78,14 @@ type writeInput struct {
 func segmentWrites(ops []porcupine.Operation) [][]porcupine.Operation {
 	sortByCall(ops)
 	var out [][]porcupine.Operation
-	cur := make([]porcupine.Operation, 0, len(ops))
+	// The segments, each after the seed that starts it, share one slab:
+	// a segment holds at least minSegment operations, so there are at
+	// most len(ops)/(minSegment-1) seeds.
+	slab := make([]porcupine.Operation, 0, len(ops)+len(ops)/max(minSegment-1, 1)+1)
+	start := 0 // the current segment is slab[start:]
 	maxRet, maxCall := int64(math.MinInt64), int64(math.MinInt64)
 	for _, o := range ops {
-		if len(cur) >= minSegment && maxRet < o.Call {
+		if cur := slab[start:]; len(cur) >= minSegment && maxRet < o.Call {
 			// The writes in cur that can be last: returned after the
 			// latest call.
 			var last *porcupine.Operation
@@ -93,16 +97,17 @@ func segmentWrites(ops []porcupine.Operation) [][]porcupine.Operation {
 				}
 			}
 			if in := last.Input.(writeInput); n == 1 && in.hasWrote && !in.unknown {
-				out = append(out, cur)
+				out = append(out, cur[:len(cur):len(cur)])
 				seed := writeInput{key: in.key, client: in.client, wrote: in.wrote, hasWrote: true, seq: in.seq, completion: -1, seed: true}
-				cur = []porcupine.Operation{{ClientId: last.ClientId, Input: seed, Call: maxRet, Return: maxRet}}
+				start = len(slab)
+				slab = append(slab, porcupine.Operation{ClientId: last.ClientId, Input: seed, Call: maxRet, Return: maxRet})
 				maxCall = maxRet
 			}
 		}
-		cur = append(cur, o)
+		slab = append(slab, o)
 		maxRet, maxCall = max(maxRet, o.Return), max(maxCall, o.Call)
 	}
-	return append(out, cur)
+	return append(out, slab[start:])
 }
 
 func (s counterState) allows(read int64) bool {
@@ -227,7 +232,7 @@ func checkDamage(p *parsed, o Options) DamageResult {
 	var r DamageResult
 	byKey := map[string][]*op{}
 	var keys []string
-	var ops []porcupine.Operation
+	ops := make([]porcupine.Operation, 0, p.writes)
 	for i, w := range p.ops {
 		if w.inv.Op != history.OpWrite {
 			continue
@@ -258,7 +263,7 @@ func checkDamage(p *parsed, o Options) DamageResult {
 		r.Outcome = OutcomeSkipped
 		return r
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	for _, k := range keys {
 		lost, stale := scanWrites(k, byKey[k])
 		r.LostUpdateCount += len(lost)
@@ -336,7 +341,7 @@ func unreachedWrite(p *parsed, ops []porcupine.Operation, o Options) (StaleWrite
 func scanWrites(key string, ws []*op) (lost []LostUpdate, stale []StaleWrite) {
 	// Which values could a write have read by the time it completed?
 	// Those stored by writes (not refused) invoked earlier.
-	produced := map[int64]int64{} // value -> earliest invoke of a write storing it
+	produced := make(map[int64]int64, len(ws)) // value -> earliest invoke of a write storing it
 	blind := int64(-1)            // earliest invoke of a possible write of an unknown value
 	for _, w := range ws {
 		if w.status() == history.Fail {
@@ -355,16 +360,16 @@ func scanWrites(key string, ws []*op) (lost []LostUpdate, stale []StaleWrite) {
 	}
 	blindBefore := func(w *op) bool { return blind >= 0 && blind < w.done.Time }
 
-	var accepted []*op
+	accepted := make([]*op, 0, len(ws))
 	for _, w := range ws {
 		if _, ok := w.read(); ok && w.status() == history.Ok {
 			accepted = append(accepted, w)
 		}
 	}
-	sort.SliceStable(accepted, func(i, j int) bool { return accepted[i].done.Time < accepted[j].done.Time })
+	slices.SortStableFunc(accepted, func(a, b *op) int { return cmp.Compare(a.done.Time, b.done.Time) })
 	// A value the counter may hold more than once (written by two writes,
 	// or the initial value written again) may rightly be read twice.
-	stores := map[int64]int{}
+	stores := make(map[int64]int, len(ws))
 	for _, w := range ws {
 		if v, ok := w.wrote(); ok && w.status() != history.Fail {
 			stores[v]++
@@ -380,7 +385,7 @@ func scanWrites(key string, ws []*op) (lost []LostUpdate, stale []StaleWrite) {
 		rd, _ := earliest.read()
 		stores[rd]++
 	}
-	first := map[int64]*op{}
+	first := make(map[int64]*op, len(accepted))
 	for _, w := range accepted {
 		rd, _ := w.read()
 		if stores[rd] > 1 || blindBefore(w) {
@@ -396,7 +401,7 @@ func scanWrites(key string, ws []*op) (lost []LostUpdate, stale []StaleWrite) {
 	}
 	var initial *int64
 	byInvoke := append([]*op(nil), accepted...)
-	sort.SliceStable(byInvoke, func(i, j int) bool { return byInvoke[i].inv.Time < byInvoke[j].inv.Time })
+	slices.SortStableFunc(byInvoke, func(a, b *op) int { return cmp.Compare(a.inv.Time, b.inv.Time) })
 	for _, w := range byInvoke {
 		rd, _ := w.read()
 		if t, ok := produced[rd]; ok && t < w.done.Time {

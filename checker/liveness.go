@@ -113,7 +113,7 @@ func checkLiveness(p *parsed, o Options) LivenessResult {
 	sort.Strings(keys)
 	for _, k := range keys {
 		all := acquires[k] // ordered by invocation
-		var hs []holder
+		hs := make([]holder, 0, len(all))
 		// The acquire's release is before the same client's next
 		// acquire of this key.
 		next := make([]int64, len(all))

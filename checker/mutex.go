@@ -1,9 +1,11 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -118,7 +120,11 @@ func holds(p *parsed) []*hold {
 		crash *history.Event
 		lost  *history.Event
 	}
-	var acts []action
+	ncrash := 0
+	for _, cs := range p.crashes {
+		ncrash += len(cs)
+	}
+	acts := make([]action, 0, len(p.ops)+len(p.notes)+ncrash)
 	for _, o := range p.ops {
 		switch o.inv.Op {
 		case history.OpAcquire, history.OpExtend:
@@ -139,11 +145,11 @@ func holds(p *parsed) []*hold {
 			acts = append(acts, action{t: cs[i].Time, seq: cs[i].Seq, crash: &cs[i]})
 		}
 	}
-	sort.SliceStable(acts, func(i, j int) bool {
-		if acts[i].t != acts[j].t {
-			return acts[i].t < acts[j].t
+	slices.SortStableFunc(acts, func(a, b action) int {
+		if c := cmp.Compare(a.t, b.t); c != 0 {
+			return c
 		}
-		return acts[i].seq < acts[j].seq
+		return cmp.Compare(a.seq, b.seq)
 	})
 
 	var all []*hold
@@ -257,10 +263,10 @@ func overlaps(hs []*hold, last int64) (n int, out []Overlap) {
 		}
 		byKey[h.key] = append(byKey[h.key], h)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	for _, k := range keys {
 		list := byKey[k]
-		sort.SliceStable(list, func(i, j int) bool { return list[i].start < list[j].start })
+		slices.SortStableFunc(list, func(a, b *hold) int { return cmp.Compare(a.start, b.start) })
 		var active []*hold
 		for _, h := range list {
 			kept := active[:0]
@@ -428,28 +434,46 @@ func segmentMutex(ops []porcupine.Operation) [][]porcupine.Operation {
 // sortByCall orders operations by call time, an acquire before the end of
 // the same hold when both are called at once.
 func sortByCall(ops []porcupine.Operation) {
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 }
 
-// partitionByKey groups operations by key, keys in order.
+// partitionByKey groups operations by key, keys in order, each group in
+// the order of ops.
 func partitionByKey(ops []porcupine.Operation, key func(porcupine.Operation) string) [][]porcupine.Operation {
 	idx := map[string]int{}
 	var keys []string
-	for _, o := range ops {
+	var counts []int
+	of := make([]int, len(ops)) // the index of each operation's key in keys
+	for i, o := range ops {
 		k := key(o)
-		if _, ok := idx[k]; !ok {
-			idx[k] = 0
+		n, ok := idx[k]
+		if !ok {
+			n = len(keys)
+			idx[k] = n
 			keys = append(keys, k)
+			counts = append(counts, 0)
 		}
+		of[i] = n
+		counts[n]++
 	}
-	sort.Strings(keys)
-	for i, k := range keys {
-		idx[k] = i
+	sorted := make([]int, len(keys)) // the key indices in key order
+	for i := range sorted {
+		sorted[i] = i
 	}
+	slices.SortFunc(sorted, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+	// The groups share one slab, each with room for its operations.
 	out := make([][]porcupine.Operation, len(keys))
-	for _, o := range ops {
-		i := idx[key(o)]
-		out[i] = append(out[i], o)
+	place := make([]int, len(keys)) // key index -> its group in out
+	slab := make([]porcupine.Operation, len(ops))
+	off := 0
+	for g, n := range sorted {
+		out[g] = slab[off : off : off+counts[n]]
+		place[n] = g
+		off += counts[n]
+	}
+	for i, o := range ops {
+		g := place[of[i]]
+		out[g] = append(out[g], o)
 	}
 	return out
 }
