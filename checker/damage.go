@@ -342,7 +342,7 @@ func scanWrites(key string, ws []*op) (lost []LostUpdate, stale []StaleWrite) {
 	// Which values could a write have read by the time it completed?
 	// Those stored by writes (not refused) invoked earlier.
 	produced := make(map[int64]int64, len(ws)) // value -> earliest invoke of a write storing it
-	blind := int64(-1)            // earliest invoke of a possible write of an unknown value
+	blind := int64(-1)                         // earliest invoke of a possible write of an unknown value
 	for _, w := range ws {
 		if w.status() == history.Fail {
 			continue
