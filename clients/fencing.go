@@ -74,7 +74,7 @@ const DefaultFenceKey = "locksim:fence"
 
 // NewRedisIncr makes an INCR token source on the node at addr, counting on
 // key ("" means DefaultFenceKey), each request bounded by timeout (0:
-// 50ms) and never retried.
+// 200ms, Config's default) and never retried.
 func NewRedisIncr(addr, key string, timeout time.Duration) *RedisIncr {
 	if key == "" {
 		key = DefaultFenceKey
@@ -117,7 +117,7 @@ type RedlockIncr struct {
 }
 
 // NewRedlockIncr makes a per-node INCR token source on the nodes, each
-// request bounded by timeout (0: 50ms) and never retried.
+// request bounded by timeout (0: 200ms, Config's default) and never retried.
 func NewRedlockIncr(nodes []Node, key string, timeout time.Duration) *RedlockIncr {
 	if key == "" {
 		key = DefaultFenceKey

@@ -119,22 +119,6 @@ func (l *Link) RemoveToxic(name string) error {
 	return l.proxy.Toxics.RemoveToxic(context.Background(), name)
 }
 
-// Reset removes every toxic and enables the link.
-func (l *Link) Reset() error {
-	l.proxy.Toxics.ResetToxics(context.Background())
-	return l.Enable()
-}
-
-// Reset puts every link back to normal.
-func (n *Network) Reset() error {
-	for _, l := range n.Links() {
-		if err := l.Reset(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Close stops every proxy.
 func (n *Network) Close() {
 	_ = n.server.Collection.Clear()
