@@ -20,7 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"locksim/nemesis/clockshim"
+	"locksim/clockshim"
 )
 
 // Persistence is how a Redis server keeps its data across a crash.

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"locksim/env"
-	"locksim/nemesis/clockshim"
+	"locksim/clockshim"
 )
 
 // TestClockJumpExpiresKey: a +60s ClockJump on a server moves its TIME by

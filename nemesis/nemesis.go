@@ -12,7 +12,7 @@ import (
 	"sync"
 
 	"locksim/env"
-	"locksim/nemesis/clockshim"
+	"locksim/clockshim"
 )
 
 // Target is everything a fault may touch: what this run started.

@@ -20,7 +20,7 @@ import (
 	"locksim/env"
 	"locksim/history"
 	"locksim/nemesis"
-	"locksim/nemesis/clockshim"
+	"locksim/clockshim"
 	"locksim/reports"
 	"locksim/scenarios"
 	"locksim/storage"

@@ -10,7 +10,7 @@ import (
 
 	"locksim/clients"
 	"locksim/history"
-	"locksim/nemesis/clockshim"
+	"locksim/clockshim"
 	"locksim/storage"
 )
 

@@ -11,7 +11,7 @@
  * and time); CLOCK_MONOTONIC and every other clock pass through.
  *
  * The control file named by LOCKSIM_CLOCK_FILE holds four little-endian
- * int64s, written under a seqlock by locksim (nemesis/clockshim Control):
+ * int64s, written under a seqlock by locksim (clockshim Control):
  *   [0] seq (odd while a write is in progress)
  *   [1] offset_ns
  *   [2] base_ns   (a real CLOCK_REALTIME reading)
