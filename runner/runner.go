@@ -11,16 +11,18 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"locksim/checker"
 	"locksim/clients"
+	"locksim/clockshim"
 	"locksim/env"
 	"locksim/history"
 	"locksim/nemesis"
-	"locksim/clockshim"
 	"locksim/reports"
 	"locksim/scenarios"
 	"locksim/storage"
@@ -72,6 +74,9 @@ type run struct {
 	// pgb is the pgbouncer between the lock's connections and pg, if the
 	// scenario asks for one.
 	pgb *env.Pgbouncer
+	// etcd is the etcd cluster, for a lock of the etcd backend: its
+	// members are the scenario's nodes, and no Redis runs.
+	etcd *env.Etcd
 	// direct connects the clients straight to the servers, past their
 	// proxies (generator.go: a fault that needs no network).
 	direct bool
@@ -215,7 +220,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 
 // newTarget is an empty Target with a fresh in-process toxiproxy server.
 func newTarget() *nemesis.Target {
-	return &nemesis.Target{Redis: map[string]*env.Redis{}, Replicas: map[string]*env.Redis{},
+	return &nemesis.Target{Redis: map[string]*env.Redis{}, Replicas: map[string]*env.Redis{}, Etcd: map[string]*env.EtcdMember{},
 		Network: env.NewNetwork(), Clients: map[int]*env.Proc{},
 		PGLinks: map[int]*env.Link{}, StorageLinks: map[int]*env.Link{},
 		ClientClocks: map[int]*clockshim.Control{}}
@@ -340,7 +345,11 @@ func (r *run) setup(ctx context.Context) error {
 			pg += fmt.Sprintf(" behind pgbouncer (pool_mode=%s, %d server connection(s)) on %s", r.sc.Pgbouncer, r.pgb.PoolSize(), r.pgb.Addr())
 		}
 	}
-	r.say("environment ready: %d Redis node(s), %s, %d client process(es), %d proxies", r.sc.Nodes, pg, r.sc.Clients, len(r.target.Network.Links()))
+	servers := fmt.Sprintf("%d Redis node(s)", len(r.target.Redis))
+	if r.etcd != nil {
+		servers = fmt.Sprintf("etcd %s (%d member(s))", etcdVersion(), len(r.etcd.Members))
+	}
+	r.say("environment ready: %s, %s, %d client process(es), %d proxies", servers, pg, r.sc.Clients, len(r.target.Network.Links()))
 	return nil
 }
 
@@ -363,13 +372,22 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 		return in, harness("client %d's clock: %v", c, err)
 	}
 	r.target.ClientClocks[c] = clock
-	for i := 0; i < r.sc.Nodes; i++ {
+	for i := 0; i < len(r.target.Redis); i++ {
 		name := scenarios.NodeName(i)
 		l, err := r.target.Network.AddLink(env.LinkName(c, name), r.target.Redis[name].Addr)
 		if err != nil {
 			return in, harness("%v", err)
 		}
 		in.Config.Redis = append(in.Config.Redis, clients.Node{Name: name, Addr: l.Listen})
+	}
+	if r.etcd != nil {
+		for _, m := range r.etcd.Members {
+			l, err := r.target.Network.AddLink(env.LinkName(c, m.Name), m.Addr)
+			if err != nil {
+				return in, harness("%v", err)
+			}
+			in.Config.Etcd = append(in.Config.Etcd, clients.Node{Name: m.Name, Addr: l.Listen})
+		}
 	}
 	if r.pg != nil {
 		// Two links: the lock's connection and the storage's, so a fault
@@ -457,8 +475,25 @@ func (r *run) startServers(ctx context.Context, spec clients.Spec) error {
 			}
 		}()
 	}
+	if spec.Backend == "etcd" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := env.StartEtcd(ctx, env.EtcdOptions{Members: r.sc.Nodes})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			r.etcd = e
+			for _, m := range e.Members {
+				r.target.Etcd[m.Name] = m
+			}
+		}()
+	}
 	persistence := env.Persistence(r.sc.Persistence)
-	for i := 0; i < r.sc.Nodes; i++ {
+	for i := 0; i < r.sc.Nodes && spec.Backend != "etcd"; i++ {
 		name := scenarios.NodeName(i)
 		wg.Add(1)
 		go func() {
@@ -715,6 +750,10 @@ func (r *run) teardown() {
 	if r.pgb != nil {
 		r.pgb.Stop()
 	}
+	if r.etcd != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.etcd.Close() }()
+	}
 	if r.pg != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.pg.Stop() }()
@@ -727,4 +766,14 @@ func (r *run) teardown() {
 	if r.tmp != "" {
 		env.RemoveTempDir(r.tmp)
 	}
+}
+
+// etcdVersion is the etcd binary's version, for the narration.
+func etcdVersion() string {
+	out, err := exec.Command("etcd", "--version").Output()
+	if err != nil {
+		return "(version unknown)"
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(strings.TrimPrefix(first, "etcd Version:"))
 }

@@ -233,10 +233,19 @@ func (s *Scenario) applyDefaults() {
 		s.Margin.Duration = 100 * time.Millisecond
 	}
 	if s.Nodes == 0 {
-		if spec, err := clients.Lookup(s.Lock); err == nil && spec.Backend == "redis" {
+		if spec, err := clients.Lookup(s.Lock); err == nil && (spec.Backend == "redis" || spec.Backend == "etcd") {
 			s.Nodes = max(spec.Nodes, 1)
 		}
 	}
+}
+
+// backend is the backend of the scenario's lock ("" if unknown).
+func (s *Scenario) backend() string {
+	spec, err := clients.Lookup(s.Lock)
+	if err != nil {
+		return ""
+	}
+	return spec.Backend
 }
 
 // errAt builds an Error for a top-level field.
@@ -286,6 +295,16 @@ func (s *Scenario) validate() error {
 	}
 	if !contains([]string{"", "token", "pexpire"}, s.Watchdog) {
 		return s.errAt("watchdog", "expected token or pexpire, got %q", s.Watchdog)
+	}
+	if s.backend() == "etcd" {
+		switch {
+		case s.Persistence != "":
+			return s.errAt("persistence", "persistence is a Redis node's setting; an etcd member fsyncs its log before it answers")
+		case s.Replicas:
+			return s.errAt("replicas", "replicas are Redis replicas; an etcd cluster replicates by Raft: set nodes: 3")
+		case s.Fence == "redis-incr" || s.Fence == "redlock-incr":
+			return s.errAt("fence", "%s counts on Redis nodes; the etcd lock hands out its key's revision as its fencing token", s.Fence)
+		}
 	}
 	if !contains([]string{"", "none", "everysec", "always"}, s.Persistence) {
 		return s.errAt("persistence", "expected none, everysec or always, got %q", s.Persistence)
@@ -360,6 +379,9 @@ func (s *Scenario) validateStep(i int) error {
 	}
 	if (st.Do == "replication-lag" || st.Do == "failover") && !s.Replicas {
 		return at("do", "%q needs replicas: true", st.Do)
+	}
+	if (st.Do == "clock-jump" || st.Do == "clock-drift") && st.Node != "" && s.backend() == "etcd" {
+		return at("node", "no clock fault reaches an etcd member: etcd is a Go binary that reads the clock through the vDSO, out of the clock shim's reach (and times its leases on the monotonic clock)")
 	}
 	if st.Do == "clock-drift" && st.Rate <= 0 {
 		return at("rate", "expected a rate above 0, got %g", st.Rate)
