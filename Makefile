@@ -7,20 +7,35 @@ GO      ?= go
 SIM     := bin/sim
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup deps build demo test bench vet clean reliability fuzz
+.PHONY: all setup deps test-deps install build demo test bench vet clean reliability fuzz
 
 all: build
 
-# deps installs the servers (redis-server, PostgreSQL, pgbouncer, etcd) and the C compiler the harness drives, and
-# Chromium (the report test renders report.html headless), when missing.
+# deps installs what the harness drives, when missing: the servers
+# (redis-server, PostgreSQL, pgbouncer, etcd) and the C compiler the clock
+# shim is built with. test-deps adds Chromium, which only the report test
+# needs (it renders report.html headless): `make demo` does not install it.
+DEPS      := redis-server postgresql pgbouncer etcd-server gcc
+TEST_DEPS := $(DEPS) chromium
+
 deps:
+	@$(MAKE) --no-print-directory install PKGS="$(DEPS)"
+
+test-deps:
+	@$(MAKE) --no-print-directory install PKGS="$(TEST_DEPS)"
+
+# install apt-installs the packages of PKGS whose program is missing.
+install:
 	@missing=""; \
-	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
-	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
-	[ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null || missing="$$missing pgbouncer"; \
-	command -v etcd >/dev/null || missing="$$missing etcd-server"; \
-	command -v cc >/dev/null || missing="$$missing gcc"; \
-	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	for p in $(PKGS); do \
+		case $$p in \
+		postgresql) ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing $$p" ;; \
+		pgbouncer) [ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null || missing="$$missing $$p" ;; \
+		etcd-server) command -v etcd >/dev/null || missing="$$missing $$p" ;; \
+		gcc) command -v cc >/dev/null || missing="$$missing $$p" ;; \
+		*) command -v $$p >/dev/null || missing="$$missing $$p" ;; \
+		esac; \
+	done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
@@ -38,7 +53,7 @@ demo: setup
 # -p 1: the packages drive real servers and time-sensitive stories; on a
 # 2-core machine, running them one package at a time keeps each story's
 # timing margins intact.
-test: deps
+test: test-deps
 	$(GO) vet ./...
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 
