@@ -8,7 +8,9 @@ package reports
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -42,11 +44,17 @@ type RatePlot struct {
 func WriteRatePlot(rp RatePlot, base string) error {
 	p := plot.New()
 	p.Title.Text = rp.Title
+	p.Title.Padding = vg.Points(10)
 	p.X.Label.Text = rp.XLabel
 	p.Y.Label.Text = rp.YLabel
-	p.Y.Min, p.Y.Max = -2, 102
+	// The rates run from 0 to 100%; the headroom above 100 holds the
+	// legend and the mark's label, so neither covers a line or a band.
+	p.Y.Min, p.Y.Max = -2, 100+legendHeadroom(len(rp.Series))
+	p.Y.Tick.Marker = plot.ConstantTicks(percentTicks())
+	p.X.Tick.Marker = plot.TickerFunc(niceTicks)
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(6)
 	p.Legend.ThumbnailWidth = vg.Points(24)
 	for i, s := range rp.Series {
 		c := plotutil.Color(i)
@@ -87,20 +95,22 @@ func WriteRatePlot(rp RatePlot, base string) error {
 		p.Legend.Add(s.Name, line, marks)
 	}
 	if rp.Mark > 0 {
-		rule, err := plotter.NewLine(plotter.XYs{{X: rp.Mark, Y: -2}, {X: rp.Mark, Y: 102}})
+		rule, err := plotter.NewLine(plotter.XYs{{X: rp.Mark, Y: -2}, {X: rp.Mark, Y: 100}})
 		if err != nil {
 			return err
 		}
-		rule.Color = color.Gray{Y: 100}
-		rule.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		rule.Color = color.Gray{Y: 40}
+		rule.Width = vg.Points(1.5)
+		rule.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(rule)
 		if rp.MarkLabel != "" {
-			labels, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: rp.Mark, Y: 96}}, Labels: []string{" " + rp.MarkLabel}})
+			labels, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: rp.Mark, Y: 101}}, Labels: []string{rp.MarkLabel}})
 			if err != nil {
 				return err
 			}
-			labels.TextStyle[0].Color = color.Gray{Y: 80}
-			labels.TextStyle[0].XAlign = draw.XLeft
+			labels.TextStyle[0].Color = color.Gray{Y: 40}
+			labels.TextStyle[0].XAlign = draw.XCenter
+			labels.TextStyle[0].YAlign = draw.YBottom
 			p.Add(labels)
 		}
 	}
@@ -110,6 +120,49 @@ func WriteRatePlot(rp RatePlot, base string) error {
 		}
 	}
 	return nil
+}
+
+// legendHeadroom is how far above 100% the y axis runs so that a legend
+// of n entries fits above the data.
+func legendHeadroom(n int) float64 { return 8 + 6.5*float64(n) }
+
+// percentTicks labels 0 to 100% every 25, and nothing in the headroom.
+func percentTicks() []plot.Tick {
+	var ts []plot.Tick
+	for v := 0; v <= 100; v += 5 {
+		t := plot.Tick{Value: float64(v)}
+		if v%25 == 0 {
+			t.Label = fmt.Sprint(v)
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// niceTicks labels the x axis every 1, 2 or 5 times a power of ten, with
+// 4 to 10 labels, and a minor tick between two labels.
+func niceTicks(min, max float64) []plot.Tick {
+	span := max - min
+	if span <= 0 {
+		return []plot.Tick{{Value: min, Label: fmt.Sprintf("%g", min)}}
+	}
+	step := math.Pow(10, math.Floor(math.Log10(span)))
+	for _, m := range []float64{0.1, 0.2, 0.5, 1, 2, 5, 10} {
+		if span/(step*m) <= 10 {
+			step *= m
+			break
+		}
+	}
+	var ts []plot.Tick
+	for v := math.Ceil(min/step*2) * step / 2; v <= max+step*1e-9; v += step / 2 {
+		v := math.Round(v/step*2) * step / 2
+		t := plot.Tick{Value: v}
+		if math.Abs(math.Remainder(v, step)) < step*1e-6 {
+			t.Label = strconv.FormatFloat(v, 'g', 4, 64)
+		}
+		ts = append(ts, t)
+	}
+	return ts
 }
 
 // IsFenced says whether a lock name names a fenced variant.

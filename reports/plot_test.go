@@ -1,0 +1,48 @@
+package reports
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestNiceTicks: the x axis of a sweep over 0.2..3 TTLs gets labels every
+// 0.5 (not three), each a round number, in range and in order.
+func TestNiceTicks(t *testing.T) {
+	var labels []string
+	prev := -1.0
+	for _, tk := range niceTicks(0.2, 3) {
+		if tk.Value < 0.2-1e-9 || tk.Value > 3+1e-9 || tk.Value <= prev {
+			t.Fatalf("tick %v out of range or order", tk.Value)
+		}
+		prev = tk.Value
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	want := []string{"0.5", "1", "1.5", "2", "2.5", "3"}
+	if len(labels) != len(want) {
+		t.Fatalf("labels %v, want %v", labels, want)
+	}
+	for i := range want {
+		if labels[i] != want[i] {
+			t.Fatalf("labels %v, want %v", labels, want)
+		}
+	}
+}
+
+// TestWriteRatePlot draws both files.
+func TestWriteRatePlot(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "damage")
+	rp := RatePlot{Title: "gen-pause: trials with damage against the pause", XLabel: "pause / TTL", YLabel: "%",
+		Mark: 1, MarkLabel: "pause = TTL",
+		Series: []Series{{Name: "redis", X: []float64{0.5, 1, 2}, Y: []float64{0, 50, 100}, Low: []float64{0, 30, 80}, High: []float64{20, 70, 100}}}}
+	if err := WriteRatePlot(rp, base); err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range []string{".png", ".svg"} {
+		if fi, err := os.Stat(base + ext); err != nil || fi.Size() == 0 {
+			t.Fatalf("%s: %v", ext, err)
+		}
+	}
+}
