@@ -76,6 +76,7 @@ type writeInput struct {
 }
 
 func segmentWrites(ops []porcupine.Operation) [][]porcupine.Operation {
+	ops = slices.Clone(ops)
 	sortByCall(ops)
 	var out [][]porcupine.Operation
 	// The segments, each after the seed that starts it, share one slab:

@@ -125,11 +125,13 @@ func holds(p *parsed) []*hold {
 		ncrash += len(cs)
 	}
 	acts := make([]action, 0, len(p.ops)+len(p.notes)+ncrash)
+	grants := 0 // the most holds there can be
 	for _, o := range p.ops {
 		switch o.inv.Op {
 		case history.OpAcquire, history.OpExtend:
 			if o.status() == history.Ok {
 				acts = append(acts, action{t: o.done.Time, seq: o.done.Seq, o: o})
+				grants++
 			}
 		case history.OpRelease:
 			acts = append(acts, action{t: o.inv.Time, seq: o.inv.Seq, o: o})
@@ -167,11 +169,13 @@ func holds(p *parsed) []*hold {
 		}
 		return h
 	}
+	slab := make([]hold, 0, grants) // all points into it
 	newHold := func(o *op, token string, fence, leaseEnd int64) {
-		h := &hold{
+		slab = append(slab, hold{
 			id: len(all) + 1, key: o.key(), process: o.inv.Process, token: token,
 			fence: fence, grant: o, start: o.done.Time, leaseEnd: leaseEnd, end: math.MaxInt64,
-		}
+		})
+		h := &slab[len(slab)-1]
 		all = append(all, h)
 		pk := procKey{h.process, h.key}
 		open[pk] = h
@@ -412,13 +416,17 @@ var segmentedMutexModel = func() porcupine.Model {
 var minSegment = 256
 
 func segmentMutex(ops []porcupine.Operation) [][]porcupine.Operation {
-	sortByCall(ops)
+	if len(ops) <= minSegment {
+		return [][]porcupine.Operation{ops}
+	}
+	sorted := slices.Clone(ops)
+	sortByCall(sorted)
 	var out [][]porcupine.Operation
 	start, open := 0, 0
 	maxRet := int64(math.MinInt64)
-	for i, o := range ops {
+	for i, o := range sorted {
 		if i-start >= minSegment && open == 0 && maxRet < o.Call {
-			out = append(out, ops[start:i:i])
+			out = append(out, sorted[start:i:i])
 			start = i
 		}
 		if o.Input.(MutexInput).Kind == history.OpAcquire {
@@ -428,7 +436,12 @@ func segmentMutex(ops []porcupine.Operation) [][]porcupine.Operation {
 		}
 		maxRet = max(maxRet, o.Return)
 	}
-	return append(out, ops[start:])
+	if len(out) == 0 {
+		// One segment: the key's operations as they were given, as
+		// mutexModel has them.
+		return [][]porcupine.Operation{ops}
+	}
+	return append(out, sorted[start:])
 }
 
 // sortByCall orders operations by call time, an acquire before the end of
@@ -438,7 +451,7 @@ func sortByCall(ops []porcupine.Operation) {
 }
 
 // partitionByKey groups operations by key, keys in order, each group in
-// the order of ops.
+// the order of ops (ops itself when they share one key).
 func partitionByKey(ops []porcupine.Operation, key func(porcupine.Operation) string) [][]porcupine.Operation {
 	idx := map[string]int{}
 	var keys []string
@@ -446,7 +459,10 @@ func partitionByKey(ops []porcupine.Operation, key func(porcupine.Operation) str
 	of := make([]int, len(ops)) // the index of each operation's key in keys
 	for i, o := range ops {
 		k := key(o)
-		n, ok := idx[k]
+		n, ok := 0, len(keys) > 0 && k == keys[0] // most histories have one key
+		if !ok {
+			n, ok = idx[k]
+		}
 		if !ok {
 			n = len(keys)
 			idx[k] = n
@@ -455,6 +471,12 @@ func partitionByKey(ops []porcupine.Operation, key func(porcupine.Operation) str
 		}
 		of[i] = n
 		counts[n]++
+	}
+	switch len(keys) {
+	case 0:
+		return nil
+	case 1:
+		return [][]porcupine.Operation{ops}
 	}
 	sorted := make([]int, len(keys)) // the key indices in key order
 	for i := range sorted {
