@@ -506,15 +506,10 @@ func partitionByKey(ops []porcupine.Operation, key func(porcupine.Operation) str
 // client's crash or learning it lost the lease) frees it.
 func MutexModel() porcupine.Model { return mutexModel }
 
-// MutexOperations builds the mutex model's operations from a history: one
+// mutexOperations builds the mutex model's operations from the holds: one
 // acquire per hold, over the acquire's [invoke, ok], and one operation that
 // ends it ([invoke, completion] of a release, a point at the lease end or
 // crash). Failed acquires add no constraint and are left out.
-func MutexOperations(events []history.Event) []porcupine.Operation {
-	p := parse(events)
-	return mutexOperations(p, holds(p))
-}
-
 func mutexOperations(p *parsed, hs []*hold) []porcupine.Operation {
 	ops := make([]porcupine.Operation, 0, 2*len(hs))
 	for _, h := range hs {
