@@ -57,6 +57,10 @@ type Result struct {
 	Damage     DamageResult   `json:"damage"`
 	Fencing    FencingResult  `json:"fencing"`
 	Liveness   LivenessResult `json:"liveness"`
+	// Derived is what the check derived on the way, for the reports to
+	// draw (Derived.Holds, Derived.Visualize). It is not in result.json:
+	// a Result read back from it has none.
+	Derived *Derived `json:"-"`
 }
 
 // Check validates a history (history.Validate) and runs the four checkers
@@ -73,12 +77,14 @@ func Check(events []history.Event, o Options) (Result, error) {
 	}
 	p := <-parsed
 	var r Result
+	d := &Derived{p: p}
 	var wg sync.WaitGroup
-	wg.Go(func() { r.Mutex, _, _ = checkMutex(p, o) })
+	wg.Go(func() { r.Mutex, d.holds, d.info = checkMutex(p, o) })
 	wg.Go(func() { r.Damage = checkDamage(p, o) })
 	r.Fencing = checkFencing(p)
 	r.Liveness = checkLiveness(p, o)
 	wg.Wait()
+	r.Derived = d
 	r.Violations = r.Mutex.OverlapCount + r.Damage.LostUpdateCount + r.Damage.StaleWriteCount +
 		r.Fencing.BackwardsCount + r.Liveness.LeakCount + len(r.Liveness.Stalls)
 
@@ -208,19 +214,17 @@ func joinAnd(xs []string) string {
 	return xs[0] + " and " + xs[1]
 }
 
-// Visualize runs the mutual-exclusion check verbosely and writes
-// porcupine's HTML visualization to w, with the history's faults as spans
-// (a Fault to its Heal, tagged with the target), its notes as points, and
-// client crashes on the crashed client's row.
+// Visualize checks the history's mutual exclusion and writes porcupine's
+// HTML visualization of it to w (Derived.Visualize). A checked history
+// has it already: Result.Derived.Visualize runs porcupine no second time.
 func Visualize(events []history.Event, o Options, w io.Writer) error {
 	if err := history.Validate(events); err != nil {
 		return err
 	}
 	p := parse(events)
-	ops := mutexOperations(p, holds(p))
-	_, info := porcupine.CheckOperationsVerbose(mutexModel, ops, o.timeout())
-	info.AddAnnotations(Annotations(events))
-	return porcupine.Visualize(mutexModel, info, w)
+	_, hs, info := checkMutex(p, o)
+	d := &Derived{p: p, holds: hs, info: info}
+	return d.Visualize(w)
 }
 
 // Annotations turns the history's faults, heals, notes and crashes into
@@ -228,7 +232,10 @@ func Visualize(events []history.Event, o Options, w io.Writer) error {
 // target become one span (an unhealed fault runs to the end of the
 // history), a note a point.
 func Annotations(events []history.Event) []porcupine.Annotation {
-	p := parse(events)
+	return annotations(parse(events))
+}
+
+func annotations(p *parsed) []porcupine.Annotation {
 	var out []porcupine.Annotation
 	type faultKey struct{ op, target string }
 	open := map[faultKey][]history.Event{}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -546,6 +548,60 @@ func TestVisualize(t *testing.T) {
 	}
 	if spans != 2 || points != 2 {
 		t.Errorf("annotations: %d spans and %d points, want 2 and 2: %+v", spans, points, an)
+	}
+}
+
+// A check hands the reports what it derived: its holds, and porcupine's
+// linearization, drawn as Visualize draws it from the history alone.
+func TestDerived(t *testing.T) {
+	events := hist(
+		acq(1, "L", 0, 10, ok, lease(100), token("a"), fence(1)), rel(1, "L", 50, 60, ok, token("a")),
+		acq(2, "L", 70, 80, ok, lease(150), token("b"), fence(2)),
+		acq(3, "L", 90, 100, ok, token("c")), crash(3, 300),
+		acq(1, "L", 400, 410, ok, token("d")),
+	)
+	r := mustCheck(t, events, Options{})
+	if r.Derived == nil {
+		t.Fatal("no Derived")
+	}
+	type hold struct {
+		client   int
+		token    string
+		from, to int64
+		open     bool
+		end      string
+	}
+	var got []hold
+	for i, h := range r.Derived.Holds() {
+		if h.ID != i+1 || h.From != h.Grant.Time || h.Key != "L" {
+			t.Errorf("hold %d: %+v", i, h)
+		}
+		got = append(got, hold{h.Client, h.Token, h.From, h.To, h.Open, h.End})
+	}
+	want := []hold{
+		{1, "a", 10 * ms, 50 * ms, false, HoldReleased},
+		{2, "b", 80 * ms, 150 * ms, false, HoldExpired},
+		{3, "c", 100 * ms, 300 * ms, false, HoldCrashed},
+		{1, "d", 410 * ms, 0, true, ""},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("holds:\n got %+v\nwant %+v", got, want)
+	}
+	if hs := Holds(events); !reflect.DeepEqual(hs, r.Derived.Holds()) {
+		t.Errorf("Holds(events) = %+v, the check's %+v", hs, r.Derived.Holds())
+	}
+	var fromCheck, alone bytes.Buffer
+	if err := r.Derived.Visualize(&fromCheck); err != nil {
+		t.Fatal(err)
+	}
+	if err := Visualize(events, Options{}, &alone); err != nil {
+		t.Fatal(err)
+	}
+	if fromCheck.String() != alone.String() {
+		t.Error("the check's visualization differs from Visualize's")
+	}
+	if b, _ := json.Marshal(r); bytes.Contains(b, []byte("erived")) {
+		t.Errorf("result.json has what the check derived: %s", b)
 	}
 }
 
