@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -35,37 +33,15 @@ type Client struct {
 	// stalls are the spans in which the worker reported it did not run,
 	// on the record's clock.
 	stalls []Stall
+	// hello is the hello line the client program printed (protocol.go).
+	hello Hello
 }
 
 // Start re-executes this binary as a worker for client id, records its
 // events in rec, and sends it init. Its stderr goes to stderr (a file).
+// StartWith (protocol.go) starts another client program.
 func Start(ctx context.Context, id int, rec *history.Recorder, init Init, stderr io.Writer) (*Client, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), EnvVar+"=1")
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	proc, err := env.StartProc(fmt.Sprintf("client %d", id), cmd)
-	if err != nil {
-		return nil, err
-	}
-	c := &Client{ID: id, proc: proc, stdin: stdin, rec: rec, pending: map[int64]chan error{}, started: map[int64]chan struct{}{}}
-	go c.read(stdout)
-	if err := c.Do(ctx, Command{Op: "init", Init: &init}); err != nil {
-		c.Stop()
-		return nil, fmt.Errorf("client %d: %w", id, err)
-	}
-	return c, nil
+	return StartWith(ctx, id, rec, init, stderr, StartOptions{})
 }
 
 // Stalls are the spans, on the record's clock, in which the worker
@@ -84,6 +60,14 @@ func (c *Client) read(stdout io.Reader) {
 	for {
 		var r Reply
 		if err := dec.Decode(&r); err != nil {
+			var syn *json.SyntaxError
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &syn) || errors.As(err, &typ) {
+				// Not a protocol line: stdout is for replies only.
+				c.fail(fmt.Errorf("client %d printed a line on stdout that is not a locksim worker protocol v1 reply (%v): stdout is for protocol lines only, logs go to stderr", c.ID, err))
+				c.proc.Kill()
+				return
+			}
 			c.fail(fmt.Errorf("client %d exited", c.ID))
 			return
 		}

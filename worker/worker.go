@@ -136,10 +136,16 @@ func (s *state) watchStalls(stop <-chan struct{}) {
 }
 
 // MaybeRun turns this process into a worker when LOCKSIM_WORKER=1, and
-// never returns in that case. main and TestMain call it first.
+// never returns in that case: it prints its hello line (protocol.go),
+// then serves. main and TestMain call it first.
 func MaybeRun() {
 	if os.Getenv(EnvVar) != "1" {
 		return
+	}
+	// The first line is the hello of locksim worker protocol v1
+	// (docs/protocol.md).
+	if err := writeHello(os.Stdout); err != nil {
+		os.Exit(1)
 	}
 	os.Exit(Serve(os.Stdin, os.Stdout))
 }

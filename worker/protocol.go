@@ -1,0 +1,268 @@
+// protocol.go is the worker protocol as a versioned contract ("locksim
+// worker protocol v1", docs/protocol.md): the hello line every client
+// program prints first, and how the harness starts a client program that
+// is not this binary (a client in any language, scenario field
+// client_cmd).
+
+package worker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"locksim/clients"
+	"locksim/env"
+	"locksim/history"
+)
+
+// ProtocolVersion is the version of the worker protocol this harness speaks.
+const ProtocolVersion = 1
+
+// Environment variables the harness sets for every client program, beside
+// EnvVar (LOCKSIM_WORKER=1) and its own environment.
+const (
+	// EnvProtocol is the protocol version the harness speaks ("1").
+	EnvProtocol = "LOCKSIM_PROTOCOL"
+	// EnvClient is the client's number in the story ("1", "2", ...).
+	EnvClient = "LOCKSIM_CLIENT"
+)
+
+// Hello is the first line a client program prints on stdout, before it
+// reads anything: the protocol version it speaks, the locks it implements
+// and the commands it carries out.
+type Hello struct {
+	// Protocol is the protocol version (1).
+	Protocol int `json:"protocol"`
+	// Name says what the client is, for the narration and its log
+	// ("node-redlock: redlock 5.0.0-beta.2, ioredis 5.11.1").
+	Name string `json:"name,omitempty"`
+	// Locks lists the lock algorithms (names of the catalogue: redlock,
+	// redis, ...) the client implements; the story's lock must be one.
+	Locks []string `json:"locks"`
+	// Ops lists the commands it carries out (acquire, release, extend;
+	// write and loop are the harness's own worker's); every command the
+	// story sends must be one.
+	Ops []string `json:"ops"`
+}
+
+// GoOps are the commands the harness's own worker carries out.
+var GoOps = []string{history.OpAcquire, history.OpRelease, history.OpExtend, history.OpWrite, OpLoop}
+
+// goHello is the hello of the harness's own worker: every registered lock
+// and every command.
+func goHello() Hello {
+	return Hello{Protocol: ProtocolVersion, Name: "locksim Go worker", Locks: clients.Names(), Ops: GoOps}
+}
+
+// writeHello prints the harness's own worker's hello line.
+func writeHello(w io.Writer) error {
+	b, err := json.Marshal(goHello())
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// helloTimeout bounds how long a client program may take to print its
+// hello line (a runtime starting, modules loading).
+var helloTimeout = 15 * time.Second
+
+// StartOptions say which program a client is and what the story needs of it.
+type StartOptions struct {
+	// Argv is the client program and its arguments (scenario field
+	// client_cmd); empty: this binary, re-executed as the Go worker.
+	Argv []string
+	// Ops are the commands the story will send; the client's hello must
+	// list each.
+	Ops []string
+}
+
+// HelloError is a client program that did not open the protocol as v1
+// says: no hello, a bad one, or one that lacks what the story needs.
+type HelloError struct {
+	Client int
+	// Program is the client's argv, as one string.
+	Program string
+	Msg     string
+}
+
+func (e *HelloError) Error() string {
+	return fmt.Sprintf("client %d (%s): %s", e.Client, e.Program, e.Msg)
+}
+
+// StartWith starts client id as o says (o.Argv, or this binary as the Go
+// worker) in its own process group, as every child of the harness (so
+// SIGSTOP, SIGCONT and kill -9 reach it whole, and it dies with the
+// harness), reads and checks its hello line, records its events in rec,
+// and sends it init. Its stderr goes to stderr (a file).
+func StartWith(ctx context.Context, id int, rec *history.Recorder, init Init, stderr io.Writer, o StartOptions) (*Client, error) {
+	argv := o.Argv
+	if len(argv) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		argv = []string{exe}
+	}
+	program := programName(o.Argv)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), EnvVar+"=1", EnvProtocol+"="+strconv.Itoa(ProtocolVersion), EnvClient+"="+strconv.Itoa(id))
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	proc, err := env.StartProc(fmt.Sprintf("client %d", id), cmd)
+	if err != nil {
+		return nil, &HelloError{Client: id, Program: program, Msg: fmt.Sprintf("cannot start it: %v", errors.Unwrap(err))}
+	}
+	out := bufio.NewReaderSize(stdout, 64*1024)
+	hello, err := readHello(ctx, out, proc, stderr)
+	if err == nil {
+		err = checkHello(hello, init.Lock, o.Ops)
+	}
+	if err != nil {
+		_ = stdin.Close()
+		proc.Kill()
+		return nil, &HelloError{Client: id, Program: program, Msg: err.Error()}
+	}
+	c := &Client{ID: id, proc: proc, stdin: stdin, rec: rec, pending: map[int64]chan error{}, started: map[int64]chan struct{}{}}
+	c.hello = hello
+	go c.read(out)
+	if err := c.Do(ctx, Command{Op: "init", Init: &init}); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("client %d: %w", id, err)
+	}
+	return c, nil
+}
+
+// Hello is the hello line the client program printed.
+func (c *Client) Hello() Hello { return c.hello }
+
+// programName is a client program's argv as one short string.
+func programName(argv []string) string {
+	if len(argv) == 0 {
+		return "the Go worker"
+	}
+	s := strings.Join(argv, " ")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+// readHello reads the first line the program prints, within helloTimeout.
+func readHello(ctx context.Context, out *bufio.Reader, proc *env.Proc, stderr io.Writer) (Hello, error) {
+	type line struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan line, 1)
+	go func() {
+		b, err := out.ReadSlice('\n')
+		ch <- line{append([]byte(nil), b...), err}
+	}()
+	var l line
+	select {
+	case l = <-ch:
+	case <-time.After(helloTimeout):
+		return Hello{}, fmt.Errorf("printed no hello line within %v: a client speaking locksim worker protocol v1 prints {\"protocol\":1,...} first (docs/protocol.md)%s", helloTimeout, lastLine(stderr))
+	case <-ctx.Done():
+		return Hello{}, ctx.Err()
+	}
+	if l.err != nil && len(l.b) == 0 {
+		// The program ended (or closed stdout) before its first line.
+		select {
+		case <-proc.Done():
+		case <-time.After(time.Second):
+		}
+		how := "closed its stdout"
+		if proc.Exited() {
+			how = "exited"
+			if perr := proc.Cmd.ProcessState; perr != nil {
+				how = "exited (" + perr.String() + ")"
+			}
+		}
+		return Hello{}, fmt.Errorf("%s before printing its hello line%s", how, lastLine(stderr))
+	}
+	if errors.Is(l.err, bufio.ErrBufferFull) {
+		return Hello{}, fmt.Errorf("its first line is longer than %d bytes: not a hello line", out.Size())
+	}
+	var h Hello
+	dec := json.NewDecoder(bytes.NewReader(l.b))
+	if err := dec.Decode(&h); err != nil || h.Protocol == 0 {
+		return Hello{}, fmt.Errorf("its first line is not a hello line ({\"protocol\":1,\"locks\":[...],\"ops\":[...]}, docs/protocol.md): %q", short(l.b))
+	}
+	return h, nil
+}
+
+// checkHello checks that the client speaks v1, implements lock and
+// carries out every command in ops.
+func checkHello(h Hello, lock string, ops []string) error {
+	if h.Protocol != ProtocolVersion {
+		return fmt.Errorf("speaks locksim worker protocol v%d; this harness speaks v%d (docs/protocol.md)", h.Protocol, ProtocolVersion)
+	}
+	if lock != "" && !slices.Contains(h.Locks, lock) {
+		return fmt.Errorf("implements the locks %v (its hello); the story needs lock %s", h.Locks, lock)
+	}
+	for _, op := range ops {
+		if !slices.Contains(h.Ops, op) {
+			return fmt.Errorf("carries out %v (its hello); the story needs %q too", h.Ops, op)
+		}
+	}
+	return nil
+}
+
+// short is a line cut to a length an error message can carry.
+func short(b []byte) string {
+	s := strings.TrimRight(string(b), "\r\n")
+	if len(s) > 200 {
+		s = s[:197] + "..."
+	}
+	return s
+}
+
+// lastLine is "; its stderr says: LINE" with the first line the program
+// wrote to stderr that names an error (a runtime's stack trace puts the
+// error's message on such a line), else its last non-empty line, when its
+// stderr is a file; or "".
+func lastLine(stderr io.Writer) string {
+	f, ok := stderr.(*os.File)
+	if !ok {
+		return ""
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		return ""
+	}
+	var last string
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.Contains(strings.ToLower(l), "error") {
+			return "; its stderr says: " + short([]byte(l))
+		}
+		if l != "" {
+			last = l
+		}
+	}
+	if last == "" {
+		return ""
+	}
+	return "; its stderr ends: " + short([]byte(last))
+}

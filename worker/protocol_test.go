@@ -1,0 +1,93 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"locksim/clients"
+	"locksim/history"
+)
+
+// TestGoWorkerHello: the harness's own worker opens the protocol as any
+// client program must: version 1, every registered lock, every command.
+func TestGoWorkerHello(t *testing.T) {
+	var out bytes.Buffer
+	if err := writeHello(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(out.Bytes(), []byte("\n")) || bytes.Count(out.Bytes(), []byte("\n")) != 1 {
+		t.Fatalf("hello %q is not one line", out.String())
+	}
+	var h Hello
+	if err := json.Unmarshal(out.Bytes(), &h); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkHello(h, "test-mem", GoOps); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.Locks, clients.Names()) {
+		t.Fatalf("hello locks %v, want every registered lock %v", h.Locks, clients.Names())
+	}
+}
+
+// TestStartWithChecksHello starts small shell programs as clients: one
+// that speaks v1 is started and initialised; each that does not is
+// refused with what was wrong, and killed.
+func TestStartWithChecksHello(t *testing.T) {
+	defer func(d time.Duration) { helloTimeout = d }(helloTimeout)
+	helloTimeout = 500 * time.Millisecond
+	const hello = `echo '{"protocol":1,"name":"sh","locks":["x"],"ops":["acquire","release"]}'`
+	cases := []struct {
+		name, script string
+		ops          []string
+		want         string // "" for a client that starts
+	}{
+		{"v1", hello + `; read l; echo '{"id":1,"done":true}'; cat >/dev/null`, []string{"acquire"}, ""},
+		{"v2", `echo '{"protocol":2,"locks":["x"],"ops":["acquire"]}'; cat >/dev/null`, nil, "speaks locksim worker protocol v2; this harness speaks v1"},
+		{"lock", `echo '{"protocol":1,"locks":["y"],"ops":["acquire"]}'; cat >/dev/null`, nil, "implements the locks [y] (its hello); the story needs lock x"},
+		{"op", hello + `; cat >/dev/null`, []string{"acquire", "extend"}, `the story needs "extend" too`},
+		{"no hello", `echo '{"id":1,"done":true}'; cat >/dev/null`, nil, "its first line is not a hello line"},
+		{"silent", `sleep 5`, nil, "printed no hello line within 500ms"},
+		{"exits", `echo 'TypeError: boom' >&2; echo 'at line 1' >&2; exit 7`, nil, "exited (exit status 7) before printing its hello line; its stderr says: TypeError: boom"},
+		{"closes stdout", `exec >&-; sleep 5`, nil, "closed its stdout before printing its hello line"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			logf, err := os.Create(filepath.Join(t.TempDir(), "client.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer logf.Close()
+			rec := history.NewRecorder(history.Monotonic(), nil)
+			start := time.Now()
+			cl, err := StartWith(context.Background(), 1, rec, Init{Lock: "x"}, logf, StartOptions{Argv: []string{"sh", "-c", c.script}, Ops: c.ops})
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cl.Hello().Name != "sh" {
+					t.Errorf("hello %+v", cl.Hello())
+				}
+				cl.Stop()
+				return
+			}
+			if err == nil {
+				cl.Stop()
+				t.Fatalf("started; want an error saying %q", c.want)
+			}
+			if !strings.HasPrefix(err.Error(), "client 1 (sh -c ") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q, want client 1 (sh -c ...) and %q", err, c.want)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("refused after %v: the program was not killed?", d)
+			}
+		})
+	}
+}
