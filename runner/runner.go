@@ -46,6 +46,11 @@ type Options struct {
 	// (the scenario's counterfactual block), into Out/counterfactual, and
 	// requires the verdict to flip.
 	Counterfactual bool
+	// ClientCmd runs each client as this program and its arguments
+	// instead of the harness's own Go worker (it overrides the scenario's
+	// client_cmd): a client speaking locksim worker protocol v1
+	// (docs/protocol.md, external.go).
+	ClientCmd []string
 }
 
 // HarnessError is a failure of the harness itself (a server that would not
@@ -301,6 +306,9 @@ func (r *run) setup(ctx context.Context) error {
 	if err != nil {
 		return harness("%v", err)
 	}
+	if err := r.checkClientCmd(); err != nil { // external.go
+		return err
+	}
 	if err := r.startServers(ctx, spec); err != nil {
 		return err
 	}
@@ -322,7 +330,7 @@ func (r *run) setup(ctx context.Context) error {
 		go func(c int, init worker.Init) {
 			defer wg.Done()
 			defer logf.Close()
-			w, err := worker.Start(ctx, c, r.rec, init, logf)
+			w, err := worker.StartWith(ctx, c, r.rec, init, logf, r.startOptions())
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -336,8 +344,9 @@ func (r *run) setup(ctx context.Context) error {
 	}
 	wg.Wait()
 	if len(errs) > 0 {
-		return harness("starting clients: %v", errors.Join(errs...))
+		return startError(errs) // external.go
 	}
+	r.sayClientProgram()
 	pg := "no PostgreSQL"
 	if r.pg != nil {
 		pg = "PostgreSQL on " + r.pg.Addr()

@@ -318,6 +318,11 @@ func (s *Scenario) validate() error {
 	if s.WatchdogEvery.Duration < 0 || s.IdleSessionTimeout.Duration < 0 {
 		return s.errAt("watchdog_every", "expected a positive duration")
 	}
+	if _, given := s.lines["client_cmd"]; given {
+		if err := s.validateClientCmd(); err != nil { // external.go
+			return err
+		}
+	}
 	if s.Generator != nil {
 		if len(s.Steps) > 0 {
 			return s.errAt("steps", "a generator scenario has no steps: remove steps or generator")

@@ -78,6 +78,11 @@ type Scenario struct {
 	// cannot be trusted (default 100ms): a run that stalled longer ends
 	// unknown, never with a verdict it did not earn.
 	Margin Duration `yaml:"margin"`
+	// ClientCmd runs each client as this program and its arguments (argv)
+	// instead of the harness's own Go worker: a client in any language
+	// that speaks locksim worker protocol v1 (docs/protocol.md), with
+	// acquire, release and extend only. Empty: the Go worker.
+	ClientCmd []string `yaml:"client_cmd"`
 	// Expected is the verdict the story should end in: safe, unsafe or leaked.
 	Expected string `yaml:"expected"`
 	// Steps is the story, in order.
