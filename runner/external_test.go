@@ -1,0 +1,226 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"locksim/checker"
+	"locksim/history"
+	"locksim/scenarios"
+)
+
+// nodeClient is the Node.js example client (examples/node-redlock) as a
+// client_cmd, or a skip when node is not installed. Its packages must be
+// installed: npm ci --prefix examples/node-redlock.
+func nodeClient(t *testing.T) []string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the Node.js client (examples/node-redlock) cannot run here")
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "examples", "node-redlock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "redlock")); err != nil {
+		t.Fatalf("examples/node-redlock has no packages installed: run `npm ci --prefix examples/node-redlock` (%v)", err)
+	}
+	return []string{node, filepath.Join(dir, "client.js")}
+}
+
+// playExternal plays a catalogue story with the clients run as argv, at
+// most three times while the timing guard ends it unknown (the machine
+// too slow to trust the story's timing; any verdict is final).
+func playExternal(t *testing.T, name string, argv []string) *checker.Result {
+	t.Helper()
+	sc, err := scenarios.Find(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res *checker.Result
+	for attempt := 1; attempt <= 3; attempt++ {
+		dir := filepath.Join(t.TempDir(), name)
+		start := time.Now()
+		out, err := Run(context.Background(), sc, Options{Out: dir, ClientCmd: argv})
+		if err != nil {
+			t.Fatalf("%s with client_cmd %v: %v", name, argv, err)
+		}
+		res = &out.Check
+		t.Logf("%s: %s in %v (attempt %d): %s", name, res.Verdict, time.Since(start).Round(time.Millisecond), attempt, res.Summary)
+		if res.Verdict != checker.Unknown {
+			checkClientProgramRan(t, out.Events, argv)
+			break
+		}
+	}
+	return res
+}
+
+// checkClientProgramRan checks that the acquires were the client
+// program's: redlock's npm package makes 32-hex-digit tokens, the Go
+// worker 24.
+func checkClientProgramRan(t *testing.T, events []history.Event, argv []string) {
+	t.Helper()
+	if !strings.HasSuffix(argv[len(argv)-1], "client.js") {
+		return
+	}
+	for _, e := range events {
+		if e.Op == history.OpAcquire && e.Type == history.Ok && len(e.Token) != 32 {
+			t.Fatalf("acquire %+v: token %q is not redlock's (32 hex digits): did the Node.js client run?", e, e.Token)
+		}
+	}
+}
+
+// TestClientProgramNodeRedlock plays, on real servers, the Redlock
+// stories that need no storage writes with every client the npm package
+// redlock (examples/node-redlock, through locksim worker protocol v1):
+// the same verdicts, every step's claim (granted by which nodes, refused
+// for which reason) holding, as with the Go worker.
+func TestClientProgramNodeRedlock(t *testing.T) {
+	argv := nodeClient(t)
+	for _, c := range []struct{ name, want string }{
+		{"redlock-clock-jump", checker.Unsafe},
+		{"redlock-clock-jump-control", checker.Safe},
+		{"redlock-crash-restart", checker.Unsafe},
+		{"redlock-crash-restart-fsync", checker.Safe},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if res := playExternal(t, c.name, argv); res.Verdict != c.want {
+				t.Fatalf("%s with the Node.js redlock client: verdict %s, want %s: %s", c.name, res.Verdict, c.want, res.Summary)
+			}
+		})
+	}
+}
+
+// TestClientProgramGoWorker: a client_cmd that is this binary (the test
+// binary doubles as the Go worker) goes through the same path as any
+// client program: hello, init, the story's verdict.
+func TestClientProgramGoWorker(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := playExternal(t, "redlock-clock-jump", []string{exe}); res.Verdict != checker.Unsafe {
+		t.Fatalf("verdict %s, want unsafe: %s", res.Verdict, res.Summary)
+	}
+}
+
+// TestClientProgramRefusedUpFront: a client program that cannot be run,
+// or a story it cannot play (protocol v1 has no writes), is one line of
+// error, a harness error (exit 2), before any server starts.
+func TestClientProgramRefusedUpFront(t *testing.T) {
+	jump, err := scenarios.Find("redlock-clock-jump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes, err := scenarios.Find("redlock-pause-after-acquire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A story without storage that jumps a client's wall clock: the
+	// clock shim's control file only the Go worker reads.
+	clientClock, err := scenarios.Parse("client-clock.yaml", []byte(`name: client-clock
+lock: redlock
+expected: safe
+steps:
+  - do: acquire
+    client: 1
+  - do: clock-jump
+    client: 1
+    by: -2s
+  - do: release
+    client: 1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		sc   *scenarios.Scenario
+		argv []string
+		want []string
+	}{
+		{jump, []string{"no-such-locksim-client"}, []string{`cannot run "no-such-locksim-client"`, "not found"}},
+		{jump, []string{"/nonexistent/locksim/client"}, []string{`cannot run "/nonexistent/locksim/client"`, "no such file"}},
+		{writes, []string{"sh"}, []string{"storage", "protected storage", "protocol v1", "acquire, release and extend only"}},
+		{clientClock, []string{"sh"}, []string{"client-clock.yaml:7: steps[1].do: a jump of a client's wall clock", "protocol v1"}},
+	} {
+		start := time.Now()
+		_, err := Run(context.Background(), c.sc, Options{Out: t.TempDir(), ClientCmd: c.argv})
+		var he *HarnessError
+		if !errors.As(err, &he) {
+			t.Fatalf("%s with %v: error %v, want a harness error", c.sc.Name, c.argv, err)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "\n") {
+			t.Errorf("%s with %v: error of more than one line:\n%s", c.sc.Name, c.argv, msg)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s with %v: error %q does not say %q", c.sc.Name, c.argv, msg, w)
+			}
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s with %v: refused after %v: the servers were started first?", c.sc.Name, c.argv, d)
+		}
+	}
+}
+
+// TestClientProgramNotAClient: a program that runs but does not open the
+// protocol with a v1 hello line fails the start with one line naming the
+// clients, the program and what was wrong.
+func TestClientProgramNotAClient(t *testing.T) {
+	sc, err := scenarios.Find("redlock-clock-jump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"sh", "-c", `echo '{"protocol":2,"locks":["redlock"],"ops":["acquire","release"]}'; cat >/dev/null`}, "speaks locksim worker protocol v2; this harness speaks v1"},
+		{[]string{"sh", "-c", `echo '{"protocol":1,"locks":["redis"],"ops":["acquire","release"]}'; cat >/dev/null`}, "the story needs lock redlock"},
+		{[]string{"sh", "-c", `echo '{"protocol":1,"locks":["redlock"],"ops":["acquire"]}'; cat >/dev/null`}, `the story needs "release" too`},
+		{[]string{"sh", "-c", `echo 'Error: no such module' >&2; exit 3`}, "exited (exit status 3) before printing its hello line; its stderr says: Error: no such module"},
+		{[]string{"sh", "-c", `echo hello; cat >/dev/null`}, `its first line is not a hello line`},
+	} {
+		_, err := Run(context.Background(), sc, Options{Out: t.TempDir(), ClientCmd: c.argv})
+		var he *HarnessError
+		if !errors.As(err, &he) {
+			t.Fatalf("%v: error %v, want a harness error", c.argv, err)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "\n") || !strings.Contains(msg, "clients 1, 2 (sh -c") || !strings.Contains(msg, c.want) {
+			t.Errorf("%v: error\n%s\nwant one line about clients 1, 2 (sh -c ...) saying %q", c.argv, msg, c.want)
+		}
+	}
+}
+
+// TestNodeHrtimeIsMonotonic: Node's process.hrtime.bigint(), which the
+// Node.js client stamps its events with, reads CLOCK_MONOTONIC in
+// nanoseconds, the harness's clock: a reading taken by a node process
+// falls between two of the harness's taken around it.
+func TestNodeHrtimeIsMonotonic(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	before := history.Monotonic()
+	out, err := exec.Command(node, "-e", "process.stdout.write(process.hrtime.bigint().toString())").Output()
+	after := history.Monotonic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := strconv.ParseInt(string(out), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v < before || v > after {
+		t.Fatalf("node's hrtime %d is not between the harness's CLOCK_MONOTONIC readings %d and %d", v, before, after)
+	}
+}
