@@ -1,26 +1,25 @@
 package main
 
+// cli.go: the command tree (github.com/spf13/cobra) and what every
+// command shares: help, the one-line errors and their exit codes, the
+// version, and the reaping of what killed runs left behind.
+
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
-	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"locksim/clients"
 	"locksim/env"
-	"locksim/reports"
 	"locksim/runner"
 	"locksim/scenarios"
 )
@@ -33,63 +32,23 @@ const (
 	exitInterrupted = 130
 )
 
-const usage = `sim: lock-safety scenarios on real servers
-
-usage:
-  sim list [REGEX]            the scenario catalogue, one line each
-  sim explain NAME            what a scenario shows and its steps, without running it
-  sim run NAME|REGEX|FILE.yaml...
-                              run scenarios and print their verdicts; a REGEX
-                              that is not a scenario's name runs every match
-  sim run --all               run the whole catalogue
-  sim report DIR              rebuild a run directory's reports from its history
-                              (re-checked): report.html, timeline.svg, ...
-  sim check DIR               re-check a run directory's history offline; exit 0
-                              when the verdict is result.json's expected one
-  sim locks [--mutants]       the lock algorithms a scenario can name (--mutants:
-                              also the deliberately broken ones the tests use)
-  sim sweep NAME --param KEY=FROM..TO [--points N] [--trials M] [--locks a,b,c]
-                              violation rates of a generator scenario across a
-                              parameter: sweep.csv and plots (sim sweep --help)
-  sim clean                   remove what runs killed with kill -9 left behind
-                              (temp dirs, SysV segments; every start does it too)
-  sim help                    this text (also: sim COMMAND --help)
-  sim --version               the version and the commit it was built from
-
-sim run flags:
-  --out DIR        run directory (default runs/<scenario>-<time>); when more
-                   than one scenario runs, DIR is the parent and each run goes
-                   to DIR/<scenario>
-  --all            run every scenario of the catalogue
-  --expect V       expected verdict: safe, unsafe or leaked (default: the scenario's)
-  --seed N         seed for every random choice (default: the time)
-  --junit FILE     write JUnit XML: one test case per scenario run, a failure
-                   when the verdict differs from the expected one
-  --markdown FILE  write a Markdown summary table of the runs (for CI pages,
-                   e.g. --markdown "$GITHUB_STEP_SUMMARY")
-  --step           workshop mode: stop before each step of the story, show who
-                   holds the lock where, and wait for Enter (EOF: go on)
-  --counterfactual also play the story without its cause (or with its defence
-                   removed), into DIR/counterfactual; exit 1 unless the
-                   verdict flips
-  --trials M       generator scenarios (gen-*): play M trials (default: the
-                   scenario's); the run directory keeps the first violated one
-  --duration D     generator scenarios: how long the clients loop in a trial
-  --clients K      generator scenarios: how many client processes loop
-  --repeat N       run each scenario N times (into DIR/run-1..N) and say how
-                   often each verdict came out; exit 1 unless all N match
-  --json           print result.json to stdout instead of the verdict line
-  -q               no narration on stderr
-
-sim check flags:
-  --expect V       the verdict to expect instead of result.json's
-
-Each run directory holds history.jsonl, result.json, summary.md, report.html
+// overview heads sim help; footer ends it.
+const (
+	overview = `sim: lock-safety scenarios on real servers`
+	footer   = `Each run directory holds history.jsonl, result.json, summary.md, report.html
 (verdict, evidence, timeline), timeline.svg, junit.xml and history.html.
 
 exit codes: 0 verdicts as expected, 1 a verdict differed, 2 the harness failed
-(bad input, a server that would not start), 130 interrupted.
-`
+(bad input, a server that would not start, a story that did not happen as
+told), 130 interrupted.`
+)
+
+// cli is one invocation: its streams and the exit code its command set.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	code           int
+}
 
 // Main runs the CLI and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
@@ -101,47 +60,314 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 		}
 		env.Cleanup()
 	}()
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := c.root()
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, helpText(root))
 		return exitHarness
 	}
-	// Help for any command is the usage, on stdout, and success.
-	if args[0] != "sweep" && slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
-		fmt.Fprint(stdout, usage)
-		return exitOK
+	args = normalizeFlags(root, args)
+	if err := checkCommand(root, args); err != nil {
+		return fail(stderr, err)
 	}
-	if args[0] == "--version" || args[0] == "version" {
-		fmt.Fprintln(stdout, version())
-		return exitOK
+	// A command that only groups others (sim completion) needs one of
+	// them: its help, on stderr, as for sim alone.
+	if cmd, rest, err := root.Find(args); err == nil && !cmd.Runnable() && cmd != root &&
+		!slices.ContainsFunc(rest, func(a string) bool { return a == "-h" || a == "--help" }) {
+		fmt.Fprint(stderr, helpText(cmd))
+		return exitHarness
 	}
-	if args[0] == "clean" {
-		return cmdClean(args[1:], stdout, stderr)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		// Cobra's own errors (flags, arguments) are bad input: one line.
+		return fail(stderr, errors.New(strings.Join(strings.Fields(err.Error()), " ")))
 	}
-	// Every start removes what killed runs left behind (sim clean).
-	if r, err := env.Reap(env.ReapRoots()...); !r.Empty() || err != nil {
-		fmt.Fprintf(stderr, "sim: %s\n", reapedLine(r, err))
+	return c.code
+}
+
+// root builds the command tree.
+func (c *cli) root() *cobra.Command {
+	cobra.EnableCommandSorting = false
+	root := &cobra.Command{
+		Use:     "sim",
+		Short:   "lock-safety scenarios on real servers",
+		Version: version(),
+		// The commands print their own one-line errors.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Every start removes what killed runs left behind (sim clean),
+		// except the commands that only print something.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			if quietCommand(cmd) {
+				return
+			}
+			if r, err := env.Reap(env.ReapRoots()...); !r.Empty() || err != nil {
+				fmt.Fprintf(c.stderr, "sim: %s\n", reapedLine(r, err))
+			}
+		},
 	}
-	switch args[0] {
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	case "list":
-		return cmdList(args[1:], stdout, stderr)
-	case "explain":
-		return cmdExplain(args[1:], stdout, stderr)
-	case "run":
-		return cmdRun(args[1:], stdin, stdout, stderr)
-	case "report":
-		return cmdReport(args[1:], stdout, stderr)
-	case "check":
-		return cmdCheck(args[1:], stdout, stderr)
-	case "locks":
-		return cmdLocks(args[1:], stdout, stderr)
-	case "sweep":
-		return cmdSweep(args[1:], stdout, stderr)
+	root.SetIn(c.stdin)
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetHelpFunc(func(cmd *cobra.Command, _ []string) { fmt.Fprint(cmd.OutOrStdout(), helpText(cmd)) })
+	root.SetUsageFunc(func(cmd *cobra.Command) error { _, err := fmt.Fprint(cmd.OutOrStderr(), helpText(cmd)); return err })
+	root.SetFlagErrorFunc(flagError)
+	root.Flags().BoolP("version", "v", false, "the version and the commit it was built from")
+	root.AddCommand(
+		c.listCmd(), c.explainCmd(), c.runCmd(), c.reportCmd(), c.checkCmd(),
+		c.locksCmd(), c.sweepCmd(), c.cleanCmd(),
+		&cobra.Command{Use: "version", Short: "the version and the commit it was built from", Hidden: true,
+			Args: cobra.NoArgs, Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(c.stdout, version()) }},
+	)
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "this text, or a command's help (also: sim COMMAND --help)",
+		Args:  cobra.ArbitraryArgs,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var names []cobra.Completion
+			for _, s := range cmd.Root().Commands() {
+				if s.IsAvailableCommand() {
+					names = append(names, cobra.CompletionWithDesc(s.Name(), s.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil || len(rest) > 0 || target == nil {
+				return fmt.Errorf("no help topic %q (sim help lists the commands)", strings.Join(args, " "))
+			}
+			return target.Help()
+		},
+	})
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	var helpFlags func(cmd *cobra.Command)
+	helpFlags = func(cmd *cobra.Command) {
+		cmd.InitDefaultHelpFlag()
+		cmd.Flags().Lookup("help").Usage = "this help"
+		for _, s := range cmd.Commands() {
+			helpFlags(s)
+		}
 	}
-	fmt.Fprintf(stderr, "sim: unknown command %q (sim help lists them)\n", args[0])
-	return exitHarness
+	helpFlags(root)
+	for _, s := range root.Commands() {
+		if s.Name() == "completion" {
+			s.Use = "completion bash|zsh|fish|powershell"
+			s.Short = "print a shell completion script (sim completion bash --help says how to load it)"
+			s.Example = "  source <(sim completion bash)\n  sim completion zsh > \"${fpath[1]}/_sim\"\n  sim completion fish > ~/.config/fish/completions/sim.fish"
+		}
+	}
+	return root
+}
+
+// quietCommand says whether cmd only prints something, so that a start
+// of it does not reap (sim clean reaps itself, and says what it removed).
+func quietCommand(cmd *cobra.Command) bool {
+	for ; cmd != nil; cmd = cmd.Parent() {
+		switch cmd.Name() {
+		case "clean", "version", "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+			return true
+		}
+	}
+	return false
+}
+
+// checkCommand refuses an unknown command in one line, naming the closest
+// ones (cobra's own message spans several lines).
+func checkCommand(root *cobra.Command, args []string) error {
+	if strings.HasPrefix(args[0], cobra.ShellCompRequestCmd) {
+		return nil
+	}
+	cmd, rest, err := root.Find(args)
+	if err == nil && (cmd.Runnable() || len(operands(rest)) == 0) {
+		return nil
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	typed := ""
+	if ops := operands(rest); len(ops) > 0 {
+		typed = ops[0]
+	}
+	what, list := fmt.Sprintf("%q", typed), "sim help lists them"
+	if cmd != root {
+		what, list = fmt.Sprintf("%q for %s", typed, cmd.CommandPath()), cmd.CommandPath()+" --help lists them"
+	}
+	cmd.SuggestionsMinimumDistance = 2
+	if s := cmd.SuggestionsFor(typed); len(s) > 0 {
+		return fmt.Errorf("unknown command %s; did you mean %s? (%s)", what, strings.Join(s, " or "), list)
+	}
+	return fmt.Errorf("unknown command %s (%s)", what, list)
+}
+
+// operands are the arguments that are not flags.
+func operands(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// normalizeFlags keeps the flag spellings sim has always taken: Go's flag
+// package read -out DIR as --out DIR, and --q as -q.
+func normalizeFlags(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		return args
+	}
+	out := slices.Clone(args)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case strings.HasPrefix(a, "--") || !strings.HasPrefix(a, "-"):
+			if strings.HasPrefix(a, "--") && len(name) == 1 && cmd.Flags().Lookup(name) == nil && cmd.Flags().ShorthandLookup(name) != nil {
+				out[i] = a[1:]
+			}
+		case len(name) > 1 && (name == "help" || cmd.Flags().Lookup(name) != nil):
+			out[i] = "-" + a
+		}
+	}
+	return out
+}
+
+// flagError words a flag's error as Go's flag package did, in one line.
+func flagError(cmd *cobra.Command, err error) error {
+	var (
+		notDefined *pflag.NotExistError
+		needsValue *pflag.ValueRequiredError
+		invalid    *pflag.InvalidValueError
+	)
+	switch {
+	case errors.As(err, &notDefined):
+		typed := notDefined.GetSpecifiedName()
+		if s := notDefined.GetSpecifiedShortnames(); s != "" {
+			typed = s
+		}
+		msg := fmt.Sprintf("flag provided but not defined: -%s", typed)
+		if near := nearFlags(cmd, typed); len(near) > 0 {
+			msg += "; did you mean " + strings.Join(near, " or ") + "?"
+		}
+		return fmt.Errorf("%s (%s --help lists the flags)", msg, cmd.CommandPath())
+	case errors.As(err, &needsValue):
+		name := needsValue.GetSpecifiedName()
+		if f := needsValue.GetFlag(); f != nil {
+			name = f.Name
+		}
+		return fmt.Errorf("flag needs an argument: --%s", name)
+	case errors.As(err, &invalid):
+		why := "parse error"
+		var num *strconv.NumError
+		if errors.As(err, &num) && errors.Is(num.Err, strconv.ErrRange) {
+			why = "value out of range"
+		}
+		return fmt.Errorf("invalid value %q for flag --%s: %s", invalid.GetValue(), invalid.GetFlag().Name, why)
+	}
+	return err
+}
+
+// nearFlags lists cmd's flags within two edits of name, as --name.
+func nearFlags(cmd *cobra.Command, name string) []string {
+	var near []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if editDistance(name, f.Name) <= 2 || (len(name) >= 3 && strings.HasPrefix(f.Name, name)) {
+			near = append(near, "--"+f.Name)
+		}
+	})
+	return near
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// helpText is a command's help: how to call it, what it does, its
+// commands or flags, examples.
+func helpText(cmd *cobra.Command) string {
+	var b strings.Builder
+	if !cmd.HasParent() {
+		fmt.Fprintf(&b, "%s\n\nusage: sim COMMAND [ARGS] [flags]\n\ncommands:\n", overview)
+	} else {
+		fmt.Fprintf(&b, "usage: %s\n", cmd.UseLine())
+		if text := strings.TrimSpace(cmd.Long); text != "" {
+			fmt.Fprintf(&b, "\n%s\n", text)
+		} else if cmd.Short != "" {
+			fmt.Fprintf(&b, "\n%s\n", cmd.Short)
+		}
+		if cmd.HasAvailableSubCommands() {
+			b.WriteString("\ncommands:\n")
+		}
+	}
+	if cmd.HasAvailableSubCommands() {
+		for _, s := range cmd.Commands() {
+			if s.IsAvailableCommand() || s.Name() == "help" {
+				b.WriteString(entry(s.Use, s.Short))
+			}
+		}
+	}
+	if cmd.HasAvailableLocalFlags() {
+		fmt.Fprintf(&b, "\nflags:\n%s", cmd.LocalFlags().FlagUsagesWrapped(80))
+	}
+	if cmd.Example != "" {
+		fmt.Fprintf(&b, "\nexamples:\n%s\n", strings.TrimRight(cmd.Example, "\n"))
+	}
+	if !cmd.HasParent() {
+		fmt.Fprintf(&b, "\nsim COMMAND --help (or sim help COMMAND) shows a command's arguments and flags.\n\n%s\n", footer)
+	} else if cmd.HasAvailableSubCommands() {
+		fmt.Fprintf(&b, "\n%s COMMAND --help shows a command's flags.\n", cmd.CommandPath())
+	}
+	return b.String()
+}
+
+// entry is one command of a help's list: its use in the first column,
+// what it does in the second, wrapped.
+func entry(use, short string) string {
+	const col, width = 30, 80
+	var b strings.Builder
+	b.WriteString("  " + use)
+	if len(use)+2 >= col {
+		b.WriteString("\n")
+		b.WriteString(strings.Repeat(" ", col))
+	} else {
+		b.WriteString(strings.Repeat(" ", col-len(use)-2))
+	}
+	n := col
+	for i, w := range strings.Fields(short) {
+		if i > 0 && n+1+len(w) > width {
+			b.WriteString("\n" + strings.Repeat(" ", col))
+			n = col
+		} else if i > 0 {
+			b.WriteString(" ")
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String() + "\n"
 }
 
 // version is the module's version and the commit it was built from.
@@ -162,6 +388,74 @@ func version() string {
 		}
 	}
 	return v
+}
+
+// fail prints one line and returns the exit code for err.
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "sim: %v\n", err)
+	if errors.Is(err, context.Canceled) {
+		return exitInterrupted
+	}
+	return exitHarness
+}
+
+// do adapts a command's function, which prints its own output and errors
+// and returns the exit code, to cobra.
+func (c *cli) do(f func(cmd *cobra.Command, args []string) int) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c.code = f(cmd, args)
+		return nil
+	}
+}
+
+// completeScenarios completes a scenario name.
+func completeScenarios(filter func(*scenarios.Scenario) bool) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		all, err := scenarios.Catalogue()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var out []cobra.Completion
+		for _, sc := range all {
+			if filter == nil || filter(sc) {
+				out = append(out, cobra.CompletionWithDesc(sc.Name, sc.Title))
+			}
+		}
+		// A scenario may also be a file of one's own.
+		return out, cobra.ShellCompDirectiveDefault
+	}
+}
+
+// completeLocks completes a lock name (after the last comma, for a list).
+func completeLocks(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	done := ""
+	if i := strings.LastIndex(toComplete, ","); i >= 0 {
+		done = toComplete[:i+1]
+	}
+	var out []cobra.Completion
+	for _, n := range clients.Names() {
+		s, _ := clients.Lookup(n)
+		out = append(out, cobra.CompletionWithDesc(done+n, s.Backend+": "+s.Doc))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}
+
+// completeVerdicts completes --expect.
+func completeVerdicts(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return scenarios.Verdicts, cobra.ShellCompDirectiveNoFileComp
+}
+
+func (c *cli) cleanCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "clean",
+		Short: "remove what runs killed with kill -9 left behind (temp dirs, SysV segments; every start does it too)",
+		Long: `Remove, and list, what runs killed before they could clean up left
+behind: temp dirs whose owner process is gone, and their PostgreSQL's SysV
+shared memory. Run directories are never touched. Every start of sim (but
+help, version and completion) does the same.`,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE:              c.do(func(_ *cobra.Command, args []string) int { return cmdClean(args, c.stdout, c.stderr) }),
+	}
 }
 
 // cmdClean removes, and lists, what runs killed before they could clean
@@ -198,13 +492,16 @@ func reapedLine(r env.Reaped, err error) string {
 	return s
 }
 
-// fail prints one line and returns the exit code for err.
-func fail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "sim: %v\n", err)
-	if errors.Is(err, context.Canceled) {
-		return exitInterrupted
+func (c *cli) listCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list [REGEX]",
+		Short: "the scenario catalogue, one line each: name, lock, fault, expected verdict",
+		Long: `The scenario catalogue, one line each: name, lock, fault and expected
+verdict; with REGEX, only the scenarios whose name it matches.`,
+		Example:           "  sim list\n  sim list redlock-\n  sim list gen-      # the generator scenarios, for sim sweep",
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE:              c.do(func(_ *cobra.Command, args []string) int { return cmdList(args, c.stdout, c.stderr) }),
 	}
-	return exitHarness
 }
 
 func cmdList(args []string, stdout, stderr io.Writer) int {
@@ -227,6 +524,19 @@ func cmdList(args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+func (c *cli) explainCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "explain NAME",
+		Short: "what a scenario shows and its steps, without running it",
+		Long: `What a scenario shows, the published passage it comes from, its
+counterfactual and its steps (with what each must end in), without running
+it. NAME is a catalogue name or a scenario file.`,
+		Example:           "  sim explain redlock-clock-jump\n  sim explain my-scenario.yaml",
+		ValidArgsFunction: completeScenarios(nil),
+		RunE:              c.do(func(_ *cobra.Command, args []string) int { return cmdExplain(args, c.stdout, c.stderr) }),
+	}
 }
 
 func cmdExplain(args []string, stdout, stderr io.Writer) int {
@@ -268,15 +578,27 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func cmdLocks(args []string, stdout, stderr io.Writer) int {
-	mutants := false
-	switch {
-	case len(args) == 1 && args[0] == "--mutants":
-		mutants = true
-	case len(args) > 0:
-		fmt.Fprintln(stderr, "sim: usage: sim locks [--mutants]")
-		return exitHarness
+func (c *cli) locksCmd() *cobra.Command {
+	var mutants bool
+	cmd := &cobra.Command{
+		Use:   "locks",
+		Short: "the lock algorithms a scenario can name",
+		Long: `The lock algorithms a scenario's lock: field can name, with the servers
+each needs (its backend).`,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: c.do(func(_ *cobra.Command, args []string) int {
+			if len(args) > 0 {
+				fmt.Fprintln(c.stderr, "sim: usage: sim locks [--mutants]")
+				return exitHarness
+			}
+			return cmdLocks(mutants, c.stdout)
+		}),
 	}
+	cmd.Flags().BoolVar(&mutants, "mutants", false, "also list the deliberately broken locks the tests use, each a mutant of one defence")
+	return cmd
+}
+
+func cmdLocks(mutants bool, stdout io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOCK\tSERVERS\tWHAT IT IS")
 	hidden := 0
@@ -297,348 +619,4 @@ func cmdLocks(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "(%d deliberately broken locks, each a mutant of one defence, are listed by sim locks --mutants)\n", hidden)
 	}
 	return exitOK
-}
-
-// runOptions are sim run's flags.
-type runOptions struct {
-	// out is the run directory, or the parent of the run directories when
-	// more than one scenario runs.
-	out    string
-	expect string
-	seed   int64
-	json   bool
-	quiet  bool
-	// all runs the whole catalogue.
-	all bool
-	// junit and markdown name the CI outputs to write ("": none).
-	junit, markdown string
-	// step is workshop mode.
-	step bool
-	// counterfactual also plays each story without its cause.
-	counterfactual bool
-	// repeat runs each scenario that many times.
-	repeat int
-	// targets are the names, regexes or files given.
-	targets []string
-	// trials, duration and clients override a generator scenario's
-	// (0: keep).
-	trials   int
-	duration time.Duration
-	clients  int
-}
-
-func parseRun(args []string, stderr io.Writer) (runOptions, error) {
-	var o runOptions
-	fs := flag.NewFlagSet("sim run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.out, "out", "", "run directory")
-	fs.StringVar(&o.expect, "expect", "", "expected verdict")
-	fs.Int64Var(&o.seed, "seed", 0, "seed")
-	fs.BoolVar(&o.json, "json", false, "print result.json")
-	fs.BoolVar(&o.quiet, "q", false, "quiet")
-	fs.BoolVar(&o.all, "all", false, "run the whole catalogue")
-	fs.StringVar(&o.junit, "junit", "", "JUnit XML file")
-	fs.StringVar(&o.markdown, "markdown", "", "Markdown summary file")
-	fs.BoolVar(&o.step, "step", false, "workshop mode")
-	fs.BoolVar(&o.counterfactual, "counterfactual", false, "also run the story without its cause")
-	fs.IntVar(&o.repeat, "repeat", 1, "run each scenario N times")
-	fs.IntVar(&o.trials, "trials", 0, "generator trials")
-	fs.DurationVar(&o.duration, "duration", 0, "generator trial length")
-	fs.IntVar(&o.clients, "clients", 0, "generator clients")
-	// Flags may come before or after the names.
-	var rest []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return o, err
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			rest = append(rest, args[0])
-			args = args[1:]
-		}
-	}
-	o.targets = rest
-	if len(o.targets) == 0 && !o.all {
-		return o, errors.New("sim run needs a scenario name, a regex or a file, or --all (sim list shows them)")
-	}
-	if err := checkExpect(o.expect); err != nil {
-		return o, err
-	}
-	switch {
-	case o.trials < 0 || o.trials > 100000:
-		return o, fmt.Errorf("--trials: expected 1 to 100000, got %d", o.trials)
-	case o.duration < 0:
-		return o, fmt.Errorf("--duration: expected a positive duration, got %v", o.duration)
-	case o.clients < 0 || o.clients > 64:
-		return o, fmt.Errorf("--clients: expected 1 to 64, got %d", o.clients)
-	case o.repeat < 1 || o.repeat > 10000:
-		return o, fmt.Errorf("--repeat: expected 1 to 10000, got %d", o.repeat)
-	case o.repeat > 1 && o.step:
-		return o, errors.New("--repeat and --step do not go together: a workshop plays a story once")
-	}
-	if o.seed == 0 {
-		o.seed = time.Now().UnixNano()
-	}
-	return o, nil
-}
-
-// checkExpect accepts an empty --expect or one of the verdicts.
-func checkExpect(v string) error {
-	if v != "" && !slices.Contains(scenarios.Verdicts, v) {
-		return fmt.Errorf("--expect: expected safe, unsafe or leaked, got %q", v)
-	}
-	return nil
-}
-
-// applyGeneratorFlags gives each generator scenario the --trials,
-// --duration and --clients asked for; a scripted story refuses them (its
-// steps name its clients).
-func applyGeneratorFlags(list []*scenarios.Scenario, o runOptions) error {
-	if o.trials == 0 && o.duration == 0 && o.clients == 0 {
-		return nil
-	}
-	for _, sc := range list {
-		if sc.Generator == nil {
-			return fmt.Errorf("--trials, --duration and --clients apply to generator scenarios (sim list gen-); %s is a scripted story", sc.Name)
-		}
-		g := *sc.Generator
-		if o.trials > 0 {
-			g.Trials = o.trials
-		}
-		if o.duration > 0 {
-			g.Duration.Duration = o.duration
-		}
-		if o.clients > 0 {
-			sc.Clients = o.clients
-		}
-		sc.Generator = &g
-	}
-	return nil
-}
-
-// resolveTargets turns the names given into scenarios: an exact name or a
-// file first; else a regex matching some names selects them all; else the
-// "no such scenario, did you mean" error. Each scenario runs once.
-func resolveTargets(o runOptions) ([]*scenarios.Scenario, error) {
-	var list []*scenarios.Scenario
-	seen := map[string]bool{}
-	add := func(sc *scenarios.Scenario) {
-		if !seen[sc.Name] {
-			seen[sc.Name] = true
-			list = append(list, sc)
-		}
-	}
-	if o.all {
-		all, err := scenarios.Catalogue()
-		if err != nil {
-			return nil, err
-		}
-		for _, sc := range all {
-			add(sc)
-		}
-	}
-	for _, t := range o.targets {
-		sc, err := scenarios.Find(t)
-		if err == nil {
-			add(sc)
-			continue
-		}
-		var nf *scenarios.NotFoundError
-		if !errors.As(err, &nf) {
-			return nil, err
-		}
-		matches, merr := scenarios.Match(t)
-		if merr != nil || len(matches) == 0 {
-			return nil, err
-		}
-		for _, sc := range matches {
-			add(sc)
-		}
-	}
-	return list, nil
-}
-
-func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
-	o, err := parseRun(args, stderr)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	// Load every scenario first, so a typo fails before anything starts.
-	list, err := resolveTargets(o)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	if err := applyGeneratorFlags(list, o); err != nil {
-		return fail(stderr, err)
-	}
-	if o.step && len(list) > 1 {
-		return fail(stderr, fmt.Errorf("--step plays one story; %d scenarios selected", len(list)))
-	}
-	for _, sc := range list {
-		for i := 1; i <= o.repeat && o.out != ""; i++ {
-			if err := checkOut(repeatDir(runDir(o.out, sc.Name, len(list)), i, o.repeat)); err != nil {
-				return fail(stderr, err)
-			}
-		}
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code = exitOK
-	var cases []reports.Case
-	// The CI outputs are written whatever happens, interrupted included.
-	defer func() {
-		if err := writeCIOutputs(o, cases); err != nil {
-			fmt.Fprintf(stderr, "sim: %v\n", err)
-			if code == exitOK {
-				code = exitHarness
-			}
-		}
-	}()
-	for _, sc := range list {
-		var log io.Writer = stderr
-		if o.quiet && !o.step {
-			log = nil
-		}
-		base := runDir(o.out, sc.Name, len(list))
-		if base == "" {
-			base = runner.DefaultOut(sc.Name, time.Now())
-		}
-		verdicts := map[string]int{}
-		for i := 1; i <= o.repeat; i++ {
-			started := time.Now()
-			out, name := base, sc.Name
-			if o.repeat > 1 {
-				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", sc.Name, i)
-			}
-			res, err := runner.Run(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, Step: o.step, Stdin: stdin, Counterfactual: o.counterfactual})
-			if err != nil {
-				if ctx.Err() != nil {
-					fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)\n", out)
-					code = exitInterrupted
-					return code
-				}
-				cases = append(cases, reports.Case{Name: name, Err: err, Duration: time.Since(started)})
-				code = fail(stderr, fmt.Errorf("%s: %w", name, err))
-				if len(list) == 1 && o.repeat == 1 {
-					return code
-				}
-				verdicts["harness failure"]++
-				continue
-			}
-			cases = append(cases, reports.Case{Name: name, Run: res, Duration: time.Since(started)})
-			verdicts[res.Check.Verdict]++
-			switch {
-			case o.json:
-				b, _ := json.MarshalIndent(reports.NewResult(res), "", "  ")
-				fmt.Fprintln(stdout, string(b))
-			case o.repeat == 1:
-				printVerdict(stdout, res)
-			}
-			if !res.Matches() && code == exitOK {
-				code = exitMismatch
-			}
-		}
-		if o.repeat > 1 && !o.json {
-			fmt.Fprintf(stdout, "%s: %s (expected %s); run directories under %s\n", sc.Name, tally(verdicts, o.repeat), expectedOf(sc, o), filepath.Dir(repeatDir(base, 1, o.repeat)))
-		}
-	}
-	return code
-}
-
-// tally says how often each verdict came out: "unsafe 19/20, unknown 1/20".
-func tally(verdicts map[string]int, n int) string {
-	keys := make([]string, 0, len(verdicts))
-	for v := range verdicts {
-		keys = append(keys, v)
-	}
-	slices.SortFunc(keys, func(a, b string) int { return verdicts[b] - verdicts[a] })
-	var parts []string
-	for _, v := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d/%d", v, verdicts[v], n))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func expectedOf(sc *scenarios.Scenario, o runOptions) string {
-	if o.expect != "" {
-		return o.expect
-	}
-	return sc.Expected
-}
-
-// repeatDir is the run directory of the i-th of n repeats in dir.
-func repeatDir(dir string, i, n int) string {
-	if n == 1 {
-		return dir
-	}
-	return filepath.Join(dir, fmt.Sprintf("run-%d", i))
-}
-
-// runDir is where a scenario's run goes: --out itself for one scenario,
-// --out/NAME for several ("" lets the runner name it under runs/).
-func runDir(out, name string, n int) string {
-	if out != "" && n > 1 {
-		return filepath.Join(out, name)
-	}
-	return out
-}
-
-// checkOut refuses a run directory that holds something other than a
-// run: writing the run there would mix with, or overwrite, the user's
-// files.
-func checkOut(dir string) error {
-	if dir == "" || reports.IsRunDir(dir) {
-		return nil
-	}
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("--out %s: %v", dir, err)
-	case len(entries) > 0:
-		return fmt.Errorf("--out %s: not empty and not a run directory; name a new or empty directory, or an earlier run's", dir)
-	}
-	return nil
-}
-
-// writeCIOutputs writes --junit and --markdown, when asked for.
-func writeCIOutputs(o runOptions, cases []reports.Case) error {
-	if o.junit != "" {
-		var b bytes.Buffer
-		if err := reports.WriteJUnit(&b, cases); err != nil {
-			return err
-		}
-		if err := writeFile(o.junit, b.Bytes()); err != nil {
-			return fmt.Errorf("--junit: %v", err)
-		}
-	}
-	if o.markdown != "" {
-		if err := writeFile(o.markdown, []byte(reports.SummaryMarkdown(cases))); err != nil {
-			return fmt.Errorf("--markdown: %v", err)
-		}
-	}
-	return nil
-}
-
-func writeFile(path string, data []byte) error {
-	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(path, data, 0o644)
-}
-
-func printVerdict(w io.Writer, r *reports.Run) {
-	status := "as expected"
-	if r.Check.Verdict != r.Expected {
-		status = "NOT as expected (" + r.Expected + ")"
-	}
-	fmt.Fprintf(w, "%s: %s\n", r.Scenario.Name, r.Check.Summary)
-	fmt.Fprintf(w, "  verdict %s, %s; %d violation(s); %v; run directory %s\n",
-		r.Check.Verdict, status, r.Check.Violations, r.Duration.Round(time.Millisecond), r.Dir)
-	if c := r.Counterfactual; c != nil {
-		fmt.Fprintf(w, "  %s\n", c.Sentence())
-	}
 }

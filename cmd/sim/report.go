@@ -5,11 +5,12 @@ package main
 // a laptop.
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/cobra"
 
 	"locksim/checker"
 	"locksim/reports"
@@ -23,31 +24,54 @@ type offlineOptions struct {
 	expect string
 }
 
-func parseOffline(cmd string, args []string, withExpect bool) (offlineOptions, error) {
+func (c *cli) reportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "report DIR",
+		Short: "rebuild a run directory's reports from its history (re-checked): report.html, timeline.svg, ...",
+		Long: `Rebuild every report of a run directory from its history.jsonl, checked
+again: result.json, summary.md, report.html, timeline.svg, junit.xml and
+history.html. No server is started: a run from CI can be examined on a
+laptop. A history that breaks the recording's rules is refused (exit 2,
+naming the line and the rule).`,
+		Example: "  sim report runs/redlock-clock-jump-20261129-211502.113",
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		},
+		RunE: c.do(func(_ *cobra.Command, args []string) int {
+			return cmdReport(offlineOptions{}, args, c.stdout, c.stderr)
+		}),
+	}
+}
+
+func (c *cli) checkCmd() *cobra.Command {
 	var o offlineOptions
-	fs := flag.NewFlagSet("sim "+cmd, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	if withExpect {
-		fs.StringVar(&o.expect, "expect", "", "expected verdict")
+	cmd := &cobra.Command{
+		Use:   "check DIR",
+		Short: "re-check a run directory's history offline; exit 0 when the verdict is result.json's expected one",
+		Long: `Check a run directory's history.jsonl again, offline, and print the
+verdict with its evidence; exit 0 when it is the expected one (result.json's,
+or --expect), 1 when it is not, 2 when the history breaks the recording's
+rules (naming the line and the rule).`,
+		Example: "  sim check runs/redlock-clock-jump-20261129-211502.113\n  sim check runs/x --expect safe",
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		},
+		RunE: c.do(func(_ *cobra.Command, args []string) int { return cmdCheck(o, args, c.stdout, c.stderr) }),
 	}
-	var rest []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return o, fmt.Errorf("sim %s: %v", cmd, err)
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			rest = append(rest, args[0])
-			args = args[1:]
-		}
-	}
-	if len(rest) != 1 {
+	cmd.Flags().StringVar(&o.expect, "expect", "", "the verdict `V` to expect instead of result.json's: safe, unsafe or leaked")
+	cmd.RegisterFlagCompletionFunc("expect", completeVerdicts)
+	return cmd
+}
+
+// checkOffline checks the arguments of sim report and sim check.
+func checkOffline(cmd string, o offlineOptions, args []string) (offlineOptions, error) {
+	if len(args) != 1 {
 		return o, fmt.Errorf("usage: sim %s DIR (a run directory holding history.jsonl and result.json)", cmd)
 	}
 	if err := checkExpect(o.expect); err != nil {
 		return o, err
 	}
-	o.dir = rest[0]
+	o.dir = args[0]
 	if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
 		return o, fmt.Errorf("%s: not a run directory", o.dir)
 	}
@@ -72,8 +96,8 @@ func recheck(dir string) (*reports.Run, reports.Result, error) {
 // cmdReport rebuilds every report of a run directory from its history:
 // result.json (re-checked), summary.md, report.html, timeline.svg,
 // junit.xml and history.html.
-func cmdReport(args []string, stdout, stderr io.Writer) int {
-	o, err := parseOffline("report", args, false)
+func cmdReport(o offlineOptions, args []string, stdout, stderr io.Writer) int {
+	o, err := checkOffline("report", o, args)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -94,8 +118,8 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 // cmdCheck re-checks a run directory's history and prints the verdict; the
 // exit code says whether it is the expected one (result.json's, or
 // --expect).
-func cmdCheck(args []string, stdout, stderr io.Writer) int {
-	o, err := parseOffline("check", args, true)
+func cmdCheck(o offlineOptions, args []string, stdout, stderr io.Writer) int {
+	o, err := checkOffline("check", o, args)
 	if err != nil {
 		return fail(stderr, err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,28 +13,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"locksim/reports"
 	"locksim/scenarios"
 	"locksim/sweep"
 )
-
-const sweepUsage = `usage: sim sweep NAME --param KEY=FROM..TO [--points N] [--trials M] [--locks a,b,c]
-
-  --param KEY=FROM..TO  the parameter swept: pause, jump, delay, ttl, work (durations
-                        like 20ms..2s, or relative to the TTL like 0.2ttl..3ttl)
-                        or drift (rates like 1..3); without it, one point
-  --points N            values from FROM to TO (default 5)
-  --trials M            trials per point and lock (default 10)
-  --locks a,b,c         locks to compare (default: the scenario's); add +fenced
-                        for a PostgreSQL fencing token and fenced storage,
-                        e.g. redis,redis+fenced,redlock,postgres-session
-  --seed N              seed of every schedule (default: the time)
-  --ttl D, --duration D, --clients K
-                        override the scenario's TTL, trial length, client count
-  --out DIR             where sweep.csv, damage.png/.svg and violations.png/.svg
-                        go (default runs/sweep-NAME-<time>)
-  -q                    no progress display
-`
 
 // sweepOptions are sim sweep's flags.
 type sweepOptions struct {
@@ -50,58 +33,64 @@ type sweepOptions struct {
 	quiet          bool
 }
 
-func parseSweep(args []string) (sweepOptions, error) {
+func (c *cli) sweepCmd() *cobra.Command {
 	var o sweepOptions
-	fs := flag.NewFlagSet("sim sweep", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.param, "param", "", "")
-	fs.IntVar(&o.points, "points", 5, "")
-	fs.IntVar(&o.trials, "trials", 10, "")
-	fs.StringVar(&o.locks, "locks", "", "")
-	fs.Int64Var(&o.seed, "seed", 0, "")
-	fs.DurationVar(&o.ttl, "ttl", 0, "")
-	fs.DurationVar(&o.duration, "duration", 0, "")
-	fs.IntVar(&o.clients, "clients", 0, "")
-	fs.StringVar(&o.out, "out", "", "")
-	fs.BoolVar(&o.quiet, "q", false, "")
-	var rest []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return o, fmt.Errorf("sweep: %v", err)
-		}
-		args = fs.Args()
-		if len(args) > 0 {
-			rest = append(rest, args[0])
-			args = args[1:]
-		}
+	cmd := &cobra.Command{
+		Use:   "sweep NAME --param KEY=FROM..TO [--points N] [--trials M] [--locks a,b,c]",
+		Short: "violation rates of a generator scenario across a parameter: sweep.csv and plots",
+		Long: `Sweep a parameter of a generator scenario (sim list gen-): at each of
+--points values from FROM to TO, play --trials trials with each lock, and
+write sweep.csv (one row per lock and point: trials, trials with a
+violation, rate and its 95% Wilson interval, violations per 1000 critical
+sections, trials with damage, damage rate and interval, writes refused by
+the fence) and damage.png/.svg and violations.png/.svg, one line per lock
+with its interval as a band. A bar (on a terminal) or a line every 10 s
+(otherwise) shows the progress and the time left.`,
+		Example: `  sim sweep gen-pause --param pause=0.2ttl..3ttl --points 8 --trials 15 \
+    --ttl 50ms --duration 60ms --seed 1 --locks redis,redlock,postgres-session,redis+fenced`,
+		ValidArgsFunction: completeScenarios(func(sc *scenarios.Scenario) bool { return sc.Generator != nil }),
+		RunE:              c.do(func(_ *cobra.Command, args []string) int { return cmdSweep(o, args, c.stdout, c.stderr) }),
 	}
-	if len(rest) != 1 {
-		return o, errors.New("sweep: name one generator scenario, e.g. sim sweep gen-pause --param pause=0.2ttl..3ttl")
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringVar(&o.param, "param", "", "the parameter swept, `KEY=FROM..TO`: pause, jump, delay, ttl, work (durations like 20ms..2s, or relative to the TTL like 0.2ttl..3ttl) or drift (rates like 1..3); without it, one point")
+	f.IntVar(&o.points, "points", 5, "values `N` from FROM to TO")
+	f.IntVar(&o.trials, "trials", 10, "trials `M` per point and lock")
+	f.StringVar(&o.locks, "locks", "", "locks to compare, `a,b,c` (default: the scenario's); add +fenced for a PostgreSQL fencing token and fenced storage, e.g. redis,redis+fenced,redlock,postgres-session")
+	f.Int64Var(&o.seed, "seed", 0, "seed `N` of every schedule (default: the time)")
+	f.DurationVar(&o.ttl, "ttl", 0, "override the scenario's TTL (`D`)")
+	f.DurationVar(&o.duration, "duration", 0, "override the scenario's trial length (`D`)")
+	f.IntVar(&o.clients, "clients", 0, "override the scenario's client count (`K`)")
+	f.StringVar(&o.out, "out", "", "where sweep.csv, damage.png/.svg and violations.png/.svg go (`DIR`; default runs/sweep-NAME-<time>)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display")
+	cmd.RegisterFlagCompletionFunc("locks", completeLocks)
+	return cmd
+}
+
+// checkSweep checks sim sweep's arguments and flags.
+func checkSweep(o *sweepOptions, args []string) error {
+	if len(args) != 1 {
+		return errors.New("sweep: name one generator scenario, e.g. sim sweep gen-pause --param pause=0.2ttl..3ttl")
 	}
-	o.name = rest[0]
+	o.name = args[0]
 	switch {
 	case o.points < 1 || o.points > 1000:
-		return o, fmt.Errorf("--points: expected 1 to 1000, got %d", o.points)
+		return fmt.Errorf("--points: expected 1 to 1000, got %d", o.points)
 	case o.trials < 1 || o.trials > 100000:
-		return o, fmt.Errorf("--trials: expected 1 to 100000, got %d", o.trials)
+		return fmt.Errorf("--trials: expected 1 to 100000, got %d", o.trials)
 	case o.ttl < 0 || o.duration < 0:
-		return o, errors.New("--ttl, --duration: expected a positive duration")
+		return errors.New("--ttl, --duration: expected a positive duration")
 	case o.clients < 0 || o.clients > 64:
-		return o, fmt.Errorf("--clients: expected 1 to 64, got %d", o.clients)
+		return fmt.Errorf("--clients: expected 1 to 64, got %d", o.clients)
 	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano()
 	}
-	return o, nil
+	return nil
 }
 
-func cmdSweep(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(stdout, sweepUsage)
-		return exitOK
-	}
-	o, err := parseSweep(args)
-	if err != nil {
+func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
+	if err := checkSweep(&o, args); err != nil {
 		return fail(stderr, err)
 	}
 	var param *sweep.Param

@@ -1,0 +1,386 @@
+package main
+
+// run.go: `sim run`, which plays scenarios on real servers and prints
+// their verdicts.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"locksim/reports"
+	"locksim/runner"
+	"locksim/scenarios"
+)
+
+// runOptions are sim run's flags.
+type runOptions struct {
+	// out is the run directory, or the parent of the run directories when
+	// more than one scenario runs.
+	out    string
+	expect string
+	seed   int64
+	json   bool
+	quiet  bool
+	// all runs the whole catalogue.
+	all bool
+	// junit and markdown name the CI outputs to write ("": none).
+	junit, markdown string
+	// step is workshop mode.
+	step bool
+	// counterfactual also plays each story without its cause.
+	counterfactual bool
+	// repeat runs each scenario that many times.
+	repeat int
+	// targets are the names, regexes or files given.
+	targets []string
+	// trials, duration and clients override a generator scenario's
+	// (0: keep).
+	trials   int
+	duration time.Duration
+	clients  int
+}
+
+func (c *cli) runCmd() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run NAME|REGEX|FILE.yaml...",
+		Short: "run scenarios and print their verdicts (--all: the whole catalogue)",
+		Long: `Run scenarios on real servers: the narration on stderr, the verdict on
+stdout, every file of the run in its run directory. A NAME is a catalogue
+scenario (sim list), a FILE.yaml a scenario of your own; a REGEX that is not
+a scenario's name runs every match.
+
+Exit codes: 0 every verdict as expected (and, with --counterfactual, every
+counterfactual flipped), 1 one was not, 2 the harness failed (bad input, a
+server that would not start, a story that did not happen as told: one line
+naming the step, what was claimed and what happened), 130 interrupted.`,
+		Example: `  sim run redlock-clock-jump
+  sim run redlock-clock-jump --counterfactual   # the story without its cause: the verdict must flip
+  sim run redlock-clock-jump --repeat 20        # how often each verdict comes out
+  sim run 'redlock-.*' --out runs/ci --junit junit.xml --markdown summary.md
+  sim run my-scenario.yaml --step               # workshop mode`,
+		ValidArgsFunction: completeScenarios(nil),
+		RunE: c.do(func(_ *cobra.Command, args []string) int {
+			o.targets = args
+			return cmdRun(o, c.stdin, c.stdout, c.stderr)
+		}),
+	}
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringVar(&o.out, "out", "", "run directory `DIR` (default runs/<scenario>-<time>); when more than one scenario runs, DIR is the parent and each run goes to DIR/<scenario>")
+	f.BoolVar(&o.all, "all", false, "run every scenario of the catalogue")
+	f.StringVar(&o.expect, "expect", "", "expected verdict `V`: safe, unsafe or leaked (default: the scenario's)")
+	f.Int64Var(&o.seed, "seed", 0, "seed `N` for every random choice (default: the time)")
+	f.StringVar(&o.junit, "junit", "", "write JUnit XML to `FILE`: one test case per scenario run, a failure when the verdict differs from the expected one")
+	f.StringVar(&o.markdown, "markdown", "", "write a Markdown summary table of the runs to `FILE` (for CI pages, e.g. --markdown \"$GITHUB_STEP_SUMMARY\")")
+	f.BoolVar(&o.step, "step", false, "workshop mode: stop before each step of the story, show who holds the lock where, and wait for Enter (EOF: go on)")
+	f.BoolVar(&o.counterfactual, "counterfactual", false, "also play the story without its cause (or with its defence removed), into DIR/counterfactual; exit 1 unless the verdict flips")
+	f.IntVar(&o.trials, "trials", 0, "generator scenarios (gen-*): play `M` trials (default: the scenario's); the run directory keeps the first violated one")
+	f.DurationVar(&o.duration, "duration", 0, "generator scenarios: how long the clients loop in a trial (`D`, e.g. 500ms)")
+	f.IntVar(&o.clients, "clients", 0, "generator scenarios: how many client processes (`K`) loop")
+	f.IntVar(&o.repeat, "repeat", 1, "run each scenario `N` times (into DIR/run-1..N) and say how often each verdict came out; exit 1 unless all N match")
+	f.BoolVar(&o.json, "json", false, "print result.json to stdout instead of the verdict line")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no narration on stderr")
+	cmd.RegisterFlagCompletionFunc("expect", completeVerdicts)
+	return cmd
+}
+
+// checkRun checks sim run's arguments and flags.
+func checkRun(o *runOptions) error {
+	if len(o.targets) == 0 && !o.all {
+		return errors.New("sim run needs a scenario name, a regex or a file, or --all (sim list shows them)")
+	}
+	if err := checkExpect(o.expect); err != nil {
+		return err
+	}
+	switch {
+	case o.trials < 0 || o.trials > 100000:
+		return fmt.Errorf("--trials: expected 1 to 100000, got %d", o.trials)
+	case o.duration < 0:
+		return fmt.Errorf("--duration: expected a positive duration, got %v", o.duration)
+	case o.clients < 0 || o.clients > 64:
+		return fmt.Errorf("--clients: expected 1 to 64, got %d", o.clients)
+	case o.repeat < 1 || o.repeat > 10000:
+		return fmt.Errorf("--repeat: expected 1 to 10000, got %d", o.repeat)
+	case o.repeat > 1 && o.step:
+		return errors.New("--repeat and --step do not go together: a workshop plays a story once")
+	}
+	if o.seed == 0 {
+		o.seed = time.Now().UnixNano()
+	}
+	return nil
+}
+
+// checkExpect accepts an empty --expect or one of the verdicts.
+func checkExpect(v string) error {
+	if v != "" && !slices.Contains(scenarios.Verdicts, v) {
+		return fmt.Errorf("--expect: expected safe, unsafe or leaked, got %q", v)
+	}
+	return nil
+}
+
+// applyGeneratorFlags gives each generator scenario the --trials,
+// --duration and --clients asked for; a scripted story refuses them (its
+// steps name its clients).
+func applyGeneratorFlags(list []*scenarios.Scenario, o runOptions) error {
+	if o.trials == 0 && o.duration == 0 && o.clients == 0 {
+		return nil
+	}
+	for _, sc := range list {
+		if sc.Generator == nil {
+			return fmt.Errorf("--trials, --duration and --clients apply to generator scenarios (sim list gen-); %s is a scripted story", sc.Name)
+		}
+		g := *sc.Generator
+		if o.trials > 0 {
+			g.Trials = o.trials
+		}
+		if o.duration > 0 {
+			g.Duration.Duration = o.duration
+		}
+		if o.clients > 0 {
+			sc.Clients = o.clients
+		}
+		sc.Generator = &g
+	}
+	return nil
+}
+
+// resolveTargets turns the names given into scenarios: an exact name or a
+// file first; else a regex matching some names selects them all; else the
+// "no such scenario, did you mean" error. Each scenario runs once.
+func resolveTargets(all bool, targets []string) ([]*scenarios.Scenario, error) {
+	var list []*scenarios.Scenario
+	seen := map[string]bool{}
+	add := func(sc *scenarios.Scenario) {
+		if !seen[sc.Name] {
+			seen[sc.Name] = true
+			list = append(list, sc)
+		}
+	}
+	if all {
+		all, err := scenarios.Catalogue()
+		if err != nil {
+			return nil, err
+		}
+		for _, sc := range all {
+			add(sc)
+		}
+	}
+	for _, t := range targets {
+		sc, err := scenarios.Find(t)
+		if err == nil {
+			add(sc)
+			continue
+		}
+		var nf *scenarios.NotFoundError
+		if !errors.As(err, &nf) {
+			return nil, err
+		}
+		matches, merr := scenarios.Match(t)
+		if merr != nil || len(matches) == 0 {
+			return nil, err
+		}
+		for _, sc := range matches {
+			add(sc)
+		}
+	}
+	return list, nil
+}
+
+func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	if err := checkRun(&o); err != nil {
+		return fail(stderr, err)
+	}
+	// Load every scenario first, so a typo fails before anything starts.
+	list, err := resolveTargets(o.all, o.targets)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if err := applyGeneratorFlags(list, o); err != nil {
+		return fail(stderr, err)
+	}
+	if o.step && len(list) > 1 {
+		return fail(stderr, fmt.Errorf("--step plays one story; %d scenarios selected", len(list)))
+	}
+	for _, sc := range list {
+		for i := 1; i <= o.repeat && o.out != ""; i++ {
+			if err := checkOut(repeatDir(runDir(o.out, sc.Name, len(list)), i, o.repeat)); err != nil {
+				return fail(stderr, err)
+			}
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code = exitOK
+	var cases []reports.Case
+	// The CI outputs are written whatever happens, interrupted included.
+	defer func() {
+		if err := writeCIOutputs(o, cases); err != nil {
+			fmt.Fprintf(stderr, "sim: %v\n", err)
+			if code == exitOK {
+				code = exitHarness
+			}
+		}
+	}()
+	for _, sc := range list {
+		var log io.Writer = stderr
+		if o.quiet && !o.step {
+			log = nil
+		}
+		base := runDir(o.out, sc.Name, len(list))
+		if base == "" {
+			base = runner.DefaultOut(sc.Name, time.Now())
+		}
+		verdicts := map[string]int{}
+		for i := 1; i <= o.repeat; i++ {
+			started := time.Now()
+			out, name := base, sc.Name
+			if o.repeat > 1 {
+				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", sc.Name, i)
+			}
+			res, err := runner.Run(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, Step: o.step, Stdin: stdin, Counterfactual: o.counterfactual})
+			if err != nil {
+				if ctx.Err() != nil {
+					fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)\n", out)
+					code = exitInterrupted
+					return code
+				}
+				cases = append(cases, reports.Case{Name: name, Err: err, Duration: time.Since(started)})
+				code = fail(stderr, fmt.Errorf("%s: %w", name, err))
+				if len(list) == 1 && o.repeat == 1 {
+					return code
+				}
+				verdicts["harness failure"]++
+				continue
+			}
+			cases = append(cases, reports.Case{Name: name, Run: res, Duration: time.Since(started)})
+			verdicts[res.Check.Verdict]++
+			switch {
+			case o.json:
+				b, _ := json.MarshalIndent(reports.NewResult(res), "", "  ")
+				fmt.Fprintln(stdout, string(b))
+			case o.repeat == 1:
+				printVerdict(stdout, res)
+			}
+			if !res.Matches() && code == exitOK {
+				code = exitMismatch
+			}
+		}
+		if o.repeat > 1 && !o.json {
+			fmt.Fprintf(stdout, "%s: %s (expected %s); run directories under %s\n", sc.Name, tally(verdicts, o.repeat), expectedOf(sc, o), filepath.Dir(repeatDir(base, 1, o.repeat)))
+		}
+	}
+	return code
+}
+
+// tally says how often each verdict came out: "unsafe 19/20, unknown 1/20".
+func tally(verdicts map[string]int, n int) string {
+	keys := make([]string, 0, len(verdicts))
+	for v := range verdicts {
+		keys = append(keys, v)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return verdicts[b] - verdicts[a] })
+	var parts []string
+	for _, v := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", v, verdicts[v], n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func expectedOf(sc *scenarios.Scenario, o runOptions) string {
+	if o.expect != "" {
+		return o.expect
+	}
+	return sc.Expected
+}
+
+// repeatDir is the run directory of the i-th of n repeats in dir.
+func repeatDir(dir string, i, n int) string {
+	if n == 1 {
+		return dir
+	}
+	return filepath.Join(dir, fmt.Sprintf("run-%d", i))
+}
+
+// runDir is where a scenario's run goes: --out itself for one scenario,
+// --out/NAME for several ("" lets the runner name it under runs/).
+func runDir(out, name string, n int) string {
+	if out != "" && n > 1 {
+		return filepath.Join(out, name)
+	}
+	return out
+}
+
+// checkOut refuses a run directory that holds something other than a
+// run: writing the run there would mix with, or overwrite, the user's
+// files.
+func checkOut(dir string) error {
+	if dir == "" || reports.IsRunDir(dir) {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--out %s: %v", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("--out %s: not empty and not a run directory; name a new or empty directory, or an earlier run's", dir)
+	}
+	return nil
+}
+
+// writeCIOutputs writes --junit and --markdown, when asked for.
+func writeCIOutputs(o runOptions, cases []reports.Case) error {
+	if o.junit != "" {
+		var b bytes.Buffer
+		if err := reports.WriteJUnit(&b, cases); err != nil {
+			return err
+		}
+		if err := writeFile(o.junit, b.Bytes()); err != nil {
+			return fmt.Errorf("--junit: %v", err)
+		}
+	}
+	if o.markdown != "" {
+		if err := writeFile(o.markdown, []byte(reports.SummaryMarkdown(cases))); err != nil {
+			return fmt.Errorf("--markdown: %v", err)
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, data []byte) error {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+func printVerdict(w io.Writer, r *reports.Run) {
+	name := r.Scenario.Name
+	status := "as expected"
+	if r.Check.Verdict != r.Expected {
+		status = "NOT as expected (" + r.Expected + ")"
+	}
+	fmt.Fprintf(w, "%s: %s\n", name, r.Check.Summary)
+	fmt.Fprintf(w, "  verdict %s, %s; %d violation(s); %v; run directory %s\n",
+		r.Check.Verdict, status, r.Check.Violations, r.Duration.Round(time.Millisecond), r.Dir)
+	if c := r.Counterfactual; c != nil {
+		fmt.Fprintf(w, "  %s\n", c.Sentence())
+	}
+}
