@@ -14,8 +14,8 @@ func TestHelpCompletionVersion(t *testing.T) {
 		want []string
 	}{
 		{[]string{"help"}, []string{"usage:", "completion", "exit codes"}},
-		{[]string{"help", "run"}, []string{"usage: sim run", "--counterfactual", "--repeat N", "--junit FILE", "-q, --quiet"}},
-		{[]string{"run", "--help"}, []string{"usage: sim run", "--out DIR"}},
+		{[]string{"help", "run"}, []string{"usage: sim run", "--lock X", "--counterfactual", "--repeat N", "--junit FILE", "-q, --quiet"}},
+		{[]string{"run", "--help"}, []string{"usage: sim run", "--lock X"}},
 		{[]string{"sweep", "--help"}, []string{"usage: sim sweep", "--param KEY=FROM..TO", "--points N"}},
 		{[]string{"check", "-help"}, []string{"usage: sim check DIR", "--expect V"}},
 		{[]string{"locks", "--help"}, []string{"--mutants"}},

@@ -51,6 +51,9 @@ type runOptions struct {
 	trials   int
 	duration time.Duration
 	clients  int
+	// lock plays each story with this lock instead of its own ("": its
+	// own).
+	lock string
 }
 
 func (c *cli) runCmd() *cobra.Command {
@@ -70,6 +73,7 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 		Example: `  sim run redlock-clock-jump
   sim run redlock-clock-jump --counterfactual   # the story without its cause: the verdict must flip
   sim run redlock-clock-jump --repeat 20        # how often each verdict comes out
+  sim run redis-ttl-expiry --lock redlock       # the same story against another lock
   sim run 'redlock-.*' --out runs/ci --junit junit.xml --markdown summary.md
   sim run my-scenario.yaml --step               # workshop mode`,
 		ValidArgsFunction: completeScenarios(nil),
@@ -83,6 +87,7 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	f.StringVar(&o.out, "out", "", "run directory `DIR` (default runs/<scenario>-<time>); when more than one scenario runs, DIR is the parent and each run goes to DIR/<scenario>")
 	f.BoolVar(&o.all, "all", false, "run every scenario of the catalogue")
 	f.StringVar(&o.expect, "expect", "", "expected verdict `V`: safe, unsafe or leaked (default: the scenario's)")
+	f.StringVar(&o.lock, "lock", "", "play the story with lock `X` (sim locks) instead of its own; X needs the same servers (redis or postgres); the story's claims still apply, and a counterfactual that changes the lock is skipped")
 	f.Int64Var(&o.seed, "seed", 0, "seed `N` for every random choice (default: the time)")
 	f.StringVar(&o.junit, "junit", "", "write JUnit XML to `FILE`: one test case per scenario run, a failure when the verdict differs from the expected one")
 	f.StringVar(&o.markdown, "markdown", "", "write a Markdown summary table of the runs to `FILE` (for CI pages, e.g. --markdown \"$GITHUB_STEP_SUMMARY\")")
@@ -94,6 +99,7 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	f.IntVar(&o.repeat, "repeat", 1, "run each scenario `N` times (into DIR/run-1..N) and say how often each verdict came out; exit 1 unless all N match")
 	f.BoolVar(&o.json, "json", false, "print result.json to stdout instead of the verdict line")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no narration on stderr")
+	cmd.RegisterFlagCompletionFunc("lock", completeLocks)
 	cmd.RegisterFlagCompletionFunc("expect", completeVerdicts)
 	return cmd
 }
@@ -200,6 +206,15 @@ func resolveTargets(all bool, targets []string) ([]*scenarios.Scenario, error) {
 	return list, nil
 }
 
+// planned is one scenario sim run plays: the story as it runs (with
+// --lock's lock), the name it goes by, and why its counterfactual is
+// skipped ("": it is not).
+type planned struct {
+	sc     *scenarios.Scenario
+	name   string
+	skipCF string
+}
+
 func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	if err := checkRun(&o); err != nil {
 		return fail(stderr, err)
@@ -215,9 +230,27 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 	if o.step && len(list) > 1 {
 		return fail(stderr, fmt.Errorf("--step plays one story; %d scenarios selected", len(list)))
 	}
+	plan := make([]planned, 0, len(list))
 	for _, sc := range list {
+		p := planned{sc: sc, name: sc.Name}
+		if o.lock != "" {
+			v, err := withLock(sc, o.lock)
+			if err != nil {
+				if len(list) > 1 {
+					err = fmt.Errorf("%w (sim matrix --locks %s runs only the stories it can play)", err, o.lock)
+				}
+				return fail(stderr, err)
+			}
+			p.sc, p.name = v.sc, v.name()
+			if o.counterfactual {
+				p.skipCF = v.skipCF
+			}
+		}
+		plan = append(plan, p)
+	}
+	for _, p := range plan {
 		for i := 1; i <= o.repeat && o.out != ""; i++ {
-			if err := checkOut(repeatDir(runDir(o.out, sc.Name, len(list)), i, o.repeat)); err != nil {
+			if err := checkOut(repeatDir(runDir(o.out, p.sc.Name, len(plan)), i, o.repeat)); err != nil {
 				return fail(stderr, err)
 			}
 		}
@@ -235,23 +268,33 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 			}
 		}
 	}()
-	for _, sc := range list {
+	for _, p := range plan {
+		sc := p.sc
 		var log io.Writer = stderr
 		if o.quiet && !o.step {
 			log = nil
 		}
-		base := runDir(o.out, sc.Name, len(list))
+		if p.skipCF != "" {
+			switch {
+			case log != nil:
+				fmt.Fprintf(log, "sim: %s: counterfactual skipped: %s\n", p.name, p.skipCF)
+			case o.json:
+				fmt.Fprintf(stderr, "sim: note: %s: counterfactual skipped: %s\n", p.name, p.skipCF)
+			}
+		}
+		base := runDir(o.out, sc.Name, len(plan))
 		if base == "" {
 			base = runner.DefaultOut(sc.Name, time.Now())
 		}
 		verdicts := map[string]int{}
 		for i := 1; i <= o.repeat; i++ {
 			started := time.Now()
-			out, name := base, sc.Name
+			out, name := base, p.name
 			if o.repeat > 1 {
-				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", sc.Name, i)
+				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", p.name, i)
 			}
-			res, err := runner.Run(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, Step: o.step, Stdin: stdin, Counterfactual: o.counterfactual})
+			res, err := runner.Run(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, Step: o.step, Stdin: stdin,
+				Counterfactual: o.counterfactual && p.skipCF == ""})
 			if err != nil {
 				if ctx.Err() != nil {
 					fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)\n", out)
@@ -260,7 +303,7 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 				}
 				cases = append(cases, reports.Case{Name: name, Err: err, Duration: time.Since(started)})
 				code = fail(stderr, fmt.Errorf("%s: %w", name, err))
-				if len(list) == 1 && o.repeat == 1 {
+				if len(plan) == 1 && o.repeat == 1 {
 					return code
 				}
 				verdicts["harness failure"]++
@@ -273,14 +316,17 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 				b, _ := json.MarshalIndent(reports.NewResult(res), "", "  ")
 				fmt.Fprintln(stdout, string(b))
 			case o.repeat == 1:
-				printVerdict(stdout, res)
+				printVerdictAs(stdout, res, p.name)
+				if p.skipCF != "" {
+					fmt.Fprintf(stdout, "  counterfactual skipped: %s\n", p.skipCF)
+				}
 			}
 			if !res.Matches() && code == exitOK {
 				code = exitMismatch
 			}
 		}
 		if o.repeat > 1 && !o.json {
-			fmt.Fprintf(stdout, "%s: %s (expected %s); run directories under %s\n", sc.Name, tally(verdicts, o.repeat), expectedOf(sc, o), filepath.Dir(repeatDir(base, 1, o.repeat)))
+			fmt.Fprintf(stdout, "%s: %s (expected %s); run directories under %s\n", p.name, tally(verdicts, o.repeat), expectedOf(sc, o), filepath.Dir(repeatDir(base, 1, o.repeat)))
 		}
 	}
 	return code
@@ -372,7 +418,12 @@ func writeFile(path string, data []byte) error {
 }
 
 func printVerdict(w io.Writer, r *reports.Run) {
-	name := r.Scenario.Name
+	printVerdictAs(w, r, r.Scenario.Name)
+}
+
+// printVerdictAs prints the verdict lines of a run that goes by name
+// ("redis-ttl-expiry with lock redlock").
+func printVerdictAs(w io.Writer, r *reports.Run, name string) {
 	status := "as expected"
 	if r.Check.Verdict != r.Expected {
 		status = "NOT as expected (" + r.Expected + ")"

@@ -1,0 +1,118 @@
+package main
+
+// lock.go: a catalogue story played with another registered lock than its
+// own (sim run --lock, sim matrix --locks).
+
+import (
+	"fmt"
+	"strings"
+
+	"locksim/clients"
+	"locksim/scenarios"
+)
+
+// variant is a story played with another lock than its own.
+type variant struct {
+	// sc is the story as it runs: its lock (and how many nodes it has)
+	// replaced.
+	sc *scenarios.Scenario
+	// own is the story's own lock; lock the one it runs with.
+	own, lock string
+	// skipCF says why the story's counterfactual means nothing with this
+	// lock ("": it does, or there is none).
+	skipCF string
+}
+
+// name is how the run goes by in what sim prints: "redis-ttl-expiry with
+// lock redlock".
+func (v variant) name() string {
+	if v.lock == v.own {
+		return v.sc.Name
+	}
+	return v.sc.Name + " with lock " + v.lock
+}
+
+// inapplicable is a story that cannot be told with a lock: the lock needs
+// other servers, or has fewer nodes than the story names. sim run
+// refuses it (exit 2); sim matrix shows the cell as n/a.
+type inapplicable struct{ msg string }
+
+func (e *inapplicable) Error() string { return e.msg }
+
+// withLock returns sc played with lock name instead of its own. The story
+// keeps everything else: its servers' settings, its steps and what they
+// claim (a lock that does not behave as told ends as a contradiction, exit
+// 2), its expected verdict. The nodes (Redis servers, etcd members) are
+// the lock's kind: a single-node lock (redis) runs on one node, a quorum
+// lock (redlock) on the story's nodes when it has several, else on its own
+// default (5); a story that names a node the lock does not have cannot be
+// told with it.
+func withLock(sc *scenarios.Scenario, name string) (variant, error) {
+	v := variant{sc: sc, own: sc.Lock, lock: name}
+	spec, err := clients.Lookup(name)
+	if err != nil {
+		return v, fmt.Errorf("--lock: unknown lock %q (known: %s)", name, strings.Join(clients.Names(), ", "))
+	}
+	own, err := clients.Lookup(sc.Lock)
+	if err != nil {
+		return v, err
+	}
+	if spec.Backend != own.Backend {
+		return v, &inapplicable{fmt.Sprintf("scenario %s uses a %s lock; %s is a %s lock", sc.Name, own.Backend, name, spec.Backend)}
+	}
+	if name == sc.Lock {
+		return v, nil
+	}
+	cp := *sc
+	cp.Lock = name
+	cp.Title = fmt.Sprintf("%s (played with lock %s instead of %s)", sc.Title, name, sc.Lock)
+	if sc.Nodes > 0 || spec.Nodes > 0 { // a backend of nodes (Redis, etcd), not PostgreSQL
+		switch want := max(spec.Nodes, 1); {
+		case want == 1:
+			cp.Nodes = 1
+		case sc.Nodes <= 1:
+			cp.Nodes = want
+		}
+		if n, where := highestNode(sc); n >= cp.Nodes {
+			has := "one node, A"
+			if cp.Nodes > 1 {
+				has = fmt.Sprintf("%d nodes, A to %s", cp.Nodes, scenarios.NodeName(cp.Nodes-1))
+			}
+			return v, &inapplicable{fmt.Sprintf("scenario %s names node %s (%s); lock %s runs on %s", sc.Name, scenarios.NodeName(n), where, name, has)}
+		}
+	}
+	if c := sc.Counterfactual; c != nil && c.Lock != nil {
+		v.skipCF = fmt.Sprintf("it changes the lock (%s -> %s: %s), which means nothing for lock %s", sc.Lock, *c.Lock, c.Change, name)
+		cp.Counterfactual = nil
+	}
+	v.sc = &cp
+	return v, nil
+}
+
+// highestNode returns the index of the highest node the story's
+// steps name (-1: none) and where.
+func highestNode(sc *scenarios.Scenario) (int, string) {
+	best, where := -1, ""
+	see := func(node string, at string) {
+		if len(node) == 1 && node[0] >= 'A' && node[0] <= 'Z' && int(node[0]-'A') > best {
+			best, where = int(node[0]-'A'), at
+		}
+	}
+	var visit func(st scenarios.Step, at string)
+	visit = func(st scenarios.Step, at string) {
+		see(st.Node, at)
+		for _, n := range st.Nodes {
+			see(n, at)
+		}
+		for _, n := range st.GrantedBy {
+			see(n, at)
+		}
+		if st.Counterfactual != nil {
+			visit(*st.Counterfactual, at+"'s counterfactual")
+		}
+	}
+	for i, st := range sc.Steps {
+		visit(st, fmt.Sprintf("step %d", i+1))
+	}
+	return best, where
+}
