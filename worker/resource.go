@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"locksim/clients"
-	"locksim/history"
 	"locksim/clockshim"
+	"locksim/history"
 	"locksim/storage"
 )
 
