@@ -14,7 +14,8 @@ all: build
 # deps installs what the harness drives, when missing: the servers
 # (redis-server, PostgreSQL, pgbouncer, etcd) and the C compiler the clock
 # shim is built with. test-deps adds Chromium, which only the report test
-# needs (it renders report.html headless): `make demo` does not install it.
+# needs (it renders report.html headless), and the Node.js example client's
+# npm packages (examples/node-redlock): `make demo` installs neither.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
 TEST_DEPS := $(DEPS) chromium
 
@@ -23,6 +24,8 @@ deps:
 
 test-deps:
 	@$(MAKE) --no-print-directory install PKGS="$(TEST_DEPS)"
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory install PKGS="nodejs npm"
+	@[ -d examples/node-redlock/node_modules ] || npm ci --prefix examples/node-redlock --no-audit --no-fund
 
 # install apt-installs the packages of PKGS whose program is missing.
 install:
