@@ -1,0 +1,312 @@
+package locktest_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"locksim/clients"
+	"locksim/clients/locktest"
+	"locksim/env"
+	"locksim/env/envtest"
+)
+
+// testPG is the one cluster the conformance tests share.
+var testPG *env.Postgres
+
+func TestMain(m *testing.M) {
+	// go-redis logs every dial it gives up on; the unreachable check
+	// makes dozens on purpose.
+	redis.SetLogger(quiet{})
+	os.Exit(envtest.RunWithPostgres(m, &testPG))
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// expectFail lists, for every lock that is meant to fail some checks, the
+// checks it fails and why. A lock not listed must pass every check; a
+// listed lock must fail exactly the listed checks, so a fix (or a new
+// breakage) shows up here. Every mutant is listed with at least one check
+// but postgres-xact-outside, whose defect the Lock interface cannot show.
+var expectFail = map[string]map[string]string{
+	// Non-mutants.
+	"redlock": {
+		"unreachable": "Release and Extend report not-held (a certain refusal) when no node answered at all: redlock.go counts a node that did not answer as one that does not hold the token",
+	},
+	"redis": {
+		"unreachable": "as redlock: a release or extend that reached no node is reported not-held",
+	},
+	"postgres-pooled": {
+		"release-frees":  "the pitfall it reproduces: the unlock lands on another pooled connection and the lock leaks",
+		"stale-release":  "its Release never refuses (it ignores pg_advisory_unlock's false)",
+		"forged-release": "its Release never refuses (it ignores pg_advisory_unlock's false)",
+		"extend":         "the release of the extended lease leaks the lock, so no one else gets it",
+		"extend-lost":    "its Extend sends nothing and never refuses",
+	},
+	// Mutants: each fails the check of the defence it breaks.
+	"redis-plain-del": {
+		// Its release is a plain DEL, and so is the undo of a refused
+		// acquire (Redlock deletes its key on every node when it fails):
+		// a rival's refused acquire deletes the holder's key.
+		"exclusive":      "b's refused acquire undoes with a plain DEL, deleting a's key: c is granted",
+		"stale-release":  "a plain DEL deletes whoever holds the key",
+		"forged-release": "a plain DEL deletes whoever holds the key",
+		"extend":         "b's refused acquire deletes a's key, so a's release of its extended lease is refused",
+		"extend-lost":    "c's refused acquire deletes b's key, so b's release is refused",
+		"expiry":         "b's refused acquire deletes a's key at once, and a's release of its expired lease deletes b's",
+		"unreachable":    "as redlock: a release or extend that reached no node is reported not-held",
+	},
+	"postgres-shared": {
+		"exclusive":      "the shared advisory lock is granted to every session at once",
+		"stale-release":  "a third session is granted the shared lock too",
+		"forged-release": "a third session is granted the shared lock too",
+		"extend":         "a second session is granted the shared lock while the first holds it",
+		"extend-lost":    "a third session is granted the shared lock too",
+		"unreachable":    "the rival is granted the shared lock instead of being refused",
+	},
+	"redlock-no-validity": {
+		"validity-bound": "the lease is counted from the replies, not from before the request: with replies delayed, its validity ends after the TTL",
+		"unreachable":    "as redlock: a release or extend that reached no node is reported not-held",
+	},
+	"redlock-wallclock": {
+		"expiry":      "the lease is timed by the client's wall clock, which here runs at half speed: it is still valid when the next client is granted the lock",
+		"unreachable": "as redlock: a release or extend that reached no node is reported not-held",
+	},
+	// postgres-xact-outside: its defect (the protected write runs outside
+	// the lock's transaction) is invisible through the Lock interface;
+	// scenario postgres-xact-side-effect catches it. It must pass every
+	// check, as postgres-xact does.
+}
+
+// halfSpeed is a wall clock that runs at half speed from base: a correct
+// lock ignores it (it times leases on CLOCK_MONOTONIC); a lock that times
+// its lease by the wall clock (redlock-wallclock) believes in it twice as
+// long as the server keeps the key.
+func halfSpeed() func() time.Time {
+	base := time.Now()
+	return func() time.Time { return base.Add(time.Since(base) / 2) }
+}
+
+type servers struct {
+	redis []*env.Redis
+	net   *env.Network
+	etcd  *env.Etcd // started for the first etcd lock
+}
+
+func startServers(t *testing.T) *servers {
+	t.Helper()
+	s := &servers{net: env.NewNetwork()}
+	t.Cleanup(s.net.Close)
+	t.Cleanup(func() {
+		if s.etcd != nil {
+			s.etcd.Close()
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, name := range []string{"A", "B", "C", "D", "E"} {
+		r, err := env.StartRedis(ctx, env.RedisOptions{Name: name, Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		s.redis = append(s.redis, r)
+	}
+	return s
+}
+
+// setup builds the Config, the Options and the links for one lock: every
+// client of the lock reaches each server through one toxiproxy link,
+// which the suite's Cut disables and its Delay slows.
+func (s *servers) setup(t *testing.T, spec clients.Spec) (clients.Config, locktest.Options, bool) {
+	wall := halfSpeed()
+	cfg := clients.Config{WallClock: wall}
+	opts := locktest.Options{WallClock: wall}
+	var links []*env.Link
+	link := func(node, upstream string) string {
+		l, err := s.net.AddLink(spec.Name+"-"+node, upstream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		links = append(links, l)
+		return l.Listen
+	}
+	switch spec.Backend {
+	case "redis":
+		n := max(spec.Nodes, 1)
+		if n > len(s.redis) {
+			t.Fatalf("lock %s wants %d Redis nodes; the test starts %d", spec.Name, n, len(s.redis))
+		}
+		for _, r := range s.redis[:n] {
+			cfg.Redis = append(cfg.Redis, clients.Node{Name: r.Name, Addr: link(r.Name, r.Addr)})
+		}
+		opts.Quorum = n > 1
+	case "postgres":
+		cfg.Postgres = testPG.DSN(link("pg", testPG.Addr()))
+		// Session and transaction locks: no expiry, and Extend only
+		// checks what the client already knows.
+		opts.NoExpiry, opts.LocalExtend = true, true
+	case "etcd":
+		if s.etcd == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			e, err := env.StartEtcd(ctx, env.EtcdOptions{Members: max(spec.Nodes, 1)})
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.etcd = e
+		}
+		for _, m := range s.etcd.Members {
+			cfg.Etcd = append(cfg.Etcd, clients.Node{Name: m.Name, Addr: link(m.Name, m.Addr)})
+		}
+		// The client believes it holds the lock until it releases it
+		// (Validity 0); its session keeps the server's lease alive.
+		opts.NoExpiry = true
+	default:
+		return cfg, opts, false
+	}
+	opts.Cut = func(t testing.TB) func() {
+		for _, l := range links {
+			l.Disable()
+		}
+		return func() {
+			for _, l := range links {
+				if err := l.Enable(); err != nil {
+					t.Errorf("restore link %s: %v", l.Name, err)
+				}
+			}
+		}
+	}
+	opts.Delay = func(t testing.TB, d time.Duration) func() {
+		for _, l := range links {
+			if err := l.AddToxic("locktest-delay", "latency", "downstream", map[string]any{"latency": d.Milliseconds()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return func() {
+			for _, l := range links {
+				if err := l.RemoveToxic("locktest-delay"); err != nil {
+					t.Errorf("restore link %s: %v", l.Name, err)
+				}
+			}
+		}
+	}
+	return cfg, opts, true
+}
+
+// TestConformance runs locktest on every registered lock, mutants
+// included, each against real servers: the Redis nodes its Spec asks for
+// (one when it says 0), the test's PostgreSQL cluster, or an etcd cluster
+// (started for the first etcd lock). A lock whose backend this test
+// cannot start is skipped by name.
+func TestConformance(t *testing.T) {
+	srv := startServers(t)
+	table := map[string][]locktest.Result{}
+	var order []string
+	for _, name := range clients.Names() {
+		spec, err := clients.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg, opts, ok := srv.setup(t, spec)
+			if !ok {
+				t.Skipf("backend %q: no server for it in this test (add a case to servers.setup)", spec.Backend)
+			}
+			newLock := func(t testing.TB) clients.Lock {
+				l, err := spec.New(cfg)
+				if err != nil {
+					t.Fatalf("new %s: %v", spec.Name, err)
+				}
+				t.Cleanup(func() { l.Close() })
+				return l
+			}
+			start := time.Now()
+			rs := locktest.Run(t, newLock, opts)
+			took := time.Since(start)
+			table[name], order = rs, append(order, name)
+			var each []string
+			for _, r := range rs {
+				each = append(each, fmt.Sprintf("%s %v", r.Check, r.Took.Round(time.Millisecond)))
+			}
+			t.Logf("suite took %v: %s", took.Round(time.Millisecond), strings.Join(each, ", "))
+			if took > 10*time.Second {
+				t.Errorf("the suite took %v on %s: the budget is 10s a lock", took, name)
+			}
+			want := expectFail[name]
+			if spec.Mutant != "" && len(want) == 0 && name != "postgres-xact-outside" {
+				t.Errorf("mutant %s (breaks %s) has no check listed that it fails", name, spec.Mutant)
+			}
+			for _, r := range rs {
+				why, expected := want[r.Check]
+				switch {
+				case r.Failed && !expected:
+					t.Errorf("%s: FAIL: %s", r.Check, strings.Join(r.Log, "\n\t"))
+				case !r.Failed && expected:
+					t.Errorf("%s: passed, but %s is expected to fail it (%s): %s", r.Check, name, why, strings.Join(r.Log, "; "))
+				case r.Failed:
+					t.Logf("%s: fails as expected (%s): %s", r.Check, why, strings.Join(r.Log, "; "))
+				case r.Skipped:
+					t.Logf("%s: skipped: %s", r.Check, strings.Join(r.Log, "; "))
+				}
+			}
+			for c := range want {
+				found := false
+				for _, r := range rs {
+					found = found || r.Check == c
+				}
+				if !found {
+					t.Errorf("expectFail names check %q, which locktest does not have", c)
+				}
+			}
+		})
+	}
+	// The table, for the record.
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-22s", "lock")
+	for _, c := range locktest.Checks() {
+		fmt.Fprintf(&b, " %-14s", c)
+	}
+	sort.Strings(order)
+	for _, name := range order {
+		fmt.Fprintf(&b, "\n%-22s", name)
+		for _, r := range table[name] {
+			s := "ok"
+			switch {
+			case r.Failed:
+				s = "FAIL"
+			case r.Skipped:
+				s = "-"
+			}
+			fmt.Fprintf(&b, " %-14s", s)
+		}
+	}
+	t.Logf("conformance:\n%s", b.String())
+}
+
+// TestLockAPI runs the subtest form, TestLock, on one lock that passes
+// every check.
+func TestLockAPI(t *testing.T) {
+	srv := startServers(t)
+	spec, err := clients.Lookup("redislock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, opts, _ := srv.setup(t, spec)
+	locktest.TestLock(t, func(t testing.TB) clients.Lock {
+		l, err := spec.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}, opts)
+}
