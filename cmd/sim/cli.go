@@ -115,7 +115,7 @@ func (c *cli) root() *cobra.Command {
 	root.SetFlagErrorFunc(flagError)
 	root.Flags().BoolP("version", "v", false, "the version and the commit it was built from")
 	root.AddCommand(
-		c.listCmd(), c.explainCmd(), c.runCmd(), c.reportCmd(), c.checkCmd(),
+		c.listCmd(), c.explainCmd(), c.runCmd(), c.matrixCmd(), c.reportCmd(), c.checkCmd(),
 		c.locksCmd(), c.sweepCmd(), c.cleanCmd(),
 		&cobra.Command{Use: "version", Short: "the version and the commit it was built from", Hidden: true,
 			Args: cobra.NoArgs, Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(c.stdout, version()) }},
@@ -582,9 +582,9 @@ func (c *cli) locksCmd() *cobra.Command {
 	var mutants bool
 	cmd := &cobra.Command{
 		Use:   "locks",
-		Short: "the lock algorithms a scenario can name",
-		Long: `The lock algorithms a scenario's lock: field can name, with the servers
-each needs (its backend).`,
+		Short: "the lock algorithms a scenario (or --lock, --locks) can name",
+		Long: `The lock algorithms a scenario's lock: field, sim run --lock and
+sim matrix --locks can name, with the servers each needs (its backend).`,
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: c.do(func(_ *cobra.Command, args []string) int {
 			if len(args) > 0 {

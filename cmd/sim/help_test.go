@@ -13,9 +13,10 @@ func TestHelpCompletionVersion(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"help"}, []string{"usage:", "completion", "exit codes"}},
+		{[]string{"help"}, []string{"usage:", "matrix", "completion", "exit codes"}},
 		{[]string{"help", "run"}, []string{"usage: sim run", "--lock X", "--counterfactual", "--repeat N", "--junit FILE", "-q, --quiet"}},
 		{[]string{"run", "--help"}, []string{"usage: sim run", "--lock X"}},
+		{[]string{"matrix", "-h"}, []string{"usage: sim matrix", "--locks a,b,c", "--markdown FILE", "--html FILE", "n/a"}},
 		{[]string{"sweep", "--help"}, []string{"usage: sim sweep", "--param KEY=FROM..TO", "--points N"}},
 		{[]string{"check", "-help"}, []string{"usage: sim check DIR", "--expect V"}},
 		{[]string{"locks", "--help"}, []string{"--mutants"}},

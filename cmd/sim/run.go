@@ -87,7 +87,7 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	f.StringVar(&o.out, "out", "", "run directory `DIR` (default runs/<scenario>-<time>); when more than one scenario runs, DIR is the parent and each run goes to DIR/<scenario>")
 	f.BoolVar(&o.all, "all", false, "run every scenario of the catalogue")
 	f.StringVar(&o.expect, "expect", "", "expected verdict `V`: safe, unsafe or leaked (default: the scenario's)")
-	f.StringVar(&o.lock, "lock", "", "play the story with lock `X` (sim locks) instead of its own; X needs the same servers (redis or postgres); the story's claims still apply, and a counterfactual that changes the lock is skipped")
+	f.StringVar(&o.lock, "lock", "", "play the story with lock `X` (sim locks) instead of its own; X needs the same servers (the backend sim locks names); the story's claims still apply, and a counterfactual that changes the lock is skipped")
 	f.Int64Var(&o.seed, "seed", 0, "seed `N` for every random choice (default: the time)")
 	f.StringVar(&o.junit, "junit", "", "write JUnit XML to `FILE`: one test case per scenario run, a failure when the verdict differs from the expected one")
 	f.StringVar(&o.markdown, "markdown", "", "write a Markdown summary table of the runs to `FILE` (for CI pages, e.g. --markdown \"$GITHUB_STEP_SUMMARY\")")
