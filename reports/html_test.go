@@ -96,9 +96,13 @@ func TestLoadRunScenarioGone(t *testing.T) {
 	sc := &scenarios.Scenario{Name: "gone-from-the-catalogue", Title: "A story that was removed", Lock: "redlock",
 		Explain: "Why it mattered.", Source: "seeds/001", Nodes: 5, Clients: 2, Expected: "unsafe"}
 	r := writeRun(t, sc, "redlock-clock-jump", "unsafe")
+	drawn := read(t, filepath.Join(r.Dir, "history.html")) // from the check's own linearization
 	back, res, err := LoadRun(r.Dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if back.Check.Derived != nil {
+		t.Fatal("a Check read back from result.json has what a check derived")
 	}
 	if back.Scenario.Explain != sc.Explain || back.Scenario.Nodes != 5 || back.Expected != "unsafe" || back.Seed != 42 || res.Verdict != "unsafe" {
 		t.Errorf("loaded %+v / %+v", back.Scenario, res)
@@ -111,6 +115,9 @@ func TestLoadRunScenarioGone(t *testing.T) {
 	}
 	if s := read(t, filepath.Join(r.Dir, "report.html")); !strings.Contains(s, "Why it mattered.") || !strings.Contains(s, "Redis E") {
 		t.Error("rebuilt report lacks the stored explanation or the five nodes")
+	}
+	if read(t, filepath.Join(r.Dir, "history.html")) != drawn {
+		t.Error("history.html checked again from the history differs from the one drawn from the run's check")
 	}
 }
 

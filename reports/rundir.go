@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -122,7 +123,8 @@ func NewResult(r *Run) Result {
 
 // WriteRunDir writes result.json, summary.md, report.html, timeline.svg,
 // junit.xml and history.html into r.Dir (history.jsonl is written while
-// the run goes).
+// the run goes). r.Check is the check of r.Events: what it derived
+// (r.Check.Derived) is drawn as it is.
 func WriteRunDir(r *Run) error {
 	b, err := json.MarshalIndent(NewResult(r), "", "  ")
 	if err != nil {
@@ -156,8 +158,14 @@ func WriteRunDir(r *Run) error {
 	if err := writeFileAtomic(filepath.Join(r.Dir, "junit.xml"), junit.Bytes()); err != nil {
 		return err
 	}
+	// history.html draws the linearization the check found; a Check read
+	// back from result.json has none, and the history is checked for it.
 	var html bytes.Buffer
-	if err := checker.Visualize(r.Events, checker.Options{}, &html); err != nil {
+	visualize := func(w io.Writer) error { return checker.Visualize(r.Events, checker.Options{}, w) }
+	if d := r.Check.Derived; d != nil {
+		visualize = d.Visualize
+	}
+	if err := visualize(&html); err != nil {
 		return fmt.Errorf("porcupine visualization: %w", err)
 	}
 	return writeFileAtomic(filepath.Join(r.Dir, "history.html"), html.Bytes())
