@@ -286,7 +286,7 @@ footer { margin-top: 32px; color: var(--muted); font-size: 13px; }
 
 <h2 id="timeline">Timeline</h2>
 <div class="timeline-wrap">{{.Timeline}}</div>
-<p class="source">Client lanes show the lease as each client believes it (from its grant to its release, its lease end or its crash). Node lanes show the key as each node holds it, derived from the grants, TTLs, releases and faults in the history, not observed on the servers. Hover a shape for its details. The same drawing: <a href="timeline.svg">timeline.svg</a>.</p>
+<p class="source">Client lanes show the lease as each client believes it, as the checker derives it (from its grant to its release, its lease end, its crash or a renewal that found it gone). Node lanes show the key as each node holds it, derived from the grants, TTLs, releases and faults in the history, not observed on the servers. Hover a shape for its details. The same drawing: <a href="timeline.svg">timeline.svg</a>.</p>
 
 <h2 id="evidence">Evidence</h2>
 {{range .Findings}}

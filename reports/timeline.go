@@ -65,7 +65,8 @@ type Span struct {
 	// Evidence marks a span the checker named in its findings.
 	Evidence bool
 
-	closed bool // a hold that something other than time ended
+	closed bool  // a hold that something other than time ended
+	grant  int64 // the Seq of a belief's grant
 }
 
 // Mark kinds.
@@ -141,8 +142,10 @@ func LockNodes(sc *scenarios.Scenario) []string {
 
 // NewTimeline derives the timeline of a history. nodes names the lock
 // nodes (LockNodes) and clients is how many clients take part; nodes and
-// clients seen in the history are added. res supplies the evidence to
-// highlight (a zero Result highlights nothing).
+// clients seen in the history are added. res is the check of events: the
+// clients' beliefs are the holds it derived (res.Derived), and its
+// evidence is highlighted. With a zero Result, nothing is highlighted and
+// the holds are derived from the history (checker.Holds).
 func NewTimeline(title string, events []history.Event, res checker.Result, nodes []string, clients int) *Timeline {
 	events = append([]history.Event(nil), events...)
 	history.Sort(events)
@@ -161,6 +164,17 @@ func NewTimeline(title string, events []history.Event, res checker.Result, nodes
 				break
 			}
 		}
+	}
+	// A clipped drawing shows the holds as the history up to End has them.
+	var holds []checker.Hold
+	if res.Derived != nil && !b.t.Clipped {
+		holds = res.Derived.Holds()
+	} else {
+		holds = checker.Holds(events)
+	}
+	b.beliefs = map[int64][]checker.Hold{}
+	for _, h := range holds {
+		b.beliefs[h.Grant.Seq] = append(b.beliefs[h.Grant.Seq], h)
 	}
 	b.walk(events)
 	b.leaks(res)
@@ -200,14 +214,15 @@ func lastTime(events []history.Event) int64 {
 	return last
 }
 
-// builder walks a history once, keeping each client's belief and each
-// node's hold open until something ends it.
+// builder walks a history once, drawing each client's beliefs (the
+// checker's holds) as their grants come, and keeping each node's hold open
+// until something ends it.
 type builder struct {
 	t        *Timeline
 	lane     map[string]int // "client 1", "node A", "storage", "harness"
 	evidence map[int64]string
-	belief   map[int]int    // client -> index of its open belief span
-	hold     map[string]int // node -> index of its current hold span
+	beliefs  map[int64][]checker.Hold // the Seq of a grant -> the holds it began
+	hold     map[string]int           // node -> index of its current hold span
 	faults   map[string][]int
 }
 
@@ -289,7 +304,6 @@ func (b *builder) nodeNames() []string {
 }
 
 func (b *builder) walk(events []history.Event) {
-	b.belief = map[int]int{}
 	b.hold = map[string]int{}
 	b.faults = map[string][]int{}
 	pending := map[int]history.Event{}
@@ -312,7 +326,6 @@ func (b *builder) walk(events []history.Event) {
 				b.pendingMark(inv)
 				delete(pending, e.Process)
 			}
-			b.endBelief(e.Process, e.Time, "crashed")
 			b.t.Marks = append(b.t.Marks, Mark{Lane: b.clientLane(e.Process), Kind: MarkCrash, From: e.Time, At: e.Time,
 				Status: history.Ok, Client: e.Process, Seq: e.Seq, Label: "crash"})
 		case e.Type == history.Invoke:
@@ -320,9 +333,6 @@ func (b *builder) walk(events []history.Event) {
 				b.pendingMark(inv)
 			}
 			pending[e.Process] = e
-			if e.Op == history.OpRelease {
-				b.endBelief(e.Process, e.Time, "released")
-			}
 		case e.Completes():
 			inv, ok := pending[e.Process]
 			if !ok {
@@ -347,18 +357,50 @@ func (b *builder) pendingMark(inv history.Event) {
 		Status: history.Info, Client: inv.Process, Seq: inv.Seq, Label: inv.Op + " ?"})
 }
 
-// endBelief ends a client's belief that it holds the lock.
-func (b *builder) endBelief(c int, at int64, why string) {
-	i, ok := b.belief[c]
-	if !ok {
+// believe draws the beliefs that the grant e began: the checker's holds,
+// from the grant until their lease end, or what ended them first. A grant
+// whose lease had ended before it came (the checker counts no hold) is
+// drawn as the sliver it is.
+func (b *builder) believe(inv, e history.Event) {
+	if len(b.beliefs[e.Seq]) == 0 && e.Op == history.OpAcquire && e.LeaseEnd > 0 && e.LeaseEnd <= e.Time {
+		key := keyOf(inv, e)
+		s := Span{Lane: b.clientLane(e.Process), Kind: SpanBelief, From: e.Time, To: e.LeaseEnd, Client: e.Process,
+			Token: e.Token, Fence: fenceOf(inv, e), Label: "holds " + key, grant: e.Seq,
+			Note: fmt.Sprintf("client %d believes it holds %s from %s (lease until %s)", e.Process, key, secs(e.Time), secs(e.LeaseEnd))}
+		if s.Fence != 0 {
+			s.Label += fmt.Sprintf(" · fence %d", s.Fence)
+		}
+		b.t.Spans = append(b.t.Spans, s)
 		return
 	}
-	delete(b.belief, c)
-	s := &b.t.Spans[i]
-	if s.Open || s.To > at {
-		s.To, s.Open = at, false
-		s.Note += ", until it " + why + " at " + secs(at)
+	for _, h := range b.beliefs[e.Seq] {
+		key := h.Key
+		if key == "" {
+			key = "the lock"
+		}
+		s := Span{Lane: b.clientLane(h.Client), Kind: SpanBelief, From: h.From, To: h.To, Open: h.Open,
+			Client: h.Client, Token: h.Grant.Token, Fence: h.Fence, Label: "holds " + key, grant: h.Grant.Seq}
+		if h.Fence != 0 {
+			s.Label += fmt.Sprintf(" · fence %d", h.Fence)
+		}
+		if h.Grant.LeaseEnd > 0 {
+			s.Note = fmt.Sprintf("client %d believes it holds %s from %s (lease until %s)", h.Client, key, secs(h.From), secs(h.Grant.LeaseEnd))
+		} else {
+			s.Note = fmt.Sprintf("client %d believes it holds %s from %s (no expiry)", h.Client, key, secs(h.From))
+		}
+		if why := beliefEnds[h.End]; why != "" {
+			s.Note += ", until it " + why + " at " + secs(h.To)
+		}
+		b.t.Spans = append(b.t.Spans, s)
 	}
+}
+
+// beliefEnds words how a hold ended before its lease did.
+var beliefEnds = map[string]string{
+	checker.HoldReleased:   "released",
+	checker.HoldCrashed:    "crashed",
+	checker.HoldReacquired: "acquired again",
+	checker.HoldLost:       "learned it had lost the lease",
 }
 
 // endHold ends the hold on a node at a time, if it runs past it.
@@ -391,6 +433,7 @@ func (b *builder) complete(inv, e history.Event) {
 	case history.OpExtend:
 		m.Label = "extend " + statusWord(e.Type)
 		if e.Type == history.Ok {
+			b.believe(inv, e) // an extend that resumed a lapsed lease
 			b.extend(inv, e)
 		}
 	case history.OpRelease:
@@ -420,29 +463,15 @@ func (b *builder) complete(inv, e history.Event) {
 	b.t.Marks = append(b.t.Marks, m)
 }
 
-// grant starts a client's belief (until its lease end) and, on every node
-// that granted, a hold. The holds are derived, not observed: a node is
+// grant draws the client's belief (believe) and, on every node that
+// granted, a hold. The nodes' holds are derived, not observed: a node is
 // taken to hold the key from the grant until that lease's release, its TTL
 // (counted from the acquire's invocation), a grant to another lease on
 // that node, a clock jump that outruns the TTL, or a crash of the node.
 func (b *builder) grant(inv, e history.Event) {
-	b.endBelief(e.Process, e.Time, "acquired again")
+	b.believe(inv, e)
 	tok := e.Token
 	fence := fenceOf(inv, e)
-	bel := Span{Lane: b.clientLane(e.Process), Kind: SpanBelief, From: e.Time, Client: e.Process, Token: tok, Fence: fence}
-	bel.Label = "holds " + keyOf(inv, e)
-	if fence != 0 {
-		bel.Label += fmt.Sprintf(" · fence %d", fence)
-	}
-	if e.LeaseEnd > 0 {
-		bel.To = e.LeaseEnd
-		bel.Note = fmt.Sprintf("client %d believes it holds %s from %s (lease until %s)", e.Process, keyOf(inv, e), secs(e.Time), secs(e.LeaseEnd))
-	} else {
-		bel.Open = true
-		bel.Note = fmt.Sprintf("client %d believes it holds %s from %s (no expiry)", e.Process, keyOf(inv, e), secs(e.Time))
-	}
-	b.t.Spans = append(b.t.Spans, bel)
-	b.belief[e.Process] = len(b.t.Spans) - 1
 
 	nodes := e.Nodes
 	if len(nodes) == 0 {
@@ -470,15 +499,12 @@ func (b *builder) grant(inv, e history.Event) {
 	}
 }
 
-// extend moves a belief's end and the TTL of the lease's current holds.
+// extend moves the TTL of the lease's current holds on the nodes (the
+// checker moved the belief's end).
 func (b *builder) extend(inv, e history.Event) {
 	tok := e.Token
 	if tok == "" {
 		tok = inv.Token
-	}
-	if i, ok := b.belief[e.Process]; ok && tokensMatch(b.t.Spans[i].Token, tok) && e.LeaseEnd > 0 {
-		s := &b.t.Spans[i]
-		s.To, s.Open = max(s.To, e.LeaseEnd), false
 	}
 	if inv.TTL <= 0 {
 		return
@@ -656,8 +682,8 @@ func (b *builder) overlaps(res checker.Result) {
 			Note:  fmt.Sprintf("clients %d and %d both held %s between %s and %s", ov.ClientA, ov.ClientB, ov.Key, secs(ov.From), secs(ov.To))})
 		for i := range b.t.Spans {
 			s := &b.t.Spans[i]
-			if s.Kind == SpanBelief && (s.Token == ov.AcquireA.Token && s.Client == ov.ClientA || s.Token == ov.AcquireB.Token && s.Client == ov.ClientB) {
-				s.Evidence = true
+			if s.Kind == SpanBelief && (s.grant == ov.AcquireA.Seq || s.grant == ov.AcquireB.Seq) {
+				s.Evidence = true // one of the two holds
 			}
 		}
 	}

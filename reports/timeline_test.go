@@ -221,6 +221,40 @@ func TestTimelineLeak(t *testing.T) {
 	wellFormed(t, tl.SVG())
 }
 
+// TestTimelineBeliefsAreTheCheckersHolds: the clients' beliefs are the
+// holds the checker derived. A watchdog's renewal that finds the lease gone
+// ends client 1's belief there, not at its release 3 s later, so the
+// timeline shows no overlap with client 2, as the checker finds none.
+func TestTimelineBeliefsAreTheCheckersHolds(t *testing.T) {
+	ev := func(seq, t int64, p int, typ history.Type, op, tok, reason string) history.Event {
+		return history.Event{Seq: seq, Time: t * ms, Process: p, Type: typ, Op: op, Key: "L", Token: tok, Reason: reason}
+	}
+	events := []history.Event{
+		ev(1, 0, 1, history.Invoke, history.OpAcquire, "", ""), ev(2, 10, 1, history.Ok, history.OpAcquire, "a", ""),
+		ev(3, 676, 1, history.Note, history.OpRenew, "a", history.ReasonNotHeld),
+		ev(4, 700, 2, history.Invoke, history.OpAcquire, "", ""), ev(5, 710, 2, history.Ok, history.OpAcquire, "b", ""),
+		ev(6, 800, 2, history.Invoke, history.OpRelease, "b", ""), ev(7, 810, 2, history.Ok, history.OpRelease, "b", ""),
+		ev(8, 4000, 1, history.Invoke, history.OpRelease, "a", ""), ev(9, 4010, 1, history.Fail, history.OpRelease, "a", history.ReasonNotHeld),
+	}
+	res := check(t, events)
+	if res.Mutex.OverlapCount != 0 || len(res.Derived.Holds()) != 2 {
+		t.Fatalf("checked %s with %d overlaps and %d holds", res.Verdict, res.Mutex.OverlapCount, len(res.Derived.Holds()))
+	}
+	for _, r := range []checker.Result{res, {}} { // the check's holds, or the history's
+		tl := NewTimeline("lost renewal", events, r, []string{"A"}, 2)
+		b := spansOn(tl, laneIndex(t, tl, LaneClient, "client 1"), SpanBelief)
+		if len(b) != 1 || b[0].From != 10*ms || b[0].To != 676*ms || b[0].Open || !strings.Contains(b[0].Note, "until it learned it had lost the lease at t=0.676s") {
+			t.Errorf("client 1's beliefs: %+v; want one from 10ms to the renewal at 676ms", b)
+		}
+		if b := spansOn(tl, laneIndex(t, tl, LaneClient, "client 2"), SpanBelief); len(b) != 1 || b[0].To != 800*ms {
+			t.Errorf("client 2's beliefs: %+v; want one to its release at 800ms", b)
+		}
+	}
+	if got := strings.Join(StateAt(events, []string{"A"}, 2, 750*ms), "\n"); !strings.Contains(got, "Client 1   holds nothing") {
+		t.Errorf("at 750ms, client 1 still believes it holds the lock:\n%s", got)
+	}
+}
+
 // TestStateAt is workshop mode's view of the fenced-pause story.
 func TestStateAt(t *testing.T) {
 	events, _ := load(t, "fenced-pause")
