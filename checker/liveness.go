@@ -245,7 +245,7 @@ func goneTime(p *parsed, a *op, next int64, releases, extends map[procKey][]*op,
 	rels := releases[pk]
 	i, j := within(len(rels), func(i int) int64 { return rels[i].inv.Time })
 	for _, rel := range rels[i:j] {
-		if rel.status() == history.Ok && tokensMatch(a.token(), rel.token()) {
+		if rel.status() == history.Ok && TokensMatch(a.token(), rel.token()) {
 			set(rel.done.Time, rel.done.Time, "released", rel.done)
 			break
 		}
@@ -268,7 +268,7 @@ func goneTime(p *parsed, a *op, next int64, releases, extends map[procKey][]*op,
 	exts := extends[pk]
 	i, j = within(len(exts), func(i int) int64 { return exts[i].inv.Time })
 	for _, e := range exts[i:j] {
-		if e.status() == history.Fail || !tokensMatch(a.token(), e.token()) {
+		if e.status() == history.Fail || !TokensMatch(a.token(), e.token()) {
 			continue
 		}
 		t := e.done.TTL
@@ -288,7 +288,7 @@ func goneTime(p *parsed, a *op, next int64, releases, extends map[procKey][]*op,
 	i, j = within(len(rens), func(i int) int64 { return rens[i].Time })
 	for ni := range rens[i:j] {
 		n := &rens[i+ni]
-		if !tokensMatch(a.token(), n.Token) {
+		if !TokensMatch(a.token(), n.Token) {
 			continue
 		}
 		if n.TTL > 0 {

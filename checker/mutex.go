@@ -105,7 +105,9 @@ type procKey struct {
 	key     string
 }
 
-func tokensMatch(a, b string) bool { return a == "" || b == "" || a == b }
+// TokensMatch says whether two events may name the same lease: their
+// tokens are equal, or one of them is unknown (empty).
+func TokensMatch(a, b string) bool { return a == "" || b == "" || a == b }
 
 // holds derives, from the clients' operations, every interval in which a
 // client believed it held a key: from its acquire's Ok until the earliest
@@ -199,7 +201,7 @@ func holds(p *parsed) []*hold {
 		}
 		if n := a.lost; n != nil {
 			pk := procKey{n.Process, n.Key}
-			if h := open[pk]; h != nil && h.leaseEnd == 0 && tokensMatch(h.token, n.Token) {
+			if h := open[pk]; h != nil && h.leaseEnd == 0 && TokensMatch(h.token, n.Token) {
 				h.close(a.t, endLost)
 				h.endEvent = n
 				delete(open, pk)
@@ -223,7 +225,7 @@ func holds(p *parsed) []*hold {
 			newHold(o, o.token(), o.fence(), le)
 		case history.OpExtend:
 			le := o.done.LeaseEnd
-			if h != nil && tokensMatch(h.token, o.token()) {
+			if h != nil && TokensMatch(h.token, o.token()) {
 				if h.leaseEnd != 0 && le > h.leaseEnd {
 					h.leaseEnd = le
 				}
@@ -231,7 +233,7 @@ func holds(p *parsed) []*hold {
 			}
 			// An extend granted after the lease had run out: the client
 			// believes it holds the lock again, from the extend's Ok.
-			if l := lapsed[pk]; h == nil && l != nil && tokensMatch(l.token, o.token()) && le > a.t {
+			if l := lapsed[pk]; h == nil && l != nil && TokensMatch(l.token, o.token()) && le > a.t {
 				f := o.fence()
 				if f == 0 {
 					f = l.fence
@@ -239,7 +241,7 @@ func holds(p *parsed) []*hold {
 				newHold(o, l.token, f, le)
 			}
 		case history.OpRelease:
-			if h != nil && tokensMatch(h.token, o.token()) {
+			if h != nil && TokensMatch(h.token, o.token()) {
 				h.close(a.t, endRelease)
 				h.endOp, h.endEvent = o, o.inv
 				delete(open, pk)

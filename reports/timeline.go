@@ -444,7 +444,7 @@ func (b *builder) complete(inv, e history.Event) {
 				tok = inv.Token
 			}
 			for _, n := range b.nodeNames() {
-				if i, ok := b.hold[n]; ok && b.t.Spans[i].Client == e.Process && tokensMatch(b.t.Spans[i].Token, tok) {
+				if i, ok := b.hold[n]; ok && b.t.Spans[i].Client == e.Process && checker.TokensMatch(b.t.Spans[i].Token, tok) {
 					b.endHold(n, e.Time, "released")
 				}
 			}
@@ -511,7 +511,7 @@ func (b *builder) extend(inv, e history.Event) {
 	}
 	for _, i := range b.hold {
 		s := &b.t.Spans[i]
-		if s.Client == e.Process && tokensMatch(s.Token, tok) && !s.Open && s.To >= inv.Time {
+		if s.Client == e.Process && checker.TokensMatch(s.Token, tok) && !s.Open && s.To >= inv.Time {
 			s.To = max(s.To, inv.Time+inv.TTL)
 		}
 	}
@@ -801,8 +801,6 @@ func noteText(e history.Event) string {
 	}
 	return e.Op
 }
-
-func tokensMatch(a, b string) bool { return a == "" || b == "" || a == b }
 
 func fenceOf(inv, e history.Event) int64 {
 	if e.Fence != 0 {
