@@ -50,3 +50,9 @@ func (f *ClockJump) Inject(ctx context.Context, t *Target) error {
 }
 
 func (f *ClockJump) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
+
+func init() {
+	Register(Kind{Name: "clock-jump", Doc: "move the node's or the client's wall clock by `by`",
+		Needs: []string{"by"}, Check: all(oneOfClientOrNode("clock-jump"), noClockOnEtcd),
+		New: func(p Params) Fault { return &ClockJump{Node: p.Node, Client: p.Client, By: p.By} }})
+}

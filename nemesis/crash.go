@@ -145,3 +145,15 @@ func ensureRunning(ctx context.Context, r Server) error {
 	}
 	return restart(ctx, r)
 }
+
+func init() {
+	Register(Kind{Name: "crash", Doc: "kill -9 the node; it restarts after `for` (at once if not given)",
+		Needs: []string{"node"},
+		Check: func(p Params, _ Facts) *ParamError {
+			if p.NodeClock && p.For == 0 {
+				return &ParamError{"node_clock", "node_clock counts a crash's restart delay: it needs a for"}
+			}
+			return nil
+		},
+		New: func(p Params) Fault { return &Crash{Node: p.Node, RestartAfter: p.For, NodeClock: p.NodeClock} }})
+}

@@ -50,3 +50,15 @@ func (f *ClockDrift) Inject(ctx context.Context, t *Target) error {
 }
 
 func (f *ClockDrift) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
+
+func init() {
+	Register(Kind{Name: "clock-drift", Doc: "run the node's wall clock at `rate` times real speed",
+		Needs: []string{"node", "rate"},
+		Check: all(noClockOnEtcd, func(p Params, _ Facts) *ParamError {
+			if !(p.Rate > 0) || math.IsInf(p.Rate, 0) {
+				return &ParamError{"rate", fmt.Sprintf("expected a rate above 0, got %g", p.Rate)}
+			}
+			return nil
+		}),
+		New: func(p Params) Fault { return &ClockDrift{Node: p.Node, Rate: p.Rate} }})
+}

@@ -68,3 +68,22 @@ func (f *Latency) Inject(ctx context.Context, t *Target) error {
 }
 
 func (f *Latency) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
+
+func init() {
+	Register(Kind{Name: "latency", Doc: "delay the client's traffic to the nodes by `delay` (± `jitter`)",
+		Needs: []string{"client", "nodes", "delay"},
+		Check: func(p Params, _ Facts) *ParamError {
+			switch p.Stream {
+			case "", "upstream", "downstream", "both":
+			default:
+				return &ParamError{"stream", fmt.Sprintf("expected upstream, downstream or both, got %q", p.Stream)}
+			}
+			if p.Delay < 0 || p.Jitter < 0 {
+				return &ParamError{"delay", "expected a positive duration"}
+			}
+			return nil
+		},
+		New: func(p Params) Fault {
+			return &Latency{Client: p.Client, Nodes: p.Nodes, Delay: p.Delay, Jitter: p.Jitter, Stream: p.Stream}
+		}})
+}

@@ -43,7 +43,11 @@ type Target struct {
 }
 
 // linksOn says which of a client's links a link fault hits, for On().
+// "Client 0" is the replicas' links to their primaries.
 func linksOn(client int, nodes []string) string {
+	if client == 0 {
+		return strings.Join(nodes, ",") + "'s replication link"
+	}
 	return fmt.Sprintf("client %d -> %s", client, strings.Join(nodes, ","))
 }
 

@@ -40,3 +40,13 @@ func (f *Partition) Inject(ctx context.Context, t *Target) error {
 func (f *Partition) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
 
 var bothStreams = []string{"upstream", "downstream"}
+
+func init() {
+	Register(Kind{Name: "partition", Doc: "cut the client's links to the nodes (packets dropped, no reply, no close passed on)",
+		Needs: []string{"client", "nodes"},
+		New:   func(p Params) Fault { return &Partition{Client: p.Client, Nodes: p.Nodes} }})
+	// The replica's link to its primary is "client 0"'s link.
+	Register(Kind{Name: "replication-lag", Doc: "hold back the node's replication link, so writes do not reach its replica",
+		Needs: []string{"node"}, Check: needsReplicas("replication-lag"),
+		New: func(p Params) Fault { return &Partition{Client: 0, Nodes: []string{p.Node}} }})
+}

@@ -95,3 +95,15 @@ func (f *Pause) Inject(ctx context.Context, t *Target) error {
 }
 
 func (f *Pause) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
+
+func init() {
+	Register(Kind{Name: "pause", Doc: "SIGSTOP the client or the node; SIGCONT after `for`, or at resume or heal",
+		Check: oneOfClientOrNode("pause"),
+		New:   func(p Params) Fault { return &Pause{Client: p.Client, Node: p.Node, For: p.For} }})
+	Register(Kind{Name: "resume", Doc: "SIGCONT the paused client or node",
+		Check: oneOfClientOrNode("resume"),
+		Heals: func(p Params, f Fault) bool {
+			x, ok := f.(*Pause)
+			return ok && x.Client == p.Client && x.Node == p.Node
+		}})
+}

@@ -579,39 +579,20 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 			return err
 		}
 		return nil
-	case "partition":
-		return r.inject(ctx, &nemesis.Partition{Client: st.Client, Nodes: st.Nodes})
-	case "clock-jump":
-		return r.inject(ctx, &nemesis.ClockJump{Node: st.Node, Client: st.Client, By: st.By.Duration})
-	case "clock-drift":
-		return r.inject(ctx, &nemesis.ClockDrift{Node: st.Node, Rate: st.Rate})
-	case "latency":
-		return r.inject(ctx, &nemesis.Latency{Client: st.Client, Nodes: st.Nodes, Delay: st.Delay.Duration, Jitter: st.Jitter.Duration, Stream: st.Stream})
-	case "reset":
-		return r.inject(ctx, &nemesis.ConnReset{Client: st.Client, Nodes: st.Nodes})
-	case "drop":
-		return r.inject(ctx, &nemesis.ConnDrop{Client: st.Client, Nodes: st.Nodes})
-	case "pause":
-		return r.inject(ctx, &nemesis.Pause{Client: st.Client, Node: st.Node, For: st.For.Duration})
-	case "resume":
-		return r.heal(ctx, func(f nemesis.Fault) bool {
-			p, ok := f.(*nemesis.Pause)
-			return ok && p.Client == st.Client && p.Node == st.Node
-		})
-	case "crash":
-		return r.inject(ctx, &nemesis.Crash{Node: st.Node, RestartAfter: st.For.Duration, NodeClock: st.NodeClock})
 	case "kill":
 		r.clients[st.Client].Kill()
 		delete(r.pending, st.Client)
 		r.say("  client %d killed (kill -9)", st.Client)
 		return nil
-	case "replication-lag":
-		// The replica's link to its primary is "client 0"'s link.
-		return r.inject(ctx, &nemesis.Partition{Client: 0, Nodes: []string{st.Node}})
-	case "failover":
-		return r.inject(ctx, &nemesis.Failover{Node: st.Node})
 	case "heal":
 		return r.healAll(ctx)
+	}
+	if k, ok := nemesis.LookupKind(st.Do); ok {
+		p := st.FaultParams()
+		if k.Heals != nil {
+			return r.heal(ctx, func(f nemesis.Fault) bool { return k.Heals(p, f) })
+		}
+		return r.inject(ctx, k.New(p))
 	}
 	return fmt.Errorf("the runner does not know action %q", st.Do)
 }

@@ -62,8 +62,11 @@ func (o outcome) String() string {
 	if o.reason != "" {
 		s += " (" + o.reason + ")"
 	}
-	if len(o.nodes) > 0 {
-		s += " granted by " + strings.Join(o.nodes, ",")
+	switch {
+	case len(o.nodes) > 0 && o.word == "granted":
+		s += " by " + strings.Join(o.nodes, ",")
+	case len(o.nodes) > 0:
+		s += ", granted by " + strings.Join(o.nodes, ",")
 	}
 	if o.fence != 0 {
 		s += fmt.Sprintf(" with fencing token %d", o.fence)
@@ -98,7 +101,7 @@ func outcomeOf(e history.Event) outcome {
 }
 
 // Claim says what a step claims its operation ends in, in the words a
-// contradiction is reported in ("refused (validity) granted by A,B,C").
+// contradiction is reported in ("refused (validity), granted by A,B,C").
 func Claim(st scenarios.Step) string { return claimOf(st).String() }
 
 // claimed says a step's statement in words.

@@ -38,7 +38,7 @@ func TestClaimsMatchOutcomes(t *testing.T) {
 			t.Errorf("case %d: matches(%s, %s) = %v, want %v", i, claimOf(c.st), outcomeOf(c.e), got, c.want)
 		}
 	}
-	if s := saw(refused); !strings.HasPrefix(s, "refused (validity) granted by A,B,C,D,E") {
+	if s := saw(refused); !strings.HasPrefix(s, "refused (validity), granted by A,B,C,D,E") {
 		t.Errorf("saw = %q", s)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"locksim/clients"
+	"locksim/nemesis"
 )
 
 //go:embed *.yaml
@@ -375,27 +376,10 @@ func (s *Scenario) validateStep(i int) error {
 			return at("nodes", "unknown node %q: expected a Redis node (A to %s), pg or storage", n, NodeName(max(s.Nodes-1, 0)))
 		}
 	}
-	if st.Do == "pause" || st.Do == "resume" || st.Do == "clock-jump" {
-		_, c := st.lines["client"]
-		_, n := st.lines["node"]
-		if c == n {
-			return at("do", "%q needs exactly one of client or node", st.Do)
+	if k, ok := nemesis.LookupKind(st.Do); ok && k.Check != nil {
+		if err := k.Check(st.FaultParams(), nemesis.Facts{Backend: s.backend(), Nodes: s.Nodes, Clients: s.Clients, Replicas: s.Replicas}); err != nil {
+			return at(err.Field, "%s", err.Msg)
 		}
-	}
-	if (st.Do == "replication-lag" || st.Do == "failover") && !s.Replicas {
-		return at("do", "%q needs replicas: true", st.Do)
-	}
-	if (st.Do == "clock-jump" || st.Do == "clock-drift") && st.Node != "" && s.backend() == "etcd" {
-		return at("node", "no clock fault reaches an etcd member: etcd is a Go binary that reads the clock through the vDSO, out of the clock shim's reach (and times its leases on the monotonic clock)")
-	}
-	if st.Do == "clock-drift" && st.Rate <= 0 {
-		return at("rate", "expected a rate above 0, got %g", st.Rate)
-	}
-	if !contains([]string{"", "upstream", "downstream", "both"}, st.Stream) {
-		return at("stream", "expected upstream, downstream or both, got %q", st.Stream)
-	}
-	if st.Delay.Duration < 0 || st.Jitter.Duration < 0 {
-		return at("delay", "expected a positive duration")
 	}
 	if st.Work.Duration < 0 {
 		return at("work", "expected a positive duration, got %v", st.Work)
@@ -406,7 +390,7 @@ func (s *Scenario) validateStep(i int) error {
 	if st.For.Duration < 0 {
 		return at("for", "expected a positive duration, got %v", st.For)
 	}
-	if st.NodeClock && (st.Do != "crash" || st.For.Duration == 0) {
+	if st.NodeClock && st.Do != "crash" {
 		return at("node_clock", "node_clock counts a crash's restart delay: it needs do: crash and a for")
 	}
 	if st.TTL.Duration < 0 {

@@ -6,6 +6,8 @@ package scenarios
 import (
 	"fmt"
 	"time"
+
+	"locksim/nemesis"
 )
 
 // Verdicts a scenario can expect.
@@ -233,29 +235,39 @@ type Action struct {
 	Needs []string
 }
 
-// Actions is every step action the runner knows.
-var Actions = []Action{
+// Actions is every step action the runner knows: the clients' and the
+// story's own, then every fault kind nemesis registers (one file each).
+var Actions = append([]Action{
 	{"say", "print the narration and go on", nil},
 	{"acquire", "the client tries once to take the lock", []string{"client"}},
 	{"release", "the client releases its lease", []string{"client"}},
 	{"extend", "the client renews its lease", []string{"client"}},
 	{"wait", "wait for the client's async operation to finish", []string{"client"}},
 	{"write", "the client reads the protected counter, works for `work`, writes counter+1 with its fence and token", []string{"client"}},
-	{"partition", "cut the client's links to the nodes (packets dropped, no reply)", []string{"client", "nodes"}},
-	{"latency", "delay the client's traffic to the nodes by `delay` (± `jitter`)", []string{"client", "nodes", "delay"}},
-	{"reset", "TCP RST on the client's connections to the nodes when data next flows", []string{"client", "nodes"}},
-	{"drop", "close the client's connections to the nodes at once, both sides", []string{"client", "nodes"}},
-	{"clock-jump", "move the node's or the client's wall clock by `by`", []string{"by"}},
-	{"clock-drift", "run the node's wall clock at `rate` times real speed", []string{"node", "rate"}},
-	{"pause", "SIGSTOP the client or the node; SIGCONT after `for`, or at resume or heal", nil},
-	{"resume", "SIGCONT the paused client or node", nil},
-	{"crash", "kill -9 the node; it restarts after `for` (at once if not given)", []string{"node"}},
 	{"kill", "kill -9 the client process; its leases die with it", []string{"client"}},
-	{"replication-lag", "hold back the node's replication link, so writes do not reach its replica", []string{"node"}},
-	{"failover", "kill -9 the node and promote its replica; clients are moved over", []string{"node"}},
 	{"sleep", "let `for` pass", []string{"for"}},
 	{"heal", "heal every fault injected so far", nil},
 	{"renewal", "assert how the client's watchdog's latest renewal went (expect: ok or refused)", []string{"client", "expect"}},
+}, faultActions()...)
+
+// faultActions lists nemesis's fault kinds as actions.
+func faultActions() []Action {
+	var out []Action
+	for _, k := range nemesis.Kinds() {
+		out = append(out, Action{k.Name, k.Doc, k.Needs})
+	}
+	return out
+}
+
+// FaultParams are the step's fields as a fault kind reads them.
+func (s Step) FaultParams() nemesis.Params {
+	given := map[string]bool{}
+	for k := range s.lines {
+		given[k] = true
+	}
+	return nemesis.Params{Client: s.Client, Node: s.Node, Nodes: s.Nodes, For: s.For.Duration,
+		By: s.By.Duration, Delay: s.Delay.Duration, Jitter: s.Jitter.Duration, Stream: s.Stream,
+		Rate: s.Rate, NodeClock: s.NodeClock, Given: given}
 }
 
 // LookupAction finds an action by name.
@@ -293,35 +305,22 @@ func (s Step) Describe() string {
 		return fmt.Sprintf("client %d: read-modify-write (work %v)", s.Client, s.Work)
 	case "acquire", "release", "extend", "wait":
 		return fmt.Sprintf("client %d: %s", s.Client, s.Do)
-	case "partition":
-		return fmt.Sprintf("partition client %d from %v", s.Client, s.Nodes)
-	case "clock-jump":
-		if s.Node == "" {
-			return fmt.Sprintf("clock jump on client %d by %v", s.Client, s.By)
-		}
-		return fmt.Sprintf("clock jump on %s by %v", s.Node, s.By)
-	case "clock-drift":
-		return fmt.Sprintf("clock on %s runs at x%g", s.Node, s.Rate)
-	case "latency":
-		return fmt.Sprintf("latency %v on client %d's links to %v", s.Delay, s.Client, s.Nodes)
-	case "reset", "drop":
-		return fmt.Sprintf("connection %s on client %d's links to %v", s.Do, s.Client, s.Nodes)
-	case "pause", "resume":
-		if s.Node != "" {
-			return fmt.Sprintf("%s node %s %v", s.Do, s.Node, s.For)
-		}
-		return fmt.Sprintf("%s client %d %v", s.Do, s.Client, s.For)
-	case "crash":
-		if s.For.Duration > 0 {
-			return fmt.Sprintf("crash %s, restart after %v", s.Node, s.For)
-		}
-		return fmt.Sprintf("crash %s, restart at once", s.Node)
-	case "failover", "replication-lag":
-		return fmt.Sprintf("%s %s", s.Do, s.Node)
 	case "kill":
 		return fmt.Sprintf("kill client %d", s.Client)
 	case "sleep":
 		return fmt.Sprintf("sleep %v", s.For)
+	}
+	if k, ok := nemesis.LookupKind(s.Do); ok {
+		p := s.FaultParams()
+		if k.New == nil {
+			who := fmt.Sprintf("client %d", s.Client)
+			if s.Node != "" {
+				who = s.Node
+			}
+			return s.Do + " " + who
+		}
+		f := k.New(p)
+		return fmt.Sprintf("%s on %s (%s)", s.Do, f.On(), f.Detail())
 	}
 	return s.Do
 }

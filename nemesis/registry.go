@@ -1,0 +1,130 @@
+package nemesis
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Params are a fault step's parameters as a scenario gives them; each
+// kind reads the ones it takes.
+type Params struct {
+	Client        int
+	Node          string
+	Nodes         []string
+	For           time.Duration
+	By            time.Duration
+	Delay, Jitter time.Duration
+	Stream        string
+	Rate          float64
+	NodeClock     bool
+	// Given lists the fields the step set (by their YAML names), for
+	// kinds that need one of two.
+	Given map[string]bool
+}
+
+// Facts is what a kind may check a step against: the scenario's servers
+// and clients.
+type Facts struct {
+	// Backend is the lock's backend: redis, postgres or etcd.
+	Backend  string
+	Nodes    int
+	Clients  int
+	Replicas bool
+}
+
+// Kind is one fault as scenarios name it, in the style of toxiproxy's
+// toxics: each fault file registers its kinds (init), and the loader, the
+// runner and the reports find them here by name.
+type Kind struct {
+	// Name is the step's `do:`.
+	Name string
+	// Doc is one line for help text.
+	Doc string
+	// Needs lists the step fields the kind requires.
+	Needs []string
+	// Check refuses parameters this scenario cannot honour (nil: none),
+	// naming the offending field.
+	Check func(p Params, f Facts) *ParamError
+	// New builds the fault. A kind that ends faults instead (resume)
+	// leaves it nil and sets Heals.
+	New func(p Params) Fault
+	// Heals says whether an injected fault is one this step ends.
+	Heals func(p Params, f Fault) bool
+}
+
+// ParamError names the step field a kind refuses.
+type ParamError struct {
+	Field, Msg string
+}
+
+func (e *ParamError) Error() string { return e.Field + ": " + e.Msg }
+
+var kinds = map[string]Kind{}
+
+// Register adds a kind; a second kind of the same name panics.
+func Register(k Kind) {
+	if _, dup := kinds[k.Name]; dup {
+		panic(fmt.Sprintf("nemesis: fault kind %q registered twice", k.Name))
+	}
+	if (k.New == nil) == (k.Heals == nil) {
+		panic(fmt.Sprintf("nemesis: fault kind %q needs exactly one of New and Heals", k.Name))
+	}
+	kinds[k.Name] = k
+}
+
+// LookupKind finds a kind by name.
+func LookupKind(name string) (Kind, bool) {
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// Kinds lists every kind, by name.
+func Kinds() []Kind {
+	out := make([]Kind, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// oneOfClientOrNode is the Check of kinds that act on a client or a node.
+func oneOfClientOrNode(name string) func(Params, Facts) *ParamError {
+	return func(p Params, _ Facts) *ParamError {
+		if p.Given["client"] == p.Given["node"] {
+			return &ParamError{"do", fmt.Sprintf("%q needs exactly one of client or node", name)}
+		}
+		return nil
+	}
+}
+
+// noClockOnEtcd refuses a clock fault on an etcd member.
+func noClockOnEtcd(p Params, f Facts) *ParamError {
+	if p.Node != "" && f.Backend == "etcd" {
+		return &ParamError{"node", "no clock fault reaches an etcd member: etcd is a Go binary that reads the clock through the vDSO, out of the clock shim's reach (and times its leases on the monotonic clock)"}
+	}
+	return nil
+}
+
+// needsReplicas refuses a replication fault in a scenario without replicas.
+func needsReplicas(name string) func(Params, Facts) *ParamError {
+	return func(_ Params, f Facts) *ParamError {
+		if !f.Replicas {
+			return &ParamError{"do", fmt.Sprintf("%q needs replicas: true", name)}
+		}
+		return nil
+	}
+}
+
+// all runs checks in order and returns the first refusal.
+func all(checks ...func(Params, Facts) *ParamError) func(Params, Facts) *ParamError {
+	return func(p Params, f Facts) *ParamError {
+		for _, c := range checks {
+			if err := c(p, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
