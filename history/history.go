@@ -129,8 +129,11 @@ type Event struct {
 	Read *int64 `json:"read,omitempty"`
 	// Wrote is the counter value a write stored (or tried to).
 	Wrote *int64 `json:"wrote,omitempty"`
-	// Target is what a fault hits: a node, a client, a link.
+	// Target is what a fault hits, in words: a node, a client, a link.
 	Target string `json:"target,omitempty"`
+	// Fault, on a fault event, is what the fault hit and how, as
+	// structured fields (nemesis.Fault's Fields).
+	Fault *FaultFields `json:"fault,omitempty"`
 	// Reason is, on a Fail (or Info) completion or a failed renew note,
 	// why: one of the Reason constants.
 	Reason string `json:"reason,omitempty"`
@@ -140,6 +143,36 @@ type Event struct {
 	// Detail is free text: an error, a fault's size, a step's description.
 	Detail string `json:"detail,omitempty"`
 }
+
+// FaultFields are a fault's facts: whom it hits, how big it is, how long
+// it lasts by itself, and what kind of harm it does.
+type FaultFields struct {
+	// Effect is the kind of harm: one of the Effect constants.
+	Effect string `json:"effect"`
+	// Client is the client it hits (its process or its links), or 0.
+	Client int `json:"client,omitempty"`
+	// Node is the server it hits, or "".
+	Node string `json:"node,omitempty"`
+	// Links are the nodes whose links from Client it hits.
+	Links []string `json:"links,omitempty"`
+	// Size is its size in time (ns): a pause's length, a clock jump, an
+	// added delay.
+	Size int64 `json:"size,omitempty"`
+	// Rate is a clock drift's rate.
+	Rate float64 `json:"rate,omitempty"`
+	// Lasts is how long it lasts by itself (ns) before its target is back
+	// (a timed pause, a crash's restart delay; 1 for a restart at once);
+	// 0 means until it is healed.
+	Lasts int64 `json:"lasts,omitempty"`
+}
+
+// Fault effects.
+const (
+	EffectPause   = "pause"   // a process stopped
+	EffectClock   = "clock"   // a wall clock moved or running off
+	EffectNetwork = "network" // a link cut, slowed, reset or closed
+	EffectDown    = "down"    // a server killed (and restarted, or replaced)
+)
 
 // Completes reports whether the event completes an operation.
 func (e Event) Completes() bool {

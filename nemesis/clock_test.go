@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"locksim/env"
 	"locksim/clockshim"
+	"locksim/env"
 )
 
 // TestClockJumpExpiresKey: a +60s ClockJump on a server moves its TIME by

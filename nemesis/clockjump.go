@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"locksim/history"
 )
 
 // ClockJump moves one server's or one client's wall clock by By at once.
@@ -55,4 +57,8 @@ func init() {
 	Register(Kind{Name: "clock-jump", Doc: "move the node's or the client's wall clock by `by`",
 		Needs: []string{"by"}, Check: all(oneOfClientOrNode("clock-jump"), noClockOnEtcd),
 		New: func(p Params) Fault { return &ClockJump{Node: p.Node, Client: p.Client, By: p.By} }})
+}
+
+func (f *ClockJump) Fields() history.FaultFields {
+	return history.FaultFields{Effect: history.EffectClock, Client: f.Client, Node: f.Node, Size: int64(f.By)}
 }

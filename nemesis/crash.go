@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"locksim/env"
+
+	"locksim/history"
 )
 
 // Crash kills one Redis server with SIGKILL: no shutdown, no final fsync,
@@ -156,4 +158,16 @@ func init() {
 			return nil
 		},
 		New: func(p Params) Fault { return &Crash{Node: p.Node, RestartAfter: p.For, NodeClock: p.NodeClock} }})
+}
+
+func (f *Crash) Fields() history.FaultFields {
+	ff := history.FaultFields{Effect: history.EffectDown, Node: f.Node}
+	switch {
+	case f.NoRestart:
+	case f.RestartAfter > 0:
+		ff.Lasts = int64(f.RestartAfter)
+	default:
+		ff.Lasts = 1 // restarted at once
+	}
+	return ff
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"locksim/history"
 )
 
 // ClockDrift makes one server's wall clock run fast or slow: from Inject
@@ -61,4 +63,8 @@ func init() {
 			return nil
 		}),
 		New: func(p Params) Fault { return &ClockDrift{Node: p.Node, Rate: p.Rate} }})
+}
+
+func (f *ClockDrift) Fields() history.FaultFields {
+	return history.FaultFields{Effect: history.EffectClock, Node: f.Node, Rate: f.Rate}
 }

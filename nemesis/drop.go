@@ -2,6 +2,8 @@ package nemesis
 
 import (
 	"context"
+
+	"locksim/history"
 )
 
 // ConnDrop closes one client's connections to some nodes at once, both
@@ -40,4 +42,8 @@ func init() {
 	Register(Kind{Name: "drop", Doc: "close the client's connections to the nodes at once, both sides",
 		Needs: []string{"client", "nodes"},
 		New:   func(p Params) Fault { return &ConnDrop{Client: p.Client, Nodes: p.Nodes} }})
+}
+
+func (f *ConnDrop) Fields() history.FaultFields {
+	return history.FaultFields{Effect: history.EffectNetwork, Client: f.Client, Links: f.Nodes}
 }

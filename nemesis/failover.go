@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"locksim/env"
+
+	"locksim/history"
 )
 
 // Failover does what Sentinel or an operator does when a Redis primary
@@ -112,4 +114,8 @@ func init() {
 	Register(Kind{Name: "failover", Doc: "kill -9 the node and promote its replica; clients are moved over",
 		Needs: []string{"node"}, Check: needsReplicas("failover"),
 		New: func(p Params) Fault { return &Failover{Node: p.Node} }})
+}
+
+func (f *Failover) Fields() history.FaultFields {
+	return history.FaultFields{Effect: history.EffectDown, Node: f.Node}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"locksim/history"
 )
 
 // Latency delays the bytes on one client's links to some nodes (a
@@ -86,4 +88,8 @@ func init() {
 		New: func(p Params) Fault {
 			return &Latency{Client: p.Client, Nodes: p.Nodes, Delay: p.Delay, Jitter: p.Jitter, Stream: p.Stream}
 		}})
+}
+
+func (f *Latency) Fields() history.FaultFields {
+	return history.FaultFields{Effect: history.EffectNetwork, Client: f.Client, Links: f.Nodes, Size: int64(f.Delay)}
 }

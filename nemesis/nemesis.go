@@ -11,8 +11,10 @@ import (
 	"strings"
 	"sync"
 
-	"locksim/env"
 	"locksim/clockshim"
+	"locksim/env"
+
+	"locksim/history"
 )
 
 // Target is everything a fault may touch: what this run started.
@@ -91,6 +93,9 @@ type Fault interface {
 	On() string
 	// Detail gives its size ("+15s").
 	Detail() string
+	// Fields are its facts for the history: whom it hits, its size, how
+	// long it lasts by itself, its effect.
+	Fields() history.FaultFields
 	// Inject breaks the target.
 	Inject(ctx context.Context, t *Target) error
 	// Heal puts it back.

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"locksim/env"
+
+	"locksim/history"
 )
 
 // Partition cuts one client off from some nodes: every byte on those links
@@ -49,4 +51,8 @@ func init() {
 	Register(Kind{Name: "replication-lag", Doc: "hold back the node's replication link, so writes do not reach its replica",
 		Needs: []string{"node"}, Check: needsReplicas("replication-lag"),
 		New: func(p Params) Fault { return &Partition{Client: 0, Nodes: []string{p.Node}} }})
+}
+
+func (f *Partition) Fields() history.FaultFields {
+	return history.FaultFields{Effect: history.EffectNetwork, Client: f.Client, Links: f.Nodes}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"locksim/history"
 )
 
 // Pause freezes a process with SIGSTOP, as a long GC pause, a VM
@@ -106,4 +108,8 @@ func init() {
 			x, ok := f.(*Pause)
 			return ok && x.Client == p.Client && x.Node == p.Node
 		}})
+}
+
+func (f *Pause) Fields() history.FaultFields {
+	return history.FaultFields{Effect: history.EffectPause, Client: f.Client, Node: f.Node, Size: int64(f.For), Lasts: int64(f.For)}
 }

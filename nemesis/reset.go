@@ -2,6 +2,8 @@ package nemesis
 
 import (
 	"context"
+
+	"locksim/history"
 )
 
 // ConnReset resets one client's connections to some nodes (a toxiproxy
@@ -42,4 +44,8 @@ func init() {
 	Register(Kind{Name: "reset", Doc: "TCP RST on the client's connections to the nodes when data next flows",
 		Needs: []string{"client", "nodes"},
 		New:   func(p Params) Fault { return &ConnReset{Client: p.Client, Nodes: p.Nodes} }})
+}
+
+func (f *ConnReset) Fields() history.FaultFields {
+	return history.FaultFields{Effect: history.EffectNetwork, Client: f.Client, Links: f.Nodes}
 }

@@ -552,7 +552,7 @@ func (b *builder) fault(e history.Event) {
 		node := b.t.Lanes[lane].Name
 		switch kind {
 		case SpanClock:
-			if d, err := time.ParseDuration(strings.TrimPrefix(e.Detail, "+")); err == nil {
+			if d := time.Duration(faultOf(e).Size); d != 0 {
 				if i, ok := b.hold[node]; ok {
 					h := &b.t.Spans[i]
 					switch {
@@ -583,53 +583,59 @@ func (b *builder) heal(e history.Event) {
 	s.Note += " to " + secs(e.Time)
 }
 
-// faultLane places a fault by its target: a node's lane, a client's lane
-// ("client 1", "client 1 -> D,E"), or a lane of its own.
+// faultOf is a fault event's structured fields (none in a history
+// recorded before they existed: the fault then gets a lane of its own).
+func faultOf(e history.Event) history.FaultFields {
+	if e.Fault == nil {
+		return history.FaultFields{}
+	}
+	return *e.Fault
+}
+
+// faultLane places a fault by what it hits (its structured fields): a
+// node's lane, a client's lane, or a lane of its own.
 func (b *builder) faultLane(e history.Event) (lane int, kind, label string) {
+	f := faultOf(e)
 	kind = SpanFault
-	switch e.Op {
-	case "pause":
+	switch f.Effect {
+	case history.EffectPause:
 		kind = SpanPause
-	case "clock-jump", "clock-drift":
+	case history.EffectClock:
 		kind = SpanClock
-	case "partition", "latency", "conn-reset":
+	case history.EffectNetwork:
 		kind = SpanNetwork
-	case "crash", "failover":
+	case history.EffectDown:
 		kind = SpanDown
 	}
 	label = e.Op
 	if e.Detail != "" {
 		label += " " + e.Detail
 	}
-	switch e.Op {
-	case "pause":
+	switch {
+	case f.Effect == history.EffectPause:
 		label = "paused"
 		if d, ok := selfHealing(e); ok {
 			label += " " + d.String()
 		}
-	case "clock-jump":
-		label = "clock " + e.Detail
-	case "partition":
-		label = "cut off"
-	case "crash":
-		label = "down (crash)"
-	}
-	if i, ok := b.laneOf(LaneNode, e.Target); ok {
-		return i, kind, label
-	}
-	var c int
-	var rest string
-	if n, _ := fmt.Sscanf(e.Target, "client %d", &c); n == 1 {
-		if _, after, ok := strings.Cut(e.Target, "->"); ok {
-			rest = strings.TrimSpace(after)
+	case f.Effect == history.EffectClock && f.Size != 0:
+		label = "clock " + time.Duration(f.Size).String()
+		if f.Size > 0 {
+			label = "clock +" + time.Duration(f.Size).String()
 		}
-		switch {
-		case rest != "" && e.Op == "partition":
-			label = "cut off from " + rest
-		case rest != "":
-			label += " to " + rest
+	case f.Effect == history.EffectDown:
+		label = "down (" + e.Op + ")"
+	case e.Op == "partition" && len(f.Links) > 0:
+		label = "cut off from " + strings.Join(f.Links, ",")
+	case len(f.Links) > 0:
+		label += " to " + strings.Join(f.Links, ",")
+	}
+	if f.Node != "" {
+		if i, ok := b.laneOf(LaneNode, f.Node); ok {
+			return i, kind, label
 		}
-		return b.clientLane(c), kind, label
+	}
+	if f.Client > 0 {
+		return b.clientLane(f.Client), kind, label
 	}
 	if e.Target != "" {
 		label += " on " + e.Target
@@ -637,21 +643,15 @@ func (b *builder) faultLane(e history.Event) (lane int, kind, label string) {
 	return b.addLane(Lane{Kind: LaneHarness, Name: "faults"}), kind, label
 }
 
-// selfHealing returns how long a fault lasts when its detail says so: a
-// pause's duration, a crash's restart delay.
+// selfHealing returns how long a fault lasts by itself, when it does: a
+// timed pause, a crash's restart delay (a restart at once lasts no time).
 func selfHealing(e history.Event) (time.Duration, bool) {
-	switch e.Op {
-	case "pause":
-		d, err := time.ParseDuration(e.Detail)
-		return d, err == nil && d > 0
-	case "crash":
-		if _, after, ok := strings.Cut(e.Detail, "restart after "); ok {
-			d, err := time.ParseDuration(after)
-			return d, err == nil && d > 0
-		}
-		if strings.Contains(e.Detail, "restart at once") {
-			return 0, true
-		}
+	f := faultOf(e)
+	switch {
+	case f.Lasts == 1:
+		return 0, true
+	case f.Lasts > 0:
+		return time.Duration(f.Lasts), true
 	}
 	return 0, false
 }

@@ -672,7 +672,8 @@ func (r *run) wait(ctx context.Context, client int) error {
 
 // inject records and injects a fault; it is healed by healAll.
 func (r *run) inject(ctx context.Context, f nemesis.Fault) error {
-	e := r.rec.Add(history.Event{Type: history.Fault, Op: f.Name(), Target: f.On(), Detail: f.Detail()})
+	fields := f.Fields()
+	e := r.rec.Add(history.Event{Type: history.Fault, Op: f.Name(), Target: f.On(), Detail: f.Detail(), Fault: &fields})
 	r.faults = append(r.faults, f)
 	if p, ok := f.(*nemesis.Pause); ok && p.Node == "" {
 		// Until its heal, the client does not run on purpose (guard.go).
