@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
@@ -23,24 +24,36 @@ func init() {
 }
 
 // Redsync is a thin adapter over redsync's Mutex. The library keeps its
-// own defaults (drift factor 0.01, timeout factor 0.05: each acquire's
-// requests share a deadline of 5% of the TTL, random 16-byte base64
-// values), except one: redsync.WithTries(1). The library's default is 32
-// tries 50-250ms apart; the harness's acquire step means "try once", and a
-// retry loop inside Acquire would hide every refusal a story asserts.
+// own algorithm and defaults (drift factor 0.01, timeout factor 0.05:
+// each acquire's requests share a deadline of 5% of the TTL, random
+// 16-byte base64 values, no shuffling, no fail-fast), except one:
+// redsync.WithTries(1). The library's default is 32 tries 50-250ms apart;
+// the harness's acquire step means "try once", and a retry loop inside
+// Acquire would hide every refusal a story asserts.
 //
-// What the library exposes, and so what the lease says:
+// Which nodes said what: the library counts its nodes' answers but does
+// not say which nodes granted (its errors name some of those that did
+// not, and drop the rest when a majority refused). So each node's pool is
+// wrapped (recordingPool): its connections pass every command to the
+// go-redis v9 pool's connection unchanged and record, per operation, what
+// the node answered to SET NX (acquire) and to the unlock or extend
+// script (the library's own reading: 0, and -1 for "no key", are no;
+// anything else yes), or that it did not answer (an error). Every
+// operation builds a fresh Redsync over fresh wrappers (the go-redis
+// clients are shared), so concurrent operations (a watchdog's extend, an
+// acquire) never mix their records.
+//
+// What the lease says:
 //
 //   - Token is the mutex's value, Fence 0.
 //   - Validity is the library's own Until() (start + ttl - elapsed -
 //     ttl*driftFactor, on Go's monotonic clock), counted from Start, a
 //     CLOCK_MONOTONIC reading taken just before the call: a wall-clock
 //     step does not move it.
-//   - Nodes is empty on a granted lease: redsync does not say which nodes
-//     granted it (so a story's granted_by claim cannot hold for it). On a
-//     refused acquire it lists the nodes that granted, when the library's
-//     error names every node that did not (it does, unless a majority
-//     refused: then ErrTaken lists only those, and Nodes stays empty).
+//   - Nodes lists, in node order, the nodes whose SET NX granted (on a
+//     granted lease, and with a refusal or an unknown outcome: the worker
+//     records them either way), or, on an extended lease, the nodes that
+//     renewed it.
 //
 // Per-node timeouts: every node's client is a NewRedisClient with
 // cfg.Timeout(); an acquire's requests are further bounded by the
@@ -49,36 +62,39 @@ func init() {
 // are asked in parallel), which also cuts short go-redis's dial retries
 // (5 tries, 100ms apart, whatever MaxRetries says).
 //
-// Every operation builds a fresh Mutex (WithValue(lease token) for release
-// and extend), so the adapter keeps no state between calls and a lease
-// from any client can be released or extended by its token, as with
-// Redlock.
+// A lease from any client can be released or extended by its token
+// (WithValue), as with Redlock: the adapter keeps no state between calls.
 //
-// Errors: redsync reports per node (ErrNodeTaken, RedisError,
-// ErrLockAlreadyExpired, joined with errors.Join) or, when a majority said
-// "someone else's", ErrTaken. A refusal is certain only when the nodes
-// that answered decide it whatever the silent ones did; when the outcome
-// hangs on nodes that failed to answer, the library's error is returned
-// wrapped (an unknown outcome; ReasonOf says timeout when a node timed
-// out):
+// Outcomes, from the recorded answers (N nodes, quorum Q = N/2+1). A
+// refusal is certain only when the nodes that answered decide it whatever
+// the silent ones did; when the outcome hangs on nodes that did not
+// answer, the library's error is returned wrapped (an unknown outcome;
+// ReasonOf says timeout when a node timed out):
 //
-//   - acquire: ErrTaken -> refused, held. A majority granted but too late
-//     (ErrFailed, which with one try means exactly that, or a joined error
-//     that leaves a majority granting) -> refused, validity; rare, as the
-//     5% deadline turns a slow node into a silent one first. Fewer than a
-//     majority granted even counting every silent node as a grant ->
-//     refused, quorum (held when no node was silent; with an odd number of
-//     nodes that is always ErrTaken). Otherwise unknown: a node that did
-//     not answer in time may have set the key, and the library's undo
-//     may not have reached it.
-//   - release (Unlock) and extend (Extend): enough nodes answered that they
-//     do not hold this lease's value (another value, or no key:
-//     ErrLockAlreadyExpired) that no majority can still hold it ->
-//     refused, not-held; a majority renewed but too late
-//     (ErrExtendFailed) -> refused, not-held; otherwise unknown.
+//   - acquire: Q or more nodes answered that another client holds the key
+//     (the library's ErrTaken) -> refused, held. Q or more granted but too
+//     late (ErrFailed, which with one try means exactly that, or a joined
+//     error that leaves a majority granting) -> refused, validity; rare,
+//     as the 5% deadline turns a slow node into a silent one first. Fewer
+//     than Q granted even counting every silent node as a grant ->
+//     refused, quorum (held when no node was silent). Otherwise unknown:
+//     a node that did not answer in time may have set the key, and the
+//     library's undo may not have reached it.
+//   - release (Unlock): the library's yes (Q nodes deleted) -> ok.
+//     Otherwise, when so many nodes answered (deleted the key, or do not
+//     hold this lease's value: another value or no key) that no majority
+//     can still hold the value, the lock is certainly no longer held by
+//     this lease: ok when any node deleted it, as Redlock's release
+//     (scenario redlock-clock-jump's client 1 deletes on A and B, C holds
+//     client 2's value, D and E are cut off), refused, not-held, when none
+//     did; otherwise unknown.
+//   - extend (Extend): the library's yes -> the renewed lease. A majority
+//     renewed but too late (ErrExtendFailed) -> refused, not-held; so many
+//     nodes answered that they do not hold the value that no majority can
+//     have renewed -> refused, not-held; otherwise unknown.
 type Redsync struct {
-	rs      *redsync.Redsync
 	nodes   []redisNode
+	pools   []redsyncredis.Pool // the library's go-redis v9 pools, one per node
 	quorum  int
 	timeout time.Duration
 }
@@ -90,90 +106,115 @@ func NewRedsync(cfg Config) (*Redsync, error) {
 		return nil, errors.New("redsync: no Redis nodes configured")
 	}
 	r := &Redsync{timeout: cfg.Timeout(), quorum: len(cfg.Redis)/2 + 1}
-	var pools []redsyncredis.Pool
 	for _, n := range cfg.Redis {
 		c := NewRedisClient(n.Addr, r.timeout)
 		r.nodes = append(r.nodes, redisNode{name: n.Name, client: c})
-		pools = append(pools, goredis.NewPool(c))
+		r.pools = append(r.pools, goredis.NewPool(c))
 	}
-	r.rs = redsync.New(pools...)
 	return r, nil
 }
 
-// nodeOutcomes sorts a redsync error into the nodes it names: taken (the
-// key holds another value, or, for extend, no key), expired (no key, on
-// release), failed (no answer), and whether it is ErrTaken (a majority
-// taken; the library then drops the other nodes' errors) or ErrFailed.
-// other collects anything else.
-type nodeOutcomes struct {
-	taken, expired, failed []int
-	errTaken, errFailed    bool
-	other                  []error
+// answer is what one node answered to one command.
+type answer uint8
+
+const (
+	answerNone answer = iota // no answer (an error), or not asked
+	answerNo                 // answered: not granted, not deleted, not renewed
+	answerYes                // answered: granted, deleted, renewed
+)
+
+// answers records, for one operation, each node's answer to SET NX and
+// to the unlock or extend script (an acquire's undo is an unlock: its
+// answers land in script and are not read).
+type answers struct {
+	mu            sync.Mutex
+	asked         bool
+	setNX, script []answer
 }
 
-func classify(err error) nodeOutcomes {
-	var o nodeOutcomes
-	var walk func(error)
-	walk = func(err error) {
-		switch e := err.(type) {
-		case nil:
-		case *redsync.ErrTaken:
-			o.errTaken = true
-			o.taken = append(o.taken, e.Nodes...)
-		case redsync.ErrTaken:
-			o.errTaken = true
-			o.taken = append(o.taken, e.Nodes...)
-		case *redsync.ErrNodeTaken:
-			o.taken = append(o.taken, e.Node)
-		case redsync.ErrNodeTaken:
-			o.taken = append(o.taken, e.Node)
-		case *redsync.RedisError:
-			o.failed = append(o.failed, e.Node)
-		case redsync.RedisError:
-			o.failed = append(o.failed, e.Node)
-		case interface{ Unwrap() []error }:
-			for _, c := range e.Unwrap() {
-				walk(c)
-			}
-		default:
-			switch {
-			case err == redsync.ErrLockAlreadyExpired:
-				// The library joins it without the node's number.
-				o.expired = append(o.expired, -1)
-			case err == redsync.ErrFailed:
-				o.errFailed = true
-			default:
-				o.other = append(o.other, err)
-			}
-		}
+func (a *answers) record(to []answer, node int, ok bool, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked = true
+	switch {
+	case err != nil:
+		to[node] = answerNone
+	case ok:
+		to[node] = answerYes
+	default:
+		to[node] = answerNo
 	}
-	walk(err)
-	return o
 }
 
-// granted lists, in node order, the nodes not named in o: those that
-// granted (or did what was asked). Only meaningful when o names every
-// node that did not.
-func (r *Redsync) granted(o nodeOutcomes) []string {
-	named := map[int]bool{}
-	for _, s := range [][]int{o.taken, o.failed} {
-		for _, i := range s {
-			named[i] = true
+// count returns how many nodes answered want in of.
+func (a *answers) count(of []answer, want answer) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, x := range of {
+		if x == want {
+			n++
 		}
 	}
+	return n
+}
+
+// recordingPool wraps one node's pool: its connections record what the
+// node answered in rec.
+type recordingPool struct {
+	pool redsyncredis.Pool
+	node int
+	rec  *answers
+}
+
+func (p recordingPool) Get(ctx context.Context) (redsyncredis.Conn, error) {
+	c, err := p.pool.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return recordingConn{Conn: c, node: p.node, rec: p.rec}, nil
+}
+
+// recordingConn passes every command on unchanged; SetNX and Eval also
+// record the node's answer.
+type recordingConn struct {
+	redsyncredis.Conn
+	node int
+	rec  *answers
+}
+
+func (c recordingConn) SetNX(name string, value string, expiry time.Duration) (bool, error) {
+	ok, err := c.Conn.SetNX(name, value, expiry)
+	c.rec.record(c.rec.setNX, c.node, ok, err)
+	return ok, err
+}
+
+func (c recordingConn) Eval(script *redsyncredis.Script, keysAndArgs ...any) (any, error) {
+	v, err := c.Conn.Eval(script, keysAndArgs...)
+	// As the library reads its scripts' replies: 0 (not this value) and
+	// -1 (unlock: no key) are no, anything else yes.
+	c.rec.record(c.rec.script, c.node, v != int64(0) && v != int64(-1), err)
+	return v, err
+}
+
+// mutex builds a Mutex over fresh recording wrappers of the nodes' pools,
+// and the record its nodes' answers go to.
+func (r *Redsync) mutex(key string, opts ...redsync.Option) (*redsync.Mutex, *answers) {
+	rec := &answers{setNX: make([]answer, len(r.pools)), script: make([]answer, len(r.pools))}
+	pools := make([]redsyncredis.Pool, len(r.pools))
+	for i, p := range r.pools {
+		pools[i] = recordingPool{pool: p, node: i, rec: rec}
+	}
+	return redsync.New(pools...).NewMutex(key, opts...), rec
+}
+
+// names lists, in node order, the nodes whose answer in of is want.
+func (r *Redsync) names(rec *answers, of []answer, want answer) []string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	var out []string
-	for i, n := range r.nodes {
-		if !named[i] {
-			out = append(out, n.name)
-		}
-	}
-	return out
-}
-
-func (r *Redsync) names(idx []int) []string {
-	var out []string
-	for _, i := range idx {
-		if i >= 0 && i < len(r.nodes) {
+	for i, x := range of {
+		if x == want {
 			out = append(out, r.nodes[i].name)
 		}
 	}
@@ -185,31 +226,29 @@ func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	if ttl <= 0 {
 		return Lease{}, fmt.Errorf("redsync: ttl must be positive, got %v", ttl)
 	}
-	m := r.rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTries(1))
+	m, rec := r.mutex(key, redsync.WithExpiry(ttl), redsync.WithTries(1))
 	start := history.Monotonic()
 	since := time.Now() // after start: Start+Validity never passes Until()
 	err := m.LockContext(ctx)
+	granted := r.names(rec, rec.setNX, answerYes)
 	if err == nil {
-		return Lease{Key: key, Token: m.Value(), Start: start, Validity: m.Until().Sub(since)}, nil
+		return Lease{Key: key, Token: m.Value(), Start: start, Validity: m.Until().Sub(since), Nodes: granted}, nil
+	}
+	rec.mu.Lock()
+	asked := rec.asked
+	rec.mu.Unlock()
+	if !asked { // no node was asked (genValue failed)
+		return Lease{}, fmt.Errorf("redsync acquire: %w", err)
 	}
 	n := len(r.nodes)
-	o := classify(err)
+	g, taken, silent := len(granted), rec.count(rec.setNX, answerNo), rec.count(rec.setNX, answerNone)
 	switch {
-	case len(o.other) > 0: // not a per-node answer (genValue failed)
-		return Lease{}, fmt.Errorf("redsync acquire: %w", err)
-	case o.errTaken:
-		return Lease{}, Refuse(ErrNotAcquired, history.ReasonHeld,
-			"nodes %v hold the key for another client (a majority): %v", r.names(o.taken), err)
-	case o.errFailed && len(o.taken) == 0 && len(o.failed) == 0:
-		all := r.granted(o)
-		return Lease{Nodes: all}, Refuse(ErrNotAcquired, history.ReasonValidity,
-			"all %d nodes granted, but the acquire took the whole %v TTL: no validity left (%v)", n, ttl, err)
-	}
-	granted := r.granted(o)
-	switch g, silent := len(granted), len(o.failed); {
+	case taken >= r.quorum:
+		return Lease{Nodes: granted}, Refuse(ErrNotAcquired, history.ReasonHeld,
+			"nodes %v hold the key for another client (a majority): %v", r.names(rec, rec.setNX, answerNo), err)
 	case g >= r.quorum:
 		return Lease{Nodes: granted}, Refuse(ErrNotAcquired, history.ReasonValidity,
-			"%d of %d nodes granted %v, but too late: no validity left (%v)", g, n, granted, err)
+			"%d of %d nodes granted %v, but too late: no validity left of the %v TTL (%v)", g, n, granted, ttl, err)
 	case g+silent < r.quorum && silent == 0:
 		return Lease{Nodes: granted}, Refuse(ErrNotAcquired, history.ReasonHeld,
 			"%d of %d nodes granted %v; the others hold the key (%v)", g, n, granted, err)
@@ -222,29 +261,29 @@ func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	}
 }
 
-// notHeld decides a failed release or extend: a certain not-held when so
-// many nodes answered that they do not hold the lease's value that no
-// majority can still hold it, else (some nodes silent) an unknown outcome.
-func (r *Redsync) notHeld(op string, o nodeOutcomes, err error) error {
-	notOurs := len(o.taken) + len(o.expired)
-	if len(o.other) == 0 && notOurs > len(r.nodes)-r.quorum {
-		return Refuse(ErrNotHeld, history.ReasonNotHeld, "%d of %d nodes do not hold this lease's value: %v", notOurs, len(r.nodes), err)
-	}
-	return fmt.Errorf("redsync %s: %d of %d nodes do not hold this lease's value, %d did not answer: %w",
-		op, notOurs, len(r.nodes), len(o.failed), err)
-}
-
 // Release implements Lock: redsync's Unlock of a mutex carrying the
 // lease's value.
 func (r *Redsync) Release(ctx context.Context, l Lease) error {
-	m := r.rs.NewMutex(l.Key, redsync.WithValue(l.Token))
+	m, rec := r.mutex(l.Key, redsync.WithValue(l.Token))
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	ok, err := m.UnlockContext(ctx)
 	if ok {
 		return nil
 	}
-	return r.notHeld("release", classify(err), err)
+	n := len(r.nodes)
+	deleted, notOurs, silent := r.names(rec, rec.script, answerYes), rec.count(rec.script, answerNo), rec.count(rec.script, answerNone)
+	switch {
+	case len(deleted)+notOurs <= n-r.quorum:
+		// The silent nodes could still hold the value on a majority.
+		return fmt.Errorf("redsync release: deleted on %v, %d of %d nodes do not hold this lease's value, %d did not answer: %w",
+			deleted, notOurs, n, silent, err)
+	case len(deleted) > 0:
+		// No majority can still hold the value, and this release
+		// deleted it where it was: released.
+		return nil
+	}
+	return Refuse(ErrNotHeld, history.ReasonNotHeld, "%d of %d nodes do not hold this lease's value (%d did not answer): %v", notOurs, n, silent, err)
 }
 
 // Extend implements Lock: redsync's Extend of a mutex carrying the
@@ -253,20 +292,28 @@ func (r *Redsync) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease
 	if ttl <= 0 {
 		return l, fmt.Errorf("redsync: ttl must be positive, got %v", ttl)
 	}
-	m := r.rs.NewMutex(l.Key, redsync.WithValue(l.Token), redsync.WithExpiry(ttl))
+	m, rec := r.mutex(l.Key, redsync.WithValue(l.Token), redsync.WithExpiry(ttl))
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	start := history.Monotonic()
 	since := time.Now()
 	ok, err := m.ExtendContext(ctx)
+	renewed := r.names(rec, rec.script, answerYes)
 	if ok {
-		l.Start, l.Validity, l.Nodes = start, m.Until().Sub(since), nil
+		l.Start, l.Validity, l.Nodes = start, m.Until().Sub(since), renewed
 		return l, nil
 	}
 	if errors.Is(err, redsync.ErrExtendFailed) {
-		return l, Refuse(ErrNotHeld, history.ReasonNotHeld, "renewed on a majority, but too late: no validity left")
+		return l, Refuse(ErrNotHeld, history.ReasonNotHeld, "renewed on a majority %v, but too late: no validity left", renewed)
 	}
-	return l, r.notHeld("extend", classify(err), err)
+	n := len(r.nodes)
+	notOurs, silent := rec.count(rec.script, answerNo), rec.count(rec.script, answerNone)
+	if notOurs > n-r.quorum {
+		return l, Refuse(ErrNotHeld, history.ReasonNotHeld, "%d of %d nodes do not hold this lease's value (renewed on %v, %d did not answer): %v",
+			notOurs, n, renewed, silent, err)
+	}
+	return l, fmt.Errorf("redsync extend: renewed on %v, %d of %d nodes do not hold this lease's value, %d did not answer: %w",
+		renewed, notOurs, n, silent, err)
 }
 
 // Warm opens a connection to every node (PING), as Redlock does.

@@ -3,7 +3,10 @@ package clients
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,9 +76,10 @@ func TestRedsyncLeaseAndReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if la.Token == "" || la.Key != "job" || la.Start < before || la.Nodes != nil {
+	if la.Token == "" || la.Key != "job" || la.Start < before {
 		t.Fatalf("lease %+v", la)
 	}
+	wantNodes(t, "a's lease", la.Nodes, "A", "B", "C", "D", "E")
 	// Validity: the library's Until(), ttl - elapsed - 1% drift counted
 	// from its own start, which is after Start: it ends no later than
 	// ttl - drift after the call returned.
@@ -88,11 +92,12 @@ func TestRedsyncLeaseAndReasons(t *testing.T) {
 		}
 	}
 
-	// Held on every node: ErrTaken, reason held.
-	_, err = b.Acquire(ctx, "job", ttl)
+	// Held on every node: ErrTaken, reason held, granted by none.
+	lb, err := b.Acquire(ctx, "job", ttl)
 	if !errors.Is(err, ErrNotAcquired) || ReasonOf(err) != history.ReasonHeld {
 		t.Fatalf("b's acquire: %v (reason %q), want held", err, ReasonOf(err))
 	}
+	wantNodes(t, "b's refused lease", lb.Nodes)
 
 	// Extend renews on every node with the new TTL.
 	le, err := a.Extend(ctx, la, 3*time.Second)
@@ -102,6 +107,7 @@ func TestRedsyncLeaseAndReasons(t *testing.T) {
 	if pttl := rs[2].Client().PTTL(ctx, "job").Val(); pttl <= ttl {
 		t.Fatalf("PTTL on C after the extend: %v", pttl)
 	}
+	wantNodes(t, "the extended lease", le.Nodes, "A", "B", "C", "D", "E")
 
 	// A majority refusing a release (another value) is not-held.
 	if err := b.Release(ctx, Lease{Key: "job", Token: "someone-else"}); !errors.Is(err, ErrNotHeld) || ReasonOf(err) != history.ReasonNotHeld {
@@ -137,6 +143,12 @@ func TestRedsyncSilentNodes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acquire with 3 of 5 nodes up: %v", err)
 	}
+	wantNodes(t, "the lease granted with D and E down", l.Nodes, "A", "B", "C")
+	le, err := c.Extend(ctx, l, 3*time.Second)
+	if err != nil {
+		t.Fatalf("extend with 3 of 5 nodes up: %v", err)
+	}
+	wantNodes(t, "the lease extended with D and E down", le.Nodes, "A", "B", "C")
 	if err := c.Release(ctx, l); err != nil {
 		t.Fatalf("release with 3 of 5 up: %v", err)
 	}
@@ -165,14 +177,18 @@ func TestRedsyncSilentNodes(t *testing.T) {
 	if err := rs[1].Client().Set(ctx, "job", "other", 10*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// C grants (and the library undoes it): the refused lease says so,
+	// though the library's ErrTaken names only A and B.
 	three := newRedsync(t, nodes)
-	if _, err := three.Acquire(ctx, "job", 3*time.Second); !errors.Is(err, ErrNotAcquired) || ReasonOf(err) != history.ReasonHeld {
+	l, err = three.Acquire(ctx, "job", 3*time.Second)
+	if !errors.Is(err, ErrNotAcquired) || ReasonOf(err) != history.ReasonHeld {
 		t.Fatalf("acquire with 2 of 3 taken: %v (reason %q), want held", err, ReasonOf(err))
 	}
+	wantNodes(t, "the lease refused by A and B", l.Nodes, "C")
 
-	// Release and extend of a lease held on A and B (of five) with D and E
-	// silent: freed on two, silent on two, C says not ours: a majority
-	// could still have held it: unknown.
+	// Extend of a lease held on A and B (of five) with D and E silent:
+	// renewed on two, silent on two, C says not ours: had D and E
+	// renewed, a majority would hold it: unknown.
 	tok := "the-lease"
 	for _, r := range rs[:2] {
 		r.Client().Set(ctx, "job2", tok, 10*time.Second)
@@ -181,8 +197,18 @@ func TestRedsyncSilentNodes(t *testing.T) {
 	if _, err := c.Extend(ctx, lease, time.Second); err == nil || errors.Is(err, ErrNotHeld) {
 		t.Fatalf("extend with 2 renewed and 2 silent: %v, want an unknown outcome", err)
 	}
-	if err := c.Release(ctx, lease); err == nil || errors.Is(err, ErrNotHeld) {
-		t.Fatalf("release with 2 freed and 2 silent: %v, want an unknown outcome", err)
+	// Its release: deleted on A and B, C not ours, D and E silent. The
+	// library says no (fewer than a majority deleted), but no majority
+	// can hold the value any more, and this release deleted it where it
+	// was: released (Redlock's rule; scenario redlock-clock-jump's client
+	// 1 releases so).
+	if err := c.Release(ctx, lease); err != nil {
+		t.Fatalf("release deleting on 2, 1 not holding, 2 silent: %v, want ok", err)
+	}
+	for _, r := range rs[:2] {
+		if n := r.Client().Exists(ctx, "job2").Val(); n != 0 {
+			t.Fatalf("node %s still holds the key after the release", r.Name)
+		}
 	}
 	// Now A, B, C say not ours (the key is gone): a majority: not-held,
 	// silent nodes or not.
@@ -191,6 +217,18 @@ func TestRedsyncSilentNodes(t *testing.T) {
 	}
 	if _, err := c.Extend(ctx, lease, time.Second); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("extend with 3 not holding, 2 silent: %v, want not-held", err)
+	}
+
+	// Deleted on A, B not ours, C, D and E silent: a majority could
+	// still hold the value: unknown.
+	cde := newRedsync(t, []Node{nodes[0], nodes[1], {Name: "C", Addr: closedAddr(t)}, {Name: "D", Addr: closedAddr(t)}, {Name: "E", Addr: closedAddr(t)}})
+	rs[0].Client().Set(ctx, "job4", tok, 10*time.Second)
+	if err := cde.Release(ctx, Lease{Key: "job4", Token: tok}); err == nil || errors.Is(err, ErrNotHeld) {
+		t.Fatalf("release deleting on 1, 1 not holding, 3 silent: %v, want an unknown outcome", err)
+	}
+	// Not held on A and B, three silent: unknown too.
+	if err := cde.Release(ctx, Lease{Key: "job4", Token: tok}); err == nil || errors.Is(err, ErrNotHeld) {
+		t.Fatalf("release with 2 not holding, 3 silent: %v, want an unknown outcome", err)
 	}
 
 	// Every node silent: unknown, within the per-node timeout.
@@ -205,4 +243,113 @@ func TestRedsyncSilentNodes(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("two calls with every node down took %v", took)
 	}
+}
+
+func wantNodes(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: Nodes %v, want %v", what, got, want)
+	}
+}
+
+// TestRedsyncNodesPartitioned: with two of five nodes behind a silent
+// partition (every byte dropped, as scenario redlock-clock-jump's
+// partitions do), a granted lease lists exactly the three that granted,
+// in node order, and so does each of several acquires run at once by one
+// client (each operation records its own nodes' answers); a refused
+// acquire lists those that granted before the library undid them (none,
+// when a majority refused).
+func TestRedsyncNodesPartitioned(t *testing.T) {
+	rs, nodes := startRedisNodes(t, 5)
+	ctx := tctx(t)
+	nw := env.NewNetwork()
+	t.Cleanup(nw.Close)
+	var via []Node
+	for _, n := range nodes {
+		l, err := nw.AddLink("redsync-"+n.Name, n.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		via = append(via, Node{Name: n.Name, Addr: l.Listen})
+	}
+	c := newRedsync(t, via)
+	if err := c.Warm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Cut B and D (not the last two: the order of Nodes is node order,
+	// not the order of the answers).
+	for _, name := range []string{"B", "D"} {
+		l, err := nw.Link("redsync-" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, stream := range []string{"upstream", "downstream"} {
+			if err := l.AddToxic("cut-"+stream, env.PartitionToxic, stream, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// TTL 4s: the library's acquire deadline (5%) is 200ms, the
+	// per-node timeout: B and D time out, A, C and E answer well within.
+	const ttl = 4 * time.Second
+	l, err := c.Acquire(ctx, "job", ttl)
+	if err != nil {
+		t.Fatalf("acquire with B and D partitioned: %v", err)
+	}
+	wantNodes(t, "the lease granted with B and D partitioned", l.Nodes, "A", "C", "E")
+	le, err := c.Extend(ctx, l, ttl)
+	if err != nil {
+		t.Fatalf("extend with B and D partitioned: %v", err)
+	}
+	wantNodes(t, "the lease extended with B and D partitioned", le.Nodes, "A", "C", "E")
+	if err := c.Release(ctx, le); err != nil {
+		t.Fatalf("release with B and D partitioned: %v", err)
+	}
+
+	// Several acquires at once, on different keys, by the same client.
+	var wait sync.WaitGroup
+	errs := make([]error, 8)
+	got := make([][]string, 8)
+	for i := range errs {
+		wait.Add(1)
+		go func() {
+			defer wait.Done()
+			l, err := c.Acquire(ctx, fmt.Sprintf("many-%d", i), ttl)
+			got[i], errs[i] = l.Nodes, err
+			if err == nil {
+				errs[i] = c.Release(ctx, l)
+			}
+		}()
+	}
+	wait.Wait()
+	for i := range errs {
+		if errs[i] != nil {
+			t.Fatalf("acquire %d at once: %v", i, errs[i])
+		}
+		wantNodes(t, fmt.Sprintf("acquire %d at once", i), got[i], "A", "C", "E")
+	}
+
+	// A holds another client's value: C and E grant, B and D silent: the
+	// outcome hangs on them (unknown), and the lease names C and E.
+	if err := rs[0].Client().Set(ctx, "held", "other", 10*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = c.Acquire(ctx, "held", ttl)
+	if err == nil || errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("acquire with A taken, B and D silent: %v, want an unknown outcome", err)
+	}
+	wantNodes(t, "the acquire A refused", l.Nodes, "C", "E")
+	// C and E hold it too: a majority refuses, whatever B and D did:
+	// refused, held, granted by none.
+	for _, i := range []int{2, 4} {
+		if err := rs[i].Client().Set(ctx, "held", "other", 10*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err = c.Acquire(ctx, "held", ttl)
+	if !errors.Is(err, ErrNotAcquired) || ReasonOf(err) != history.ReasonHeld {
+		t.Fatalf("acquire with A, C and E taken, B and D silent: %v (reason %q), want refused, held", err, ReasonOf(err))
+	}
+	wantNodes(t, "the acquire A, C and E refused", l.Nodes)
 }
