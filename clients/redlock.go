@@ -136,41 +136,37 @@ func NewToken() string {
 }
 
 // onEveryNode runs f on all nodes at once, each bounded by the per-node
-// timeout, and returns the names of the nodes where f returned true and
-// how many nodes failed to answer.
-func (r *Redlock) onEveryNode(ctx context.Context, f func(ctx context.Context, c *redis.Client) (bool, error)) (yes []string, errs int) {
-	var (
-		mu   sync.Mutex
-		ok   []string
-		wait sync.WaitGroup
-	)
-	for _, n := range r.nodes {
+// timeout, and returns the names of the nodes where f returned true (in
+// node order) and the errors of the nodes that failed to answer (in node
+// order, each naming its node). A node that answered false is in
+// neither: it answered, and said no.
+func (r *Redlock) onEveryNode(ctx context.Context, f func(ctx context.Context, c *redis.Client) (bool, error)) (yes []string, errs []error) {
+	type answer struct {
+		yes bool
+		err error
+	}
+	answers := make([]answer, len(r.nodes))
+	var wait sync.WaitGroup
+	for i, n := range r.nodes {
 		wait.Add(1)
-		go func(n redisNode) {
+		go func() {
 			defer wait.Done()
 			nctx, cancel := context.WithTimeout(ctx, r.timeout)
 			defer cancel()
-			yes, err := f(nctx, n.client)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs++
-			} else if yes {
-				ok = append(ok, n.name)
-			}
-		}(n)
+			ok, err := f(nctx, n.client)
+			answers[i] = answer{yes: ok, err: err}
+		}()
 	}
 	wait.Wait()
-	// Keep node order stable for the history.
-	var ordered []string
-	for _, n := range r.nodes {
-		for _, name := range ok {
-			if name == n.name {
-				ordered = append(ordered, name)
-			}
+	for i, a := range answers {
+		switch {
+		case a.err != nil:
+			errs = append(errs, fmt.Errorf("node %s: %w", r.nodes[i].name, a.err))
+		case a.yes:
+			yes = append(yes, r.nodes[i].name)
 		}
 	}
-	return ordered, errs
+	return yes, errs
 }
 
 // Acquire implements Lock.
@@ -184,9 +180,10 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	if r.wall != nil {
 		wallStart = r.wall()
 	}
-	granted, errs := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+	granted, failed := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
 		return c.SetNX(ctx, key, token, ttl).Result()
 	})
+	errs := len(failed)
 	elapsed := time.Duration(history.Monotonic() - start)
 	if r.wall != nil {
 		elapsed = r.wall().Sub(wallStart)
@@ -220,8 +217,11 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	return Lease{Nodes: granted}, Refuse(ErrNotAcquired, reason, "%d of %d nodes granted %v; %s", len(granted), len(r.nodes), granted, why)
 }
 
-func (r *Redlock) unlock(ctx context.Context, key, token string) []string {
-	freed, _ := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+// unlock deletes key on every node that still holds token (every node
+// holding key, with plainDel) and returns the nodes that deleted it and
+// the errors of those that did not answer.
+func (r *Redlock) unlock(ctx context.Context, key, token string) ([]string, []error) {
+	return r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
 		if r.plainDel {
 			n, err := c.Del(ctx, key).Result()
 			return n == 1, err
@@ -229,27 +229,54 @@ func (r *Redlock) unlock(ctx context.Context, key, token string) []string {
 		n, err := unlockScript.Run(ctx, c, []string{key}, token).Int()
 		return n == 1, err
 	})
-	return freed
 }
 
-// Release implements Lock: ErrNotHeld when no node still held the token.
+// noAnswer is the error of a release or extend that no node answered:
+// its outcome is unknown (a node that did not answer may still hold the
+// token, or may have acted on the request and lost the reply), so it is
+// no refusal.
+func (r *Redlock) noAnswer(op string, errs []error) error {
+	return fmt.Errorf("redlock %s: none of the %d nodes answered, the outcome is unknown: %w", op, len(r.nodes), errors.Join(errs...))
+}
+
+// Release implements Lock. A node that did not answer counts as unknown,
+// never as one that does not hold the token: the release is
+//
+//   - ok when any node deleted the key (held the token);
+//   - refused, not-held, when some node answered and none held the token;
+//   - an unknown outcome (a plain error) when no node answered.
 func (r *Redlock) Release(ctx context.Context, l Lease) error {
-	if freed := r.unlock(ctx, l.Key, l.Token); len(freed) == 0 {
-		return Refuse(ErrNotHeld, history.ReasonNotHeld, "no node held this lease's token")
+	freed, errs := r.unlock(ctx, l.Key, l.Token)
+	switch {
+	case len(freed) > 0:
+		return nil
+	case len(errs) == len(r.nodes):
+		return r.noAnswer("release", errs)
+	case len(errs) > 0:
+		return Refuse(ErrNotHeld, history.ReasonNotHeld, "no node that answered held this lease's token (%d of %d did not answer: %v)",
+			len(errs), len(r.nodes), errors.Join(errs...))
 	}
-	return nil
+	return Refuse(ErrNotHeld, history.ReasonNotHeld, "no node held this lease's token")
 }
 
 // Extend implements Lock: renews on every node that still holds the
-// token; the lease is valid again only if a majority renewed in time.
+// token; the lease is valid again only if a majority renewed in time
+// (refused, not-held, otherwise). When no node answered at all, the
+// outcome is unknown (a plain error): the silent nodes may have renewed.
 func (r *Redlock) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	start := history.Monotonic()
-	renewed, _ := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+	renewed, errs := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
 		n, err := extendScript.Run(ctx, c, []string{l.Key}, l.Token, ttl.Milliseconds()).Int()
 		return n == 1, err
 	})
 	elapsed := time.Duration(history.Monotonic() - start)
+	if len(errs) == len(r.nodes) {
+		return l, r.noAnswer("extend", errs)
+	}
 	if len(renewed) < r.Quorum() || ttl-elapsed-Drift(ttl) <= 0 {
+		if len(errs) > 0 {
+			return l, Refuse(ErrNotHeld, history.ReasonNotHeld, "renewed on %v (%d of %d did not answer: %v)", renewed, len(errs), len(r.nodes), errors.Join(errs...))
+		}
 		return l, Refuse(ErrNotHeld, history.ReasonNotHeld, "renewed on %v", renewed)
 	}
 	l.Start, l.Validity, l.Nodes = start, ttl-Drift(ttl), renewed
