@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"locksim/history"
 )
@@ -62,7 +63,9 @@ func init() {
 			}
 			return nil
 		}),
-		New: func(p Params) Fault { return &ClockDrift{Node: p.Node, Rate: p.Rate} }})
+		New: func(p Params) Fault { return &ClockDrift{Node: p.Node, Rate: p.Rate} },
+		Generate: &Generated{Size: "drift", OnNode: true, Whole: true,
+			Build: func(_ int, n string, _ time.Duration, r float64) Fault { return &ClockDrift{Node: n, Rate: r} }}})
 }
 
 func (f *ClockDrift) Fields() history.FaultFields {

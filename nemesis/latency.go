@@ -87,7 +87,13 @@ func init() {
 		},
 		New: func(p Params) Fault {
 			return &Latency{Client: p.Client, Nodes: p.Nodes, Delay: p.Delay, Jitter: p.Jitter, Stream: p.Stream}
-		}})
+		},
+		// A generated latency delays the client's link to the storage:
+		// its read and its write both arrive late.
+		Generate: &Generated{Size: "delay", UntilSectionEnds: true, Outlasts: func(d time.Duration) time.Duration { return 2 * d },
+			Build: func(c int, _ string, d time.Duration, _ float64) Fault {
+				return &Latency{Client: c, Nodes: []string{StorageNode}, Delay: d}
+			}}})
 }
 
 func (f *Latency) Fields() history.FaultFields {

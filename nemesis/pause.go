@@ -101,7 +101,9 @@ func (f *Pause) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) 
 func init() {
 	Register(Kind{Name: "pause", Doc: "SIGSTOP the client or the node; SIGCONT after `for`, or at resume or heal",
 		Check: oneOfClientOrNode("pause"),
-		New:   func(p Params) Fault { return &Pause{Client: p.Client, Node: p.Node, For: p.For} }})
+		New:   func(p Params) Fault { return &Pause{Client: p.Client, Node: p.Node, For: p.For} },
+		Generate: &Generated{Size: "pause", Outlasts: func(d time.Duration) time.Duration { return d },
+			Build: func(c int, _ string, d time.Duration, _ float64) Fault { return &Pause{Client: c, For: d} }}})
 	Register(Kind{Name: "resume", Doc: "SIGCONT the paused client or node",
 		Check: oneOfClientOrNode("resume"),
 		Heals: func(p Params, f Fault) bool {

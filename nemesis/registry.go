@@ -51,6 +51,41 @@ type Kind struct {
 	New func(p Params) Fault
 	// Heals says whether an injected fault is one this step ends.
 	Heals func(p Params, f Fault) bool
+	// Generate, when set, lets generator scenarios draw this fault.
+	Generate *Generated
+}
+
+// Generated says how a generator scenario's schedule draws a fault.
+type Generated struct {
+	// Size names the generator field that sizes it (pause, jump, delay or
+	// drift), which is also its sweep parameter.
+	Size string
+	// OnNode: it hits a Redis node drawn at random (a clock fault); else
+	// the drawn client, at the start of its next critical section.
+	OnNode bool
+	// Whole: it strikes at the start of the trial and lasts it (a drift),
+	// instead of being aimed at a critical section.
+	Whole bool
+	// UntilSectionEnds: it is healed when the critical section it aimed
+	// at ends (a delayed write); else with the trial.
+	UntilSectionEnds bool
+	// Outlasts is how long after it strikes the clients must keep looping
+	// for the fault to have run its course, given its size.
+	Outlasts func(size time.Duration) time.Duration
+	// Build makes the fault from the draw: the client or node it hits and
+	// its size (or rate, for a drift).
+	Build func(client int, node string, size time.Duration, rate float64) Fault
+}
+
+// GeneratedKinds lists the kinds a generator scenario can draw, by name.
+func GeneratedKinds() []Kind {
+	var out []Kind
+	for _, k := range Kinds() {
+		if k.Generate != nil {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // ParamError names the step field a kind refuses.

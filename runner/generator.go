@@ -87,7 +87,7 @@ func OpenTrials(ctx context.Context, sc *scenarios.Scenario, o Options) (*Trials
 	}
 	// Only a latency fault acts on the network: with any other, the
 	// clients talk to the servers straight, at the loopback floor.
-	r.direct = sc.Generator.Fault != "latency"
+	r.direct = !sc.Generator.ActsOnLinks()
 	t := &Trials{r: r, sc: sc, nodes: sc.Nodes}
 	if r.o.Out == "" {
 		dir, err := env.TempDir("locksim-trials-")
@@ -293,21 +293,13 @@ func (t *Trials) strike(ctx context.Context, plan []Planned, loopsDone <-chan st
 		case <-ctx.Done():
 			return struck, ctx.Err()
 		}
-		var f nemesis.Fault
-		switch p.Fault {
-		case "pause":
-			f = &nemesis.Pause{Client: p.Client, For: p.Size}
-		case "clock-jump":
-			f = &nemesis.ClockJump{Node: p.Node, By: p.Size}
-		case "latency":
-			f = &nemesis.Latency{Client: p.Client, Nodes: []string{nemesis.StorageNode}, Delay: p.Size}
-		case "clock-drift":
-			f = &nemesis.ClockDrift{Node: p.Node, Rate: p.Rate}
-		default:
+		gen := scenarios.Generator{Fault: p.Fault}.Generated()
+		if gen == nil {
 			return struck, fmt.Errorf("the generator does not know fault %q", p.Fault)
 		}
+		f := gen.Build(p.Client, p.Node, p.Size, p.Rate)
 		var left <-chan struct{}
-		if p.Fault != "clock-drift" {
+		if !gen.Whole {
 			entered := enter(p.Client)
 			left = leave(p.Client)
 			select {
@@ -322,7 +314,7 @@ func (t *Trials) strike(ctx context.Context, plan []Planned, loopsDone <-chan st
 			return struck, err
 		}
 		struck++
-		if p.Fault == "latency" {
+		if gen.UntilSectionEnds {
 			select {
 			case <-left:
 			case <-loopsDone:

@@ -19,7 +19,7 @@ type Planned struct {
 	// clock-jump and latency then wait for Client's next critical section
 	// (its next write) and strike at its start; clock-drift strikes at At.
 	At time.Duration `json:"at"`
-	// Fault is pause, clock-jump, latency or clock-drift.
+	// Fault is a generator fault kind (scenarios.GeneratorFaults).
 	Fault string `json:"fault"`
 	// Client is the client whose critical section is aimed at (1-based).
 	Client int `json:"client"`
@@ -32,11 +32,12 @@ type Planned struct {
 }
 
 func (p Planned) String() string {
-	switch p.Fault {
-	case "clock-drift":
-		return fmt.Sprintf("at %v: clock-drift x%g on %s", p.At, p.Rate, p.Node)
-	case "clock-jump":
-		return fmt.Sprintf("at %v: clock-jump %v on %s during client %d's critical section", p.At, p.Size, p.Node, p.Client)
+	gen := scenarios.Generator{Fault: p.Fault}.Generated()
+	switch {
+	case gen != nil && gen.Whole:
+		return fmt.Sprintf("at %v: %s x%g on %s", p.At, p.Fault, p.Rate, p.Node)
+	case gen != nil && gen.OnNode:
+		return fmt.Sprintf("at %v: %s %v on %s during client %d's critical section", p.At, p.Fault, p.Size, p.Node, p.Client)
 	}
 	return fmt.Sprintf("at %v: %s %v of client %d during its critical section", p.At, p.Fault, p.Size, p.Client)
 }
@@ -69,7 +70,8 @@ func Schedule(g scenarios.Generator, clients, nodes int, seed uint64) []Planned 
 	if g.Fault == "none" || g.Faults == 0 || clients < 1 {
 		return nil
 	}
-	if (g.Fault == "clock-jump" || g.Fault == "clock-drift") && nodes == 0 {
+	gen := g.Generated()
+	if gen == nil || (gen.OnNode && nodes == 0) {
 		return nil
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
@@ -83,15 +85,12 @@ func Schedule(g scenarios.Generator, clients, nodes int, seed uint64) []Planned 
 		if slot > 0 {
 			p.At += time.Duration(rng.Int64N(int64(slot)))
 		}
-		switch g.Fault {
-		case "pause":
-			p.Size = g.Pause.Duration
-		case "latency":
-			p.Size = g.Delay.Duration
-		case "clock-jump":
-			p.Size, p.Node = g.Jump.Duration, scenarios.NodeName(rng.IntN(nodes))
-		case "clock-drift":
-			p.Rate, p.Node, p.At = g.Drift, scenarios.NodeName(rng.IntN(nodes)), 0
+		p.Size, p.Rate = g.SizeOf(gen.Size)
+		if gen.OnNode {
+			p.Node = scenarios.NodeName(rng.IntN(nodes))
+		}
+		if gen.Whole {
+			p.At = 0
 		}
 		plan = append(plan, p)
 	}
@@ -106,11 +105,8 @@ func loopDuration(g scenarios.Generator, plan []Planned, settle time.Duration) t
 	d := g.Duration.Duration
 	for _, p := range plan {
 		end := p.At + settle
-		switch p.Fault {
-		case "pause":
-			end += p.Size
-		case "latency":
-			end += 2 * p.Size // the read and the write are both delayed
+		if gen := g.Generated(); gen != nil && gen.Outlasts != nil {
+			end += gen.Outlasts(p.Size)
 		}
 		d = max(d, end)
 	}

@@ -27,7 +27,7 @@ func TestGeneratorScenario(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown field", strings.Replace(genGood, "pause: 300ms", "pasue: 300ms", 1), "g.yaml:8: generator.pasue: unknown field"},
-		{"bad fault", strings.Replace(genGood, "fault: pause", "fault: nap", 1), `g.yaml:7: generator.fault: expected one of pause, clock-jump, latency, clock-drift, none, got "nap"`},
+		{"bad fault", strings.Replace(genGood, "fault: pause", "fault: nap", 1), `g.yaml:7: generator.fault: expected one of clock-drift, clock-jump, latency, pause, none, got "nap"`},
 		{"negative pause", strings.Replace(genGood, "pause: 300ms", "pause: -1s", 1), "g.yaml:8: generator.pause: expected a positive duration"},
 		{"no storage", strings.Replace(genGood, "storage: plain\n", "", 1), "storage: missing: a generator scenario needs protected storage"},
 		{"steps too", genGood + "steps:\n  - do: acquire\n    client: 1\n", "steps: a generator scenario has no steps"},

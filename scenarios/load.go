@@ -457,7 +457,7 @@ func (s *Scenario) validateGenerator() error {
 	if g.Trials == 0 {
 		g.Trials = 1
 	}
-	if (g.Fault == "clock-jump" || g.Fault == "clock-drift") && s.Nodes == 0 {
+	if gen := g.Generated(); gen != nil && gen.OnNode && s.Nodes == 0 {
 		return at("fault", "%s needs a Redis node: this scenario's lock %s has none", g.Fault, s.Lock)
 	}
 	if g.Fault == "clock-drift" && g.Drift <= 0 {

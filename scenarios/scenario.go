@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"locksim/history"
 	"locksim/nemesis"
 )
 
@@ -155,8 +156,51 @@ type Generator struct {
 	lines map[string]int
 }
 
-// GeneratorFaults lists the values of Generator.Fault.
-var GeneratorFaults = []string{"pause", "clock-jump", "latency", "clock-drift", "none"}
+// GeneratorFaults lists the values of Generator.Fault: every fault kind
+// nemesis lets a generator draw, and none.
+var GeneratorFaults = generatorFaults()
+
+func generatorFaults() []string {
+	var out []string
+	for _, k := range nemesis.GeneratedKinds() {
+		out = append(out, k.Name)
+	}
+	return append(out, "none")
+}
+
+// Generated is how the schedule draws the generator's fault (nil for
+// none).
+func (g Generator) Generated() *nemesis.Generated {
+	k, ok := nemesis.LookupKind(g.Fault)
+	if !ok {
+		return nil
+	}
+	return k.Generate
+}
+
+// ActsOnLinks says whether the generator's fault acts on the clients'
+// links (then the clients go through their proxies; else straight to the
+// servers, at the loopback floor).
+func (g Generator) ActsOnLinks() bool {
+	gen := g.Generated()
+	return gen != nil && gen.Build(1, "A", 0, 1).Fields().Effect == history.EffectNetwork
+}
+
+// SizeOf is the value of the generator field a fault's size comes from
+// (pause, jump, delay; drift gives a rate).
+func (g Generator) SizeOf(field string) (time.Duration, float64) {
+	switch field {
+	case "pause":
+		return g.Pause.Duration, 0
+	case "jump":
+		return g.Jump.Duration, 0
+	case "delay":
+		return g.Delay.Duration, 0
+	case "drift":
+		return 0, g.Drift
+	}
+	return 0, 0
+}
 
 // Step is one step of a scripted story.
 type Step struct {
