@@ -34,6 +34,8 @@ type matrixOptions struct {
 	markdown, html string
 	quiet          bool
 	targets        []string
+	// clientCmd runs every client as this program (argv, split on spaces).
+	clientCmd string
 }
 
 func (c *cli) matrixCmd() *cobra.Command {
@@ -68,6 +70,7 @@ findings, not errors), 2 bad input or a cell the harness could not run,
 	f.StringVar(&o.locks, "locks", "", "the locks to compare, `a,b,c` (sim locks; mutants too)")
 	f.StringVar(&o.out, "out", "", "where the runs go, as `DIR`/<lock>/<scenario> (default runs/matrix-<time>)")
 	f.Int64Var(&o.seed, "seed", 0, "seed `N` of every run (default: the time)")
+	f.StringVar(&o.clientCmd, "client-cmd", "", "run every client as the program `CMD` (split on spaces; docs/protocol.md) instead of locksim's Go worker")
 	f.StringVar(&o.markdown, "markdown", "", "also write the table as Markdown to `FILE` (e.g. \"$GITHUB_STEP_SUMMARY\")")
 	f.StringVar(&o.html, "html", "", "also write the table as one self-contained HTML page to `FILE`")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line on stderr after each run")
@@ -231,7 +234,7 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 			continue
 		}
 		done++
-		playCell(ctx, c, v, o.seed)
+		playCell(ctx, c, v, o.seed, strings.Fields(o.clientCmd))
 		if !o.quiet && !c.Interrupted {
 			fmt.Fprintf(stderr, "[%d/%d] %s with %s: %s (%v)\n", done, total, c.Scenario, c.Lock, c.text(0), c.Duration.Round(100*time.Millisecond))
 		}
@@ -266,9 +269,9 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 }
 
 // playCell plays one cell's story and fills in its outcome.
-func playCell(ctx context.Context, c *matrixCell, v variant, seed int64) {
+func playCell(ctx context.Context, c *matrixCell, v variant, seed int64, clientCmd []string) {
 	started := time.Now()
-	res, err := runner.Run(ctx, v.sc, runner.Options{Out: c.Dir, Seed: seed, Counterfactual: v.sc.Counterfactual != nil})
+	res, err := runner.Run(ctx, v.sc, runner.Options{Out: c.Dir, Seed: seed, Counterfactual: v.sc.Counterfactual != nil, ClientCmd: clientCmd})
 	c.Duration = time.Since(started)
 	var story *runner.StoryError
 	switch {

@@ -54,6 +54,9 @@ type runOptions struct {
 	// lock plays each story with this lock instead of its own ("": its
 	// own).
 	lock string
+	// clientCmd runs each client as this program (argv, split on spaces)
+	// instead of the Go worker ("": the Go worker).
+	clientCmd string
 }
 
 func (c *cli) runCmd() *cobra.Command {
@@ -88,6 +91,7 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	f.BoolVar(&o.all, "all", false, "run every scenario of the catalogue")
 	f.StringVar(&o.expect, "expect", "", "expected verdict `V`: safe, unsafe or leaked (default: the scenario's)")
 	f.StringVar(&o.lock, "lock", "", "play the story with lock `X` (sim locks) instead of its own; X needs the same servers (the backend sim locks names); the story's claims still apply, and a counterfactual that changes the lock is skipped")
+	f.StringVar(&o.clientCmd, "client-cmd", "", "run each client as the program `CMD` (split on spaces) instead of locksim's Go worker: a client in any language speaking locksim worker protocol v1 (docs/protocol.md), e.g. \"node examples/node-redlock/client.js\"")
 	f.Int64Var(&o.seed, "seed", 0, "seed `N` for every random choice (default: the time)")
 	f.StringVar(&o.junit, "junit", "", "write JUnit XML to `FILE`: one test case per scenario run, a failure when the verdict differs from the expected one")
 	f.StringVar(&o.markdown, "markdown", "", "write a Markdown summary table of the runs to `FILE` (for CI pages, e.g. --markdown \"$GITHUB_STEP_SUMMARY\")")
@@ -294,7 +298,7 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", p.name, i)
 			}
 			res, err := runner.Run(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, Step: o.step, Stdin: stdin,
-				Counterfactual: o.counterfactual && p.skipCF == ""})
+				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd)})
 			if err != nil {
 				if ctx.Err() != nil {
 					fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)\n", out)
