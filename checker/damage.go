@@ -76,8 +76,6 @@ type writeInput struct {
 }
 
 func segmentWrites(ops []porcupine.Operation) [][]porcupine.Operation {
-	ops = slices.Clone(ops)
-	sortByCall(ops)
 	var out [][]porcupine.Operation
 	// The segments, each after the seed that starts it, share one slab:
 	// a segment holds at least minSegment operations, so there are at
@@ -85,7 +83,8 @@ func segmentWrites(ops []porcupine.Operation) [][]porcupine.Operation {
 	slab := make([]porcupine.Operation, 0, len(ops)+len(ops)/max(minSegment-1, 1)+1)
 	start := 0 // the current segment is slab[start:]
 	maxRet, maxCall := int64(math.MinInt64), int64(math.MinInt64)
-	for _, o := range ops {
+	for _, j := range byCall(ops) {
+		o := ops[j]
 		if cur := slab[start:]; len(cur) >= minSegment && maxRet < o.Call {
 			// The writes in cur that can be last: returned after the
 			// latest call.

@@ -421,8 +421,10 @@ func segmentMutex(ops []porcupine.Operation) [][]porcupine.Operation {
 	if len(ops) <= minSegment {
 		return [][]porcupine.Operation{ops}
 	}
-	sorted := slices.Clone(ops)
-	sortByCall(sorted)
+	sorted := make([]porcupine.Operation, len(ops))
+	for i, j := range byCall(ops) {
+		sorted[i] = ops[j]
+	}
 	var out [][]porcupine.Operation
 	start, open := 0, 0
 	maxRet := int64(math.MinInt64)
@@ -446,10 +448,26 @@ func segmentMutex(ops []porcupine.Operation) [][]porcupine.Operation {
 	return append(out, sorted[start:])
 }
 
-// sortByCall orders operations by call time, an acquire before the end of
-// the same hold when both are called at once.
-func sortByCall(ops []porcupine.Operation) {
-	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+// byCall returns the order of ops by call time, operations called at once
+// in the order given (an acquire before the end of the same hold): the
+// indices of ops, which it leaves as they are (sorting them would move
+// each operation many times).
+func byCall(ops []porcupine.Operation) []int32 {
+	order := make([]int32, len(ops))
+	sorted := true
+	for i := range order {
+		order[i] = int32(i)
+		sorted = sorted && (i == 0 || ops[i-1].Call <= ops[i].Call)
+	}
+	if !sorted {
+		slices.SortFunc(order, func(a, b int32) int {
+			if c := cmp.Compare(ops[a].Call, ops[b].Call); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+	}
+	return order
 }
 
 // partitionByKey groups operations by key, keys in order, each group in
