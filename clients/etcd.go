@@ -74,8 +74,32 @@ func (e *Etcd) client() (*clientv3.Client, error) {
 	return cli, nil
 }
 
+// opTimeout bounds one call of the lock: a request to the cluster and
+// the client's retries of it (clientv3 retries an unavailable cluster for
+// as long as its context lets it). Past it, the outcome is unknown.
+func (e *Etcd) opTimeout() time.Duration { return 10 * e.cfg.Timeout() }
+
+// try runs one request, again on a fresh attempt while its own short
+// deadline runs out and ctx's does not: clientv3 sends each attempt to the
+// next member, so a member cut off by a partition (its connection still
+// open, no answer ever) costs one attempt, not the whole call. Every
+// request tried here is safe to repeat.
+func (e *Etcd) try(ctx context.Context, req func(context.Context) error) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, 3*e.cfg.Timeout())
+		err := req(actx)
+		timedOut := actx.Err() != nil
+		cancel()
+		if err == nil || !timedOut || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
 // Warm connects to the cluster before the story starts.
 func (e *Etcd) Warm(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*e.opTimeout())
+	defer cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	cli, err := e.client()
@@ -95,6 +119,8 @@ func ttlSeconds(ttl time.Duration) int64 {
 // Acquire grants a lease of ttl (whole seconds), starts its keepalive and
 // tries the mutex once: held elsewhere is a refusal (held).
 func (e *Etcd) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.opTimeout())
+	defer cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	start := history.Monotonic()
@@ -102,7 +128,11 @@ func (e *Etcd) Acquire(ctx context.Context, key string, ttl time.Duration) (Leas
 	if err != nil {
 		return Lease{}, err
 	}
-	grant, err := cli.Grant(ctx, ttlSeconds(ttl))
+	var grant *clientv3.LeaseGrantResponse
+	err = e.try(ctx, func(ctx context.Context) (err error) {
+		grant, err = cli.Grant(ctx, ttlSeconds(ttl))
+		return err
+	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("etcd acquire: lease grant: %w", err)
 	}
@@ -112,7 +142,9 @@ func (e *Etcd) Acquire(ctx context.Context, key string, ttl time.Duration) (Leas
 		return Lease{}, fmt.Errorf("etcd acquire: session: %w", err)
 	}
 	m := concurrency.NewMutex(sess, EtcdPrefix+key)
-	if err := m.TryLock(ctx); err != nil {
+	// TryLock is safe to try again: its key is the lease's, so a second
+	// try finds the key the first one put, and goes on from there.
+	if err := e.try(ctx, m.TryLock); err != nil {
 		sess.Orphan()
 		e.revoke(cli, grant.ID)
 		if errors.Is(err, concurrency.ErrLocked) {
@@ -140,6 +172,8 @@ func (e *Etcd) revoke(cli *clientv3.Client, id clientv3.LeaseID) {
 // create revision unchanged), then revokes the lease. A key that is gone
 // (the lease expired) is a refusal (not-held).
 func (e *Etcd) Release(ctx context.Context, l Lease) error {
+	ctx, cancel := context.WithTimeout(ctx, e.opTimeout())
+	defer cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h, ok := e.held[l.Token]
@@ -152,9 +186,13 @@ func (e *Etcd) Release(ctx context.Context, l Lease) error {
 	if err != nil {
 		return err
 	}
-	resp, err := cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(l.Token), "=", h.rev)).
-		Then(clientv3.OpDelete(l.Token)).Commit()
+	var resp *clientv3.TxnResponse
+	err = e.try(ctx, func(ctx context.Context) (err error) {
+		resp, err = cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(l.Token), "=", h.rev)).
+			Then(clientv3.OpDelete(l.Token)).Commit()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("etcd release: %w", err)
 	}
@@ -168,6 +206,8 @@ func (e *Etcd) Release(ctx context.Context, l Lease) error {
 // Extend renews the lease once (the session's keepalive also renews it in
 // the background) and checks the lock key is still there.
 func (e *Etcd) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.opTimeout())
+	defer cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h, ok := e.held[l.Token]
@@ -178,14 +218,21 @@ func (e *Etcd) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, e
 	if err != nil {
 		return Lease{}, err
 	}
-	_, err = cli.KeepAliveOnce(ctx, h.sess.Lease())
+	err = e.try(ctx, func(ctx context.Context) error {
+		_, err := cli.KeepAliveOnce(ctx, h.sess.Lease())
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return Lease{}, Refuse(ErrNotHeld, history.ReasonNotHeld, "the lease is gone: %v", err)
 		}
 		return Lease{}, fmt.Errorf("etcd extend: %w", err)
 	}
-	get, err := cli.Get(ctx, l.Token)
+	var get *clientv3.GetResponse
+	err = e.try(ctx, func(ctx context.Context) (err error) {
+		get, err = cli.Get(ctx, l.Token)
+		return err
+	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("etcd extend: %w", err)
 	}

@@ -145,12 +145,23 @@ func StartWith(ctx context.Context, id int, rec *history.Recorder, init Init, st
 	c := &Client{ID: id, proc: proc, stdin: stdin, rec: rec, pending: map[int64]chan error{}, started: map[int64]chan struct{}{}}
 	c.hello = hello
 	go c.read(out)
-	if err := c.Do(ctx, Command{Op: "init", Init: &init}); err != nil {
+	// Init connects the client to its servers; a client that cannot
+	// within InitTimeout is a harness failure, never a hang.
+	ictx, cancel := context.WithTimeout(ctx, InitTimeout)
+	defer cancel()
+	if err := c.Do(ictx, Command{Op: "init", Init: &init}); err != nil {
 		c.Stop()
+		if ictx.Err() != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("client %d: init did not finish within %v (connecting to the servers)", id, InitTimeout)
+		}
 		return nil, fmt.Errorf("client %d: %w", id, err)
 	}
 	return c, nil
 }
+
+// InitTimeout bounds a client's init: building its lock client and
+// connecting to the servers.
+const InitTimeout = 30 * time.Second
 
 // Hello is the hello line the client program printed.
 func (c *Client) Hello() Hello { return c.hello }
