@@ -667,8 +667,15 @@ func (r *run) wait(ctx context.Context, client int) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-time.After(StepTimeout):
+		return harness("client %d did not answer within %v: a lock client that never returns is a harness failure, not a verdict", client, StepTimeout)
 	}
 }
+
+// StepTimeout bounds how long the runner waits for a client's reply: far
+// longer than any story's pauses and work, so only a client that hangs
+// reaches it.
+const StepTimeout = 2 * time.Minute
 
 // inject records and injects a fault; it is healed by healAll.
 func (r *run) inject(ctx context.Context, f nemesis.Fault) error {
