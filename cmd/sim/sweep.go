@@ -180,8 +180,8 @@ func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
 	case "ttl":
 		xlabel, mark = "TTL (ms)", 0
 	}
-	what := map[string]string{"pause": "a pause", "jump": "a clock jump", "delay": "a network delay", "drift": "clock drift",
-		"ttl": "a TTL", "work": "work time"}[key]
+	what := map[string]string{"pause": "the pause", "jump": "the clock jump", "delay": "the network delay", "drift": "the clock drift",
+		"ttl": "the TTL", "work": "the work time"}[key]
 	for _, plot := range []struct {
 		file, ylabel, title string
 		k                   func(sweep.Row) (int, int)
@@ -191,7 +191,7 @@ func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
 		{"violations", "trials where the lock or the data was violated (%)", "Lock or data violated",
 			func(r sweep.Row) (int, int) { return r.Violated, r.Trials }},
 	} {
-		rp := reports.RatePlot{Title: fmt.Sprintf("%s: %s against %s (%s)", sc.Name, plot.title, what, key),
+		rp := reports.RatePlot{Title: fmt.Sprintf("%s: %s against %s", sc.Name, strings.ToLower(plot.title[:1])+plot.title[1:], what),
 			XLabel: xlabel, YLabel: plot.ylabel, Mark: mark, MarkLabel: key + " = TTL"}
 		index := map[string]int{}
 		for _, r := range rows {
