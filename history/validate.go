@@ -67,7 +67,8 @@ func validate(events []Event, lines []int) error {
 			}
 			return err
 		}
-		what := fmt.Sprintf("%s %s of process %d", e.Type, e.Op, e.Process)
+		// what names the event in an error; built only for one.
+		what := func() string { return fmt.Sprintf("%s %s of process %d", e.Type, e.Op, e.Process) }
 		if n > 0 && events[idx[n-1]].Seq == e.Seq {
 			return bad(RuleUniqueSeq, "seq %d appears twice", e.Seq)
 		}
@@ -77,7 +78,7 @@ func validate(events []Event, lines []int) error {
 			return bad(RuleKnownType, "unknown event type %q", e.Type)
 		}
 		if e.Time < 0 {
-			return bad(RuleTime, "%s at negative time %d", what, e.Time)
+			return bad(RuleTime, "%s at negative time %d", what(), e.Time)
 		}
 		if e.Process < 0 {
 			return bad(RuleProcess, "negative process %d", e.Process)
@@ -87,10 +88,10 @@ func validate(events []Event, lines []int) error {
 			continue
 		}
 		if e.Process == 0 {
-			return bad(RuleProcess, "%s: operations belong to client processes (1, 2, ...)", what)
+			return bad(RuleProcess, "%s: operations belong to client processes (1, 2, ...)", what())
 		}
 		if t, ok := last[e.Process]; ok && e.Time < t {
-			return bad(RuleProcessTime, "%s at %d, before the process's previous event at %d", what, e.Time, t)
+			return bad(RuleProcessTime, "%s at %d, before the process's previous event at %d", what(), e.Time, t)
 		}
 		last[e.Process] = e.Time
 		if e.Type == Invoke {
@@ -99,10 +100,10 @@ func validate(events []Event, lines []int) error {
 		}
 		inv, ok := open[e.Process]
 		if !ok {
-			return bad(RuleInvokeFirst, "completion without an invocation: %s", what)
+			return bad(RuleInvokeFirst, "completion without an invocation: %s", what())
 		}
 		if inv != e.Op {
-			return bad(RuleSameOp, "%s completes an invocation of %s", what, inv)
+			return bad(RuleSameOp, "%s completes an invocation of %s", what(), inv)
 		}
 		delete(open, e.Process)
 	}
