@@ -569,7 +569,7 @@ func closeNames(name string, names []string) []string {
 	}
 	var cs []cand
 	for _, n := range names {
-		d := editDistance(name, n)
+		d := EditDistance(name, n)
 		if strings.Contains(n, name) && len(name) >= 3 {
 			d = min(d, 2)
 		}
@@ -585,8 +585,9 @@ func closeNames(name string, names []string) []string {
 	return out
 }
 
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b (for "did you
+// mean" suggestions).
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
