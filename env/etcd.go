@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -41,7 +39,9 @@ type Etcd struct {
 	dir     string
 }
 
-// EtcdMember is one member of an Etcd cluster.
+// EtcdMember is one member of an Etcd cluster. A crash (SIGKILL) keeps its
+// data dir: etcd fsyncs its log before it answers, so a restarted member
+// has everything it acknowledged.
 type EtcdMember struct {
 	Name string
 	// Addr is the client URL's host:port.
@@ -52,9 +52,7 @@ type EtcdMember struct {
 	peerAddr string
 	args     []string
 
-	mu     sync.Mutex
-	proc   *Proc
-	paused bool
+	serverProc
 }
 
 func etcdPath() (string, error) {
@@ -101,7 +99,7 @@ func StartEtcd(ctx context.Context, o EtcdOptions) (_ *Etcd, err error) {
 		if err != nil {
 			return nil, err
 		}
-		m := &EtcdMember{Name: name, Dir: filepath.Join(dir, "etcd-"+name),
+		m := &EtcdMember{Name: name, Dir: filepath.Join(dir, "etcd-"+name), serverProc: serverProc{what: "etcd " + name},
 			Addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(cport)),
 			peerAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(pport))}
 		if err := os.MkdirAll(m.Dir, 0o700); err != nil {
@@ -211,9 +209,7 @@ func (m *EtcdMember) start() error {
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	m.proc, m.paused = p, false
-	m.mu.Unlock()
+	m.set(p)
 	return nil
 }
 
@@ -250,35 +246,6 @@ func (m *EtcdMember) tail() string {
 	return lastLines(b, 10)
 }
 
-// Proc is the member's current process.
-func (m *EtcdMember) Proc() *Proc {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc
-}
-
-// Running reports whether the process is alive (a paused one is).
-func (m *EtcdMember) Running() bool {
-	p := m.Proc()
-	return p != nil && !p.Exited()
-}
-
-// Paused reports whether the process is stopped by Pause.
-func (m *EtcdMember) Paused() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.paused && m.proc != nil && !m.proc.Exited()
-}
-
-// Crash kills the member with SIGKILL and waits until it is reaped. Its
-// data dir stays: etcd fsyncs its log before it answers, so a restarted
-// member has everything it acknowledged.
-func (m *EtcdMember) Crash() {
-	if p := m.Proc(); p != nil {
-		p.Kill()
-	}
-}
-
 // Restart starts the member again with the same ports and data dir and
 // waits until it answers.
 func (m *EtcdMember) Restart(ctx context.Context) error {
@@ -289,32 +256,4 @@ func (m *EtcdMember) Restart(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, EtcdStartTimeout)
 	defer cancel()
 	return m.waitReady(wctx)
-}
-
-// Pause stops the member with SIGSTOP.
-func (m *EtcdMember) Pause() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.proc == nil {
-		return fmt.Errorf("pause etcd %s: not started", m.Name)
-	}
-	if err := m.proc.Signal(syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("pause etcd %s: %w", m.Name, err)
-	}
-	m.paused = true
-	return nil
-}
-
-// Resume continues a paused member with SIGCONT.
-func (m *EtcdMember) Resume() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.proc == nil {
-		return fmt.Errorf("resume etcd %s: not started", m.Name)
-	}
-	if err := m.proc.Signal(syscall.SIGCONT); err != nil {
-		return fmt.Errorf("resume etcd %s: %w", m.Name, err)
-	}
-	m.paused = false
-	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -66,9 +65,8 @@ type Redis struct {
 	opts RedisOptions
 	env  []string
 
-	mu     sync.Mutex
-	proc   *Proc
-	paused bool
+	serverProc
+	mu     sync.Mutex // guards client
 	client *redis.Client
 }
 
@@ -125,7 +123,8 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 		clock.Close()
 		return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
 	}
-	r := &Redis{Name: o.Name, Dir: dir, Clock: clock, opts: o, env: append(os.Environ(), shimEnv...)}
+	r := &Redis{Name: o.Name, Dir: dir, Clock: clock, opts: o, env: append(os.Environ(), shimEnv...),
+		serverProc: serverProc{what: "redis " + o.Name}}
 	for attempt := 0; ; attempt++ {
 		port, err := freePort()
 		if err != nil {
@@ -201,9 +200,7 @@ func (r *Redis) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.mu.Lock()
-	r.proc, r.paused = p, false
-	r.mu.Unlock()
+	r.set(p)
 	if err := redisWaitPing(ctx, r.Addr, p, RedisStartTimeout); err != nil {
 		p.Kill()
 		newLog := redisTailFrom(r.LogPath(), logStart)
@@ -313,41 +310,9 @@ func (r *Redis) tails() string {
 	return b.String()
 }
 
-// Proc is the current process (nil before the first start).
-func (r *Redis) Proc() *Proc {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.proc
-}
-
-// Running reports whether the process is alive (a paused one is).
-func (r *Redis) Running() bool {
-	p := r.Proc()
-	return p != nil && !p.Exited()
-}
-
-// Paused reports whether the process is stopped by Pause.
-func (r *Redis) Paused() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.paused && r.proc != nil && !r.proc.Exited()
-}
-
 // Stop kills the server and waits until it is reaped. Idempotent. The
 // clock control file and the client stay usable for Restart.
-func (r *Redis) Stop() {
-	if p := r.Proc(); p != nil {
-		p.Kill()
-	}
-}
-
-// Crash kills the server with SIGKILL (no shutdown, no final fsync) and
-// waits until it is reaped.
-func (r *Redis) Crash() {
-	if p := r.Proc(); p != nil {
-		p.Kill()
-	}
-}
+func (r *Redis) Stop() { r.Crash() }
 
 // Restart starts the server again with the same port, dir, options and
 // clock control file (whatever offset or rate it holds stays in force).
@@ -367,35 +332,6 @@ func (r *Redis) Restart(ctx context.Context) error {
 		}
 	}
 	return err
-}
-
-// Pause stops the server with SIGSTOP: it keeps its connections but
-// answers nothing until Resume.
-func (r *Redis) Pause() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.proc == nil {
-		return fmt.Errorf("pause redis %s: not started", r.Name)
-	}
-	if err := r.proc.Signal(syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("pause redis %s: %w", r.Name, err)
-	}
-	r.paused = true
-	return nil
-}
-
-// Resume continues a paused server with SIGCONT.
-func (r *Redis) Resume() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.proc == nil {
-		return fmt.Errorf("resume redis %s: not started", r.Name)
-	}
-	if err := r.proc.Signal(syscall.SIGCONT); err != nil {
-		return fmt.Errorf("resume redis %s: %w", r.Name, err)
-	}
-	r.paused = false
-	return nil
 }
 
 // Client is a go-redis client straight to the server (never through a
