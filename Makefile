@@ -1,13 +1,15 @@
 # locksim: lock-safety scenarios on real servers.
 # make demo   installs what is missing, builds bin/sim, runs redlock-clock-jump
-# make test   every test, against real redis-server and PostgreSQL
+# make test   every test, against real redis-server and PostgreSQL (local
+#             processes, and containers of the docker backend)
+# make docker readies the docker backend: dockerd and the default images
 # make bench  the benchmarks, with their figures
 
 GO      ?= go
 SIM     := bin/sim
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup deps test-deps install build demo test bench vet clean reliability fuzz
+.PHONY: all setup deps test-deps docker install build demo test bench vet clean reliability fuzz
 
 all: build
 
@@ -26,6 +28,14 @@ test-deps:
 	@$(MAKE) --no-print-directory install PKGS="$(TEST_DEPS)"
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory install PKGS="nodejs npm"
 	@[ -d examples/node-redlock/node_modules ] || npm ci --prefix examples/node-redlock --no-audit --no-fund
+
+# docker readies the docker backend (--backend docker): Debian's docker.io
+# and a running dockerd (docker/start-engine), then the default images,
+# built here from Debian's packages without any registry
+# (docker/build-images; about 3 minutes the first time, kept after).
+docker:
+	@docker/start-engine
+	@docker/build-images
 
 # install apt-installs the packages of PKGS whose program is missing.
 install:
@@ -56,7 +66,7 @@ demo: setup
 # -p 1: the packages drive real servers and time-sensitive stories; on a
 # 2-core machine, running them one package at a time keeps each story's
 # timing margins intact.
-test: test-deps
+test: test-deps docker
 	$(GO) vet ./...
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 

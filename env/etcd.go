@@ -27,6 +27,10 @@ const EtcdStartTimeout = 15 * time.Second
 type EtcdOptions struct {
 	// Members is how many members (A, B, C...); default 1.
 	Members int
+	// Image, if set, runs each member in a container of this image (the
+	// docker backend: host network, its dir mounted at its host path)
+	// instead of as a local process. The image needs etcd on its PATH.
+	Image string
 }
 
 // Etcd is a real etcd cluster (Debian's etcd-server) of one or more
@@ -51,6 +55,7 @@ type EtcdMember struct {
 
 	peerAddr string
 	args     []string
+	image    string
 
 	serverProc
 }
@@ -74,9 +79,11 @@ func StartEtcd(ctx context.Context, o EtcdOptions) (_ *Etcd, err error) {
 	if o.Members < 0 || o.Members > 26 {
 		return nil, fmt.Errorf("start etcd: %d members (want 1 to 26)", o.Members)
 	}
-	bin, err := etcdPath()
-	if err != nil {
-		return nil, err
+	bin := "etcd"
+	if o.Image == "" {
+		if bin, err = etcdPath(); err != nil {
+			return nil, err
+		}
 	}
 	dir, err := fastTempDir("locksim-etcd-")
 	if err != nil {
@@ -99,7 +106,7 @@ func StartEtcd(ctx context.Context, o EtcdOptions) (_ *Etcd, err error) {
 		if err != nil {
 			return nil, err
 		}
-		m := &EtcdMember{Name: name, Dir: filepath.Join(dir, "etcd-"+name), serverProc: serverProc{what: "etcd " + name},
+		m := &EtcdMember{Name: name, Dir: filepath.Join(dir, "etcd-"+name), image: o.Image, serverProc: serverProc{what: "etcd " + name},
 			Addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(cport)),
 			peerAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(pport))}
 		if err := os.MkdirAll(m.Dir, 0o700); err != nil {
@@ -197,6 +204,15 @@ func (e *Etcd) client() (*clientv3.Client, error) {
 }
 
 func (m *EtcdMember) start() error {
+	if m.image != "" {
+		c, err := startContainer(context.Background(), containerSpec{What: "etcd " + m.Name, Image: m.image,
+			Argv: m.args, WorkDir: m.Dir, Binds: []string{m.Dir + ":" + m.Dir}})
+		if err != nil {
+			return err
+		}
+		m.set(c)
+		return nil
+	}
 	logf, err := os.OpenFile(filepath.Join(m.Dir, "etcd.stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("start etcd %s: %w", m.Name, err)

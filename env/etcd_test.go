@@ -14,10 +14,18 @@ import (
 // TestEtcdThreeMembers starts a real three-member etcd cluster, writes
 // through one member and reads through another, survives the crash and
 // restart of one member (quorum kept), and leaves nothing behind.
-func TestEtcdThreeMembers(t *testing.T) {
+func TestEtcdThreeMembers(t *testing.T) { etcdThreeMembers(t, EtcdOptions{Members: 3}) }
+
+// TestEtcdInContainers: the same on members in containers.
+func TestEtcdInContainers(t *testing.T) {
+	needDocker(t, DefaultEtcdImage)
+	etcdThreeMembers(t, EtcdOptions{Members: 3, Image: DefaultEtcdImage})
+}
+
+func etcdThreeMembers(t *testing.T, o EtcdOptions) {
 	ctx := context.Background()
 	start := time.Now()
-	e, err := StartEtcd(ctx, EtcdOptions{Members: 3})
+	e, err := StartEtcd(ctx, o)
 	if errors.Is(err, ErrEtcdNotFound) {
 		t.Fatal(err) // CI installs etcd-server; a missing binary is a failure, not a skip
 	}
@@ -73,10 +81,11 @@ func TestEtcdThreeMembers(t *testing.T) {
 	if got, err := cb.Get(wctx, "k"); err != nil || len(got.Kvs) != 0 {
 		t.Fatalf("Reset left keys: %v, %v", got, err)
 	}
-	before := LiveCount()
+	live := func() int { return LiveCount() + ContainerCount() } // processes or containers
+	before := live()
 	e.Close()
-	if LiveCount() != before-3 {
-		t.Fatalf("Close left processes: %d live, was %d", LiveCount(), before)
+	if live() != before-3 {
+		t.Fatalf("Close left processes: %d live, was %d", live(), before)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("Close left %s", dir)

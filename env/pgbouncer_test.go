@@ -175,10 +175,10 @@ func TestPgbouncerStartFailure(t *testing.T) {
 	before := LiveCount()
 	// The server stops answering (SIGSTOP to its whole group) but stays,
 	// so the check that pg runs passes.
-	if err := pg.proc.Signal(syscall.SIGSTOP); err != nil {
+	if err := pg.proc.Freeze(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = pg.proc.Signal(syscall.SIGCONT) }()
+	defer func() { _ = pg.proc.Thaw() }()
 	dir := filepath.Join(t.TempDir(), "bouncer")
 	_, err := StartPgbouncer(context.Background(), pg, dir, PgbouncerOptions{StartTimeout: time.Second})
 	if err == nil {

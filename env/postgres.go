@@ -40,6 +40,11 @@ type PostgresOptions struct {
 	IdleInTransactionSessionTimeout time.Duration
 	// StartTimeout bounds initdb plus start-up. Zero means 30s.
 	StartTimeout time.Duration
+	// Image, if set, runs the server in a container of this image (the
+	// docker backend: host network, as the image's postgres user, the
+	// cluster inside the container) instead of as a local process. The
+	// image needs initdb and postgres on its PATH and a postgres user.
+	Image string
 }
 
 // Postgres is one throwaway PostgreSQL cluster listening on 127.0.0.1,
@@ -49,7 +54,7 @@ type Postgres struct {
 	port int
 	bin  string
 	opts PostgresOptions
-	proc *Proc
+	proc process
 	log  string
 }
 
@@ -129,9 +134,11 @@ func makeReachable(dir string) error {
 // synchronous_commit, full_page_writes): the cluster lives for one run.
 // It returns once the server answers a query.
 func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (pg *Postgres, err error) {
-	bin, err := postgresBinDir()
-	if err != nil {
-		return nil, err
+	var bin string
+	if o.Image == "" {
+		if bin, err = postgresBinDir(); err != nil {
+			return nil, err
+		}
 	}
 	if o.IdleInTransactionSessionTimeout < 0 {
 		return nil, fmt.Errorf("postgres: negative idle_in_transaction_session_timeout %v", o.IdleInTransactionSessionTimeout)
@@ -144,6 +151,9 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (pg *Post
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
+	if o.Image != "" {
+		return startPostgresContainer(ctx, o)
+	}
 
 	cred, err := postgresCredential()
 	if err != nil {
@@ -267,10 +277,9 @@ func pgEnv() []string {
 	return []string{"PATH=/usr/bin:/bin", "LC_ALL=C", "LANG=C", "TZ=UTC"}
 }
 
-func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
+// settings are the server's -c settings and port for a throwaway cluster.
+func (pg *Postgres) settings() []string {
 	args := []string{
-		"-D", filepath.Join(pg.dir, "data"),
-		"-k", pg.dir,
 		"-p", strconv.Itoa(pg.port),
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "fsync=off",
@@ -292,6 +301,11 @@ func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
 			args = append(args, "-c", fmt.Sprintf("%s=%d", name, max(d.Milliseconds(), 1)))
 		}
 	}
+	return args
+}
+
+func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
+	args := append([]string{"-D", filepath.Join(pg.dir, "data"), "-k", pg.dir}, pg.settings()...)
 	logf, err := os.OpenFile(pg.log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
@@ -311,9 +325,50 @@ func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
 		return err
 	}
 	pg.proc = proc
+	return pg.waitReady(ctx, func() string {
+		logTail, _ := os.ReadFile(pg.log)
+		return lastLines(logTail, 15)
+	})
+}
 
-	// Wait until it answers a query (it accepts TCP connections, then
-	// says "starting up", before it is ready).
+// startPostgresContainer runs the cluster in a container of o.Image: initdb
+// into a dir inside the container, then postgres, as the image's postgres
+// user (PostgreSQL refuses root).
+func startPostgresContainer(ctx context.Context, o PostgresOptions) (pg *Postgres, err error) {
+	pg = &Postgres{opts: o}
+	const data = "/tmp/locksim-pgdata"
+	for attempt := 0; ; attempt++ {
+		if pg.port, err = freePort(); err != nil {
+			return nil, err
+		}
+		script := "set -e; [ -f " + data + "/PG_VERSION ] || initdb -D " + data +
+			" -U postgres --auth=trust -E UTF8 --no-sync >/dev/null; exec postgres -D " + data + " -k /tmp " +
+			strings.Join(pg.settings(), " ")
+		c, err := startContainer(ctx, containerSpec{What: "postgres", Image: o.Image, User: "postgres",
+			Argv: []string{"sh", "-c", script}, Env: pgEnv()[1:]}) // the image's own PATH
+		if err != nil {
+			return nil, err
+		}
+		pg.proc = c
+		err = pg.waitReady(ctx, func() string { return c.Logs(15) })
+		if err == nil {
+			return pg, nil
+		}
+		c.Kill()
+		if attempt >= 2 || ctx.Err() != nil || !strings.Contains(err.Error(), "could not bind") {
+			return nil, fmt.Errorf("%w (image %s)", err, o.Image)
+		}
+	}
+}
+
+// Image is the container image the server runs in ("" for a local process).
+func (pg *Postgres) Image() string { return pg.opts.Image }
+
+// waitReady waits until the server answers a query (it accepts TCP
+// connections, then says "starting up", before it is ready); tail is the
+// end of its log, for errors.
+func (pg *Postgres) waitReady(ctx context.Context, tail func() string) error {
+	proc := pg.proc
 	var last error
 	for {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -330,12 +385,10 @@ func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
 		last = err
 		select {
 		case <-proc.Done():
-			logTail, _ := os.ReadFile(pg.log)
-			return fmt.Errorf("postgres exited at start-up: %v\n%s", proc.err, lastLines(logTail, 15))
+			return fmt.Errorf("postgres exited at start-up: %v\n%s", proc.Err(), tail())
 		case <-ctx.Done():
 			proc.Kill()
-			logTail, _ := os.ReadFile(pg.log)
-			return fmt.Errorf("postgres did not accept connections within %v: %v\n%s", pg.opts.StartTimeout, last, lastLines(logTail, 15))
+			return fmt.Errorf("postgres did not accept connections within %v: %v\n%s", pg.opts.StartTimeout, last, tail())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -384,6 +437,10 @@ func (pg *Postgres) DSN(addr string) string {
 // then SIGKILL to its whole group after 5s) and removes its dir.
 func (pg *Postgres) Stop() {
 	if pg == nil {
+		return
+	}
+	if c, ok := pg.proc.(*Container); ok {
+		c.Kill() // the cluster lives in the container: it goes with it
 		return
 	}
 	if pg.proc != nil && !pg.proc.Exited() {

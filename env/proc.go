@@ -78,6 +78,20 @@ func (p *Proc) Signal(sig syscall.Signal) error {
 	return syscall.Kill(-p.Pid(), sig)
 }
 
+// Err is how the process ended (nil before it has).
+func (p *Proc) Err() error {
+	if !p.Exited() {
+		return nil
+	}
+	return p.err
+}
+
+// Freeze stops the process group with SIGSTOP.
+func (p *Proc) Freeze() error { return p.Signal(syscall.SIGSTOP) }
+
+// Thaw continues it with SIGCONT.
+func (p *Proc) Thaw() error { return p.Signal(syscall.SIGCONT) }
+
 // Kill sends SIGKILL to the process group (SIGCONT too, so a stopped
 // group goes) and waits for the process to be reaped.
 func (p *Proc) Kill() {
@@ -102,9 +116,11 @@ func (p *Proc) Wait(d time.Duration) error {
 	}
 }
 
-// KillAll kills every process the harness started that is still running.
-// The CLI calls it on every exit path, including panics and signals.
+// KillAll kills every process the harness started that is still running,
+// and removes every container it started. The CLI calls it on every exit
+// path, including panics and signals.
 func KillAll() {
+	defer killContainers()
 	liveMu.Lock()
 	procs := make([]*Proc, 0, len(live))
 	for p := range live {

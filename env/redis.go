@@ -49,6 +49,11 @@ type RedisOptions struct {
 	// ReplicaOf ("host:port"), if set, starts the server as an
 	// asynchronous replica of that primary.
 	ReplicaOf string
+	// Image, if set, runs the server in a container of this image (the
+	// docker backend: host network, its dir and the clock shim mounted at
+	// their host paths) instead of as a local process. The image needs
+	// redis-server on its PATH and glibc (the shim is a glibc library).
+	Image string
 }
 
 // Redis is a real redis-server child process on 127.0.0.1, running under
@@ -62,8 +67,9 @@ type Redis struct {
 	// Clock shifts the wall clock this server sees.
 	Clock *clockshim.Control
 
-	opts RedisOptions
-	env  []string
+	opts    RedisOptions
+	shimEnv []string // LD_PRELOAD and the control file
+	shimLib string
 
 	serverProc
 	mu     sync.Mutex // guards client
@@ -123,7 +129,8 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 		clock.Close()
 		return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
 	}
-	r := &Redis{Name: o.Name, Dir: dir, Clock: clock, opts: o, env: append(os.Environ(), shimEnv...),
+	shimLib, _ := clockshim.Library() // Env found it
+	r := &Redis{Name: o.Name, Dir: dir, Clock: clock, opts: o, shimEnv: shimEnv, shimLib: shimLib,
 		serverProc: serverProc{what: "redis " + o.Name}}
 	for attempt := 0; ; attempt++ {
 		port, err := freePort()
@@ -192,16 +199,27 @@ func (r *Redis) start(ctx context.Context) error {
 	}
 	defer stderr.Close() // the child has its own copy
 	logStart := redisFileSize(r.LogPath())
-	cmd := exec.Command(redisServerPath(), conf)
-	cmd.Dir = r.Dir
-	cmd.Env = r.env
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	p, err := StartProc("redis "+r.Name, cmd)
+	var p process
+	if r.opts.Image != "" {
+		p, err = startContainer(ctx, containerSpec{What: "redis " + r.Name, Image: r.opts.Image,
+			Argv: []string{"redis-server", conf}, Env: r.shimEnv, WorkDir: r.Dir,
+			Binds: []string{r.Dir + ":" + r.Dir, r.shimLib + ":" + r.shimLib + ":ro"}})
+	} else {
+		cmd := exec.Command(redisServerPath(), conf)
+		cmd.Dir = r.Dir
+		cmd.Env = append(os.Environ(), r.shimEnv...)
+		cmd.Stdout, cmd.Stderr = stderr, stderr
+		p, err = StartProc("redis "+r.Name, cmd)
+	}
 	if err != nil {
 		return err
 	}
 	r.set(p)
-	if err := redisWaitPing(ctx, r.Addr, p, RedisStartTimeout); err != nil {
+	err = redisWaitPing(ctx, r.Addr, p, RedisStartTimeout)
+	if err == nil && r.opts.Image != "" {
+		err = r.checkShim(p)
+	}
+	if err != nil {
 		p.Kill()
 		newLog := redisTailFrom(r.LogPath(), logStart)
 		e := fmt.Errorf("start redis %s on %s: %w\n%s", r.Name, r.Addr, err, r.tails())
@@ -215,7 +233,7 @@ func (r *Redis) start(ctx context.Context) error {
 
 // redisWaitPing waits until addr answers PING with PONG (not LOADING), the
 // process exits, ctx ends or d passes.
-func redisWaitPing(ctx context.Context, addr string, p *Proc, d time.Duration) error {
+func redisWaitPing(ctx context.Context, addr string, p process, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
@@ -223,7 +241,7 @@ func redisWaitPing(ctx context.Context, addr string, p *Proc, d time.Duration) e
 	var last error
 	for {
 		if p.Exited() {
-			return fmt.Errorf("redis-server exited during start-up: %v", p.err)
+			return fmt.Errorf("redis-server exited during start-up: %v", p.Err())
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -295,6 +313,25 @@ func redisLastLines(path string, n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
+// checkShim makes sure the container's redis-server loaded the clock
+// shim: a library the dynamic loader cannot load (a glibc one in a musl
+// image, say) is skipped with a warning, and the clock faults would then
+// do nothing.
+func (r *Redis) checkShim(p process) error {
+	ok, err := processMaps(p.Pid(), r.shimLib)
+	if err != nil {
+		return fmt.Errorf("check the clock shim in redis %s: %w", r.Name, err)
+	}
+	if !ok {
+		return fmt.Errorf("image %s: redis-server did not load the clock shim (LD_PRELOAD %s); "+
+			"it needs a glibc image (a Debian-based one such as redis:7.2-bookworm, not an Alpine/musl one)", r.opts.Image, r.shimLib)
+	}
+	return nil
+}
+
+// Image is the container image the server runs in ("" for a local process).
+func (r *Redis) Image() string { return r.opts.Image }
+
 // tails is the last lines of the server's log and stderr, for errors.
 func (r *Redis) tails() string {
 	var b strings.Builder
@@ -303,6 +340,11 @@ func (r *Redis) tails() string {
 	}
 	if s := redisLastLines(filepath.Join(r.Dir, "redis.stderr"), 10); s != "" {
 		fmt.Fprintf(&b, "--- %s (last lines)\n%s\n", filepath.Join(r.Dir, "redis.stderr"), s)
+	}
+	if c, ok := r.Proc().(*Container); ok {
+		if s := c.Logs(10); s != "" {
+			fmt.Fprintf(&b, "--- container %s (last lines)\n%s\n", c.ID[:12], s)
+		}
 	}
 	if b.Len() == 0 {
 		return "(redis wrote no log)"

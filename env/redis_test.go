@@ -67,8 +67,12 @@ func TestRedisTimeFollowsOffset(t *testing.T) {
 	}
 }
 
-func TestRedisKeyExpiresOnClockJump(t *testing.T) {
-	r := startTestRedis(t, RedisOptions{})
+func TestRedisKeyExpiresOnClockJump(t *testing.T) { redisKeyExpiresOnClockJump(t, RedisOptions{}) }
+
+// redisKeyExpiresOnClockJump: a +60 s jump of the shim's clock expires a
+// 30 s key at once, as Redis sees it (o: local or in a container).
+func redisKeyExpiresOnClockJump(t *testing.T, o RedisOptions) {
+	r := startTestRedis(t, o)
 	ctx := context.Background()
 	c := r.Client()
 	ok, err := c.SetNX(ctx, "lock", "owner1", 30*time.Second).Result()
@@ -115,13 +119,18 @@ func TestRedisTimeRate(t *testing.T) {
 	}
 }
 
-func TestRedisCrashRestartPersistence(t *testing.T) {
+func TestRedisCrashRestartPersistence(t *testing.T) { redisCrashRestartPersistence(t, RedisOptions{}) }
+
+// redisCrashRestartPersistence: a kill -9 loses the data without
+// persistence and keeps it with appendfsync always.
+func redisCrashRestartPersistence(t *testing.T, o RedisOptions) {
 	for _, tc := range []struct {
 		p    Persistence
 		kept bool
 	}{{PersistNone, false}, {PersistAlways, true}} {
 		t.Run(string(tc.p), func(t *testing.T) {
-			r := startTestRedis(t, RedisOptions{Name: "B", Persistence: tc.p})
+			o.Name, o.Persistence = "B", tc.p
+			r := startTestRedis(t, o)
 			ctx := context.Background()
 			if err := r.Client().Set(ctx, "k", "v", 0).Err(); err != nil {
 				t.Fatal(err)
@@ -162,8 +171,11 @@ func TestRedisRestartKeepsClock(t *testing.T) {
 	}
 }
 
-func TestRedisPause(t *testing.T) {
-	r := startTestRedis(t, RedisOptions{})
+func TestRedisPause(t *testing.T) { redisPause(t, RedisOptions{}) }
+
+// redisPause: a paused server answers nothing and keeps its connections.
+func redisPause(t *testing.T, o RedisOptions) {
+	r := startTestRedis(t, o)
 	c := redis.NewClient(&redis.Options{
 		Addr: r.Addr, DialTimeout: 200 * time.Millisecond,
 		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond,

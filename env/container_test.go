@@ -1,0 +1,112 @@
+package env
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// needDocker fails the test when no Docker engine answers or an image is
+// missing: `make test` readies both (`make docker`).
+func needDocker(t *testing.T, images ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, img := range images {
+		if err := CheckImage(ctx, img); err != nil {
+			t.Fatalf("%v (make test runs make docker first)", err)
+		}
+	}
+}
+
+// The faults' primitives on a redis-server in a container: the clock shim
+// preloaded through the mounted library, the cgroup freezer, a forced
+// remove as kill -9 with the AOF kept in the mounted dir.
+func TestRedisInContainer(t *testing.T) {
+	needDocker(t, DefaultRedisImage)
+	o := RedisOptions{Image: DefaultRedisImage}
+	t.Run("clock-jump", func(t *testing.T) { redisKeyExpiresOnClockJump(t, o) })
+	t.Run("pause", func(t *testing.T) { redisPause(t, o) })
+	t.Run("crash-restart", func(t *testing.T) { redisCrashRestartPersistence(t, o) })
+	t.Run("removed", func(t *testing.T) {
+		r := startTestRedis(t, o)
+		c, ok := r.Proc().(*Container)
+		if !ok {
+			t.Fatalf("the server is a %T, want a *Container", r.Proc())
+		}
+		before := ContainerCount()
+		r.Close()
+		if n := ContainerCount(); n != before-1 {
+			t.Fatalf("%d containers registered after Close, want %d", n, before-1)
+		}
+		if !c.Exited() {
+			t.Fatal("the container still runs after Close")
+		}
+		if _, err := os.Stat("/proc/" + itoa(c.Pid())); err == nil {
+			t.Fatalf("the server's pid %d still exists after Close", c.Pid())
+		}
+	})
+}
+
+// An image whose redis-server does not load the shim is refused at start:
+// a clock fault would otherwise do nothing at all.
+func TestContainerWithoutShimIsRefused(t *testing.T) {
+	r := &Redis{Name: "A", opts: RedisOptions{Image: "example/redis:alpine"}, shimLib: "/nonexistent/clockshim.so"}
+	err := r.checkShim(selfProcess{})
+	if err == nil || !strings.Contains(err.Error(), "did not load the clock shim") {
+		t.Fatalf("checkShim with the shim not mapped = %v, want a refusal", err)
+	}
+	exe, _ := os.Executable()
+	r.shimLib = exe // mapped in this process: accepted
+	if err := r.checkShim(selfProcess{}); err != nil {
+		t.Fatalf("checkShim with the library mapped = %v, want nil", err)
+	}
+}
+
+// selfProcess is this test process, seen as a server's process.
+type selfProcess struct{ process }
+
+func (selfProcess) Pid() int { return os.Getpid() }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// PostgreSQL in a container: advisory locks are exclusive, Reset frees a
+// holder's lock and makes the tables, idle_session_timeout reaches the
+// server, Stop removes the container.
+func TestPostgresInContainer(t *testing.T) {
+	needDocker(t, DefaultPostgresImage)
+	pg := startPG(t, "", PostgresOptions{Image: DefaultPostgresImage, IdleSessionTimeout: time.Hour})
+	c1, c2 := pgConnect(t, pg), pgConnect(t, pg)
+	if ok, err := tryAdvisory(t, c1, 42); err != nil || !ok {
+		t.Fatalf("first session: got %v, %v; want the lock", ok, err)
+	}
+	if ok, err := tryAdvisory(t, c2, 42); err != nil || ok {
+		t.Fatalf("second session: got %v, %v; want refused", ok, err)
+	}
+	ctx := context.Background()
+	var timeout string
+	if err := c2.QueryRow(ctx, `SHOW idle_session_timeout`).Scan(&timeout); err != nil || timeout != "1h" {
+		t.Fatalf("idle_session_timeout = %q, %v; want 1h", timeout, err)
+	}
+	if err := pg.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c3 := pgConnect(t, pg)
+	if ok, err := tryAdvisory(t, c3, 42); err != nil || !ok {
+		t.Fatalf("after Reset: got %v, %v; want the lock (holder terminated)", ok, err)
+	}
+	c, ok := pg.proc.(*Container)
+	if !ok {
+		t.Fatalf("the server is a %T, want a *Container", pg.proc)
+	}
+	pg.Stop()
+	if !c.Exited() {
+		t.Fatal("the container still runs after Stop")
+	}
+	if _, err := os.Stat("/proc/" + itoa(c.Pid())); err == nil {
+		t.Fatalf("the postmaster's pid %d still exists after Stop", c.Pid())
+	}
+}
