@@ -21,7 +21,6 @@ import (
 	"locksim/env"
 	"locksim/history"
 	"locksim/nemesis"
-	"locksim/reports"
 	"locksim/scenarios"
 	"locksim/storage"
 	"locksim/worker"
@@ -348,7 +347,7 @@ func (t *Trials) strike(ctx context.Context, plan []Planned, loopsDone <-chan st
 // runGenerated is Run for a generator scenario: it plays the generator's
 // Trials trials on one environment and keeps, as the run's history, the
 // first trial whose verdict is not safe (else the last).
-func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*reports.Run, error) {
+func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*Outcome, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, harness("run directory: %v", err)
 	}
@@ -392,9 +391,10 @@ func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	if werr != nil {
 		return nil, harness("writing history: %v", werr)
 	}
-	return &reports.Run{
+	return &Outcome{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: kept.Check, Events: kept.Events, Duration: time.Since(started),
+		Environment: t.r.environment,
 	}, nil
 }
 

@@ -1,7 +1,9 @@
 // Package runner plays one scenario against real servers: it builds the
 // environment (servers, proxies), starts the client processes, carries out
-// the story step by step while recording the history, heals every fault,
-// tears everything down, checks the history and writes the run directory.
+// the story step by step while recording the history (history.jsonl and
+// the clients' logs in the run directory), heals every fault, tears
+// everything down, checks the history and returns the Outcome. Hooks in
+// Options see each step; the caller draws the reports.
 package runner
 
 import (
@@ -23,7 +25,6 @@ import (
 	"locksim/env"
 	"locksim/history"
 	"locksim/nemesis"
-	"locksim/reports"
 	"locksim/scenarios"
 	"locksim/storage"
 	"locksim/worker"
@@ -39,9 +40,12 @@ type Options struct {
 	Log io.Writer
 	// Expected overrides the scenario's expected verdict.
 	Expected string
-	// Step is workshop mode: stop before each step, show the state, wait for Enter on Stdin.
-	Step  bool
-	Stdin io.Reader
+	// BeforeStep, when set, is called before each step of a scripted
+	// story and the run waits for it (workshop mode shows the state and
+	// waits for Enter); the narration then leaves the step's say line to
+	// it. AfterStep, when set, is called once the step has been carried
+	// out. Neither is called for a counterfactual or a generator.
+	BeforeStep, AfterStep func(ctx context.Context, v StepView)
 	// Counterfactual plays the story a second time without its cause
 	// (the scenario's counterfactual block), into Out/counterfactual, and
 	// requires the verdict to flip.
@@ -51,6 +55,51 @@ type Options struct {
 	// client_cmd): a client speaking locksim worker protocol v1
 	// (docs/protocol.md, external.go).
 	ClientCmd []string
+}
+
+// StepView is a step of a scripted story as a hook sees it.
+type StepView struct {
+	Scenario *scenarios.Scenario
+	// Index is the step's place in Scenario.Steps, from 0.
+	Index int
+	Step  scenarios.Step
+	// Now is the time on the record's clock, Events the history so far.
+	Now    int64
+	Events []history.Event
+}
+
+// Outcome is what one run came to: the history, what the checkers found
+// in it, and the facts of the run. The caller writes the reports from it.
+type Outcome struct {
+	Scenario *scenarios.Scenario
+	// Dir is the run directory, holding history.jsonl and the clients' logs.
+	Dir      string
+	Seed     int64
+	Expected string
+	Check    checker.Result
+	Events   []history.Event
+	// Duration is the wall time of the whole run, servers included.
+	Duration time.Duration
+	// Environment says what the run stood on ("3 Redis node(s), no
+	// PostgreSQL, 2 client process(es), 6 proxies"); Busy, when not
+	// empty, how the machine's load showed during the story.
+	Environment, Busy string
+	// Interrupted, when not empty, says why the run stopped before its
+	// story ended: nothing was checked and Events is the history so far.
+	Interrupted string
+	// Counterfactual is the same story without its cause, when asked for.
+	Counterfactual *Counterfactual
+}
+
+// Counterfactual is a scenario's counterfactual run.
+type Counterfactual struct {
+	// Change says what it changed; Removed lists each step or field it
+	// removed or changed.
+	Change  string
+	Removed []string
+	// Outcome is the counterfactual's own run (its Expected is the
+	// flipped verdict it must reach).
+	*Outcome
 }
 
 // HarnessError is a failure of the harness itself (a server that would not
@@ -102,12 +151,16 @@ type run struct {
 	cpuKnown       bool
 	// paused holds, by client, the spans in which the story paused it.
 	paused map[int]spans
+	// environment says what setup started, for the Outcome.
+	environment string
 }
 
-// Run plays sc, checks its history, and writes the run directory; with
-// o.Counterfactual it then plays the counterfactual story too. The
-// environment is gone when it returns, whatever happened.
-func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*reports.Run, error) {
+// Run plays sc and checks its history; with o.Counterfactual it then plays
+// the counterfactual story too. The environment is gone when it returns,
+// whatever happened. A run interrupted (ctx done) returns its error and an
+// Outcome to record, Interrupted set (in its Counterfactual, when that was
+// the run interrupted); any other error comes with no Outcome.
+func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, error) {
 	started := time.Now()
 	if o.Out == "" {
 		o.Out = DefaultOut(sc.Name, started)
@@ -129,35 +182,30 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*reports.Run, 
 	out, err := play(ctx, sc, o, started)
 	if err != nil {
 		if ctx.Err() != nil {
-			// Keep what the run has: its history so far, and a
-			// result that says it was interrupted.
-			stopped := &reports.Run{Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected, Duration: time.Since(started)}
+			// Keep what the run has: its history so far.
+			stopped := &Outcome{Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected, Duration: time.Since(started), Interrupted: err.Error()}
 			stopped.Events, _ = history.Load(filepath.Join(o.Out, "history.jsonl"))
-			if werr := reports.WriteInterrupted(stopped, err.Error()); werr != nil {
-				return nil, errors.Join(err, werr)
-			}
+			return stopped, err
 		}
 		return nil, err
 	}
 	if cfs != nil {
 		co := o
-		co.Out, co.Expected, co.Counterfactual, co.Step = filepath.Join(o.Out, "counterfactual"), cfs.Expected, false, false
+		co.Out, co.Expected, co.Counterfactual = filepath.Join(o.Out, "counterfactual"), cfs.Expected, false
+		co.BeforeStep, co.AfterStep = nil, nil
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, "\n%s: the counterfactual, %s (it must end %s)\n", sc.Name, sc.Counterfactual.Change, cfs.Expected)
 		}
 		cr, err := Run(ctx, cfs, co)
+		if cr != nil || err == nil {
+			out.Counterfactual = &Counterfactual{Change: sc.Counterfactual.Change, Removed: sc.CounterfactualChanges(), Outcome: cr}
+		}
 		if err != nil {
-			return nil, fmt.Errorf("counterfactual: %w", err)
+			if cr == nil {
+				return nil, fmt.Errorf("counterfactual: %w", err)
+			}
+			return out, fmt.Errorf("counterfactual: %w", err)
 		}
-		out.Counterfactual = &reports.Counterfactual{
-			Change: sc.Counterfactual.Change, Removed: sc.CounterfactualChanges(),
-			Verdict: cr.Check.Verdict, Expected: cfs.Expected,
-			Flipped: cr.Check.Verdict == cfs.Expected && cr.Check.Verdict != out.Check.Verdict,
-			Summary: cr.Check.Summary, Dir: co.Out,
-		}
-	}
-	if err := reports.WriteRunDir(out); err != nil {
-		return nil, harness("writing reports: %v", err)
 	}
 	return out, nil
 }
@@ -168,7 +216,7 @@ func DefaultOut(name string, t time.Time) string {
 }
 
 // playScripted plays a scripted story and checks its history.
-func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*reports.Run, error) {
+func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*Outcome, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, harness("run directory: %v", err)
 	}
@@ -217,9 +265,10 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	case contended:
 		r.say("the machine was busy (%s), but every step happened as the story tells it", busy)
 	}
-	return &reports.Run{
+	return &Outcome{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: res, Events: events, Duration: time.Since(started),
+		Environment: r.environment, Busy: busy,
 	}, nil
 }
 
@@ -261,13 +310,13 @@ func (r *run) play(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return harness("interrupted before step %d: %v", i+1, err)
 		}
-		r.beforeStep(ctx, i, st) // workshop mode (step.go)
+		r.hook(ctx, r.o.BeforeStep, i, st)
 		switch {
 		case r.sc.IsCounterfactual:
 			// The narration tells the original story; say what is done.
 			r.say("step %d: %s", i+1, st.Describe())
 		case st.Say != "":
-			if !r.o.Step { // workshop mode has just shown it
+			if r.o.BeforeStep == nil { // the hook has shown it
 				r.say("%s", st.Say)
 			}
 			r.rec.Add(history.Event{Type: history.Note, Op: "step", Detail: st.Say})
@@ -285,6 +334,7 @@ func (r *run) play(ctx context.Context) error {
 		if err := r.settle(false); err != nil {
 			return err
 		}
+		r.hook(ctx, r.o.AfterStep, i, st)
 	}
 	// Collect what is still in flight, so every operation has completed.
 	for id := range r.pending {
@@ -293,6 +343,13 @@ func (r *run) play(ctx context.Context) error {
 		}
 	}
 	return r.settle(true)
+}
+
+// hook calls a step hook, when set, with step i and the history so far.
+func (r *run) hook(ctx context.Context, h func(context.Context, StepView), i int, st scenarios.Step) {
+	if h != nil {
+		h(ctx, StepView{Scenario: r.sc, Index: i, Step: st, Now: r.rec.Now(), Events: r.rec.Events()})
+	}
 }
 
 // setup starts the servers, the proxies and the clients.
@@ -358,7 +415,8 @@ func (r *run) setup(ctx context.Context) error {
 	if r.etcd != nil {
 		servers = fmt.Sprintf("etcd %s (%d member(s))", etcdVersion(), len(r.etcd.Members))
 	}
-	r.say("environment ready: %s, %s, %d client process(es), %d proxies", servers, pg, r.sc.Clients, len(r.target.Network.Links()))
+	r.environment = fmt.Sprintf("%s, %s, %d client process(es), %d proxies", servers, pg, r.sc.Clients, len(r.target.Network.Links()))
+	r.say("environment ready: %s", r.environment)
 	return nil
 }
 

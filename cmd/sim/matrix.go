@@ -271,7 +271,7 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 // playCell plays one cell's story and fills in its outcome.
 func playCell(ctx context.Context, c *matrixCell, v variant, seed int64, clientCmd []string) {
 	started := time.Now()
-	res, err := runner.Run(ctx, v.sc, runner.Options{Out: c.Dir, Seed: seed, Counterfactual: v.sc.Counterfactual != nil, ClientCmd: clientCmd})
+	res, err := play(ctx, v.sc, runner.Options{Out: c.Dir, Seed: seed, Counterfactual: v.sc.Counterfactual != nil, ClientCmd: clientCmd})
 	c.Duration = time.Since(started)
 	var story *runner.StoryError
 	switch {

@@ -261,6 +261,12 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var beforeStep func(context.Context, runner.StepView)
+	if o.step {
+		w, stopReading := newWorkshop(stderr, stdin)
+		defer stopReading()
+		beforeStep = w.beforeStep
+	}
 	code = exitOK
 	var cases []reports.Case
 	// The CI outputs are written whatever happens, interrupted included.
@@ -297,7 +303,7 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 			if o.repeat > 1 {
 				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", p.name, i)
 			}
-			res, err := runner.Run(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, Step: o.step, Stdin: stdin,
+			res, err := play(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, BeforeStep: beforeStep,
 				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd)})
 			if err != nil {
 				if ctx.Err() != nil {
