@@ -22,60 +22,12 @@ import (
 // them all.
 const MaxHTMLEvents = 5000
 
-// Finding is one piece of evidence: a sentence and the events behind it.
-type Finding struct {
-	// Kind is overlap, lost update, stale write, token backwards,
-	// refused write, leak or stall.
-	Kind   string
-	Text   string
-	Events []history.Event
-	// Bad is false for evidence of a defence working (a refused write).
-	Bad bool
-}
-
-// Findings lists the evidence of a check, worst first.
-func Findings(c checker.Result) []Finding {
-	var out []Finding
-	for _, l := range c.Damage.LostUpdates {
-		out = append(out, Finding{Kind: "lost update", Bad: true, Events: []history.Event{l.WriteA, l.WriteB},
-			Text: fmt.Sprintf("clients %d and %d both read %d from %s and both writes were accepted: one update is lost", l.ClientA, l.ClientB, l.Read, l.Key)})
-	}
-	for _, s := range c.Damage.StaleWrites {
-		out = append(out, Finding{Kind: "stale write", Bad: true, Events: []history.Event{s.Write},
-			Text: fmt.Sprintf("storage accepted client %d's write on %s based on a stale read of %d: %s", s.Client, s.Key, s.Read, s.Detail)})
-	}
-	for _, b := range c.Fencing.Backwards {
-		out = append(out, Finding{Kind: "token backwards", Bad: true, Events: []history.Event{b.Earlier, b.Event},
-			Text: fmt.Sprintf("fencing token %d (%s) came after %d on %s", b.Fence, b.Kind, b.Previous, b.Key)})
-	}
-	for _, o := range c.Mutex.Overlaps {
-		out = append(out, Finding{Kind: "overlap", Bad: true, Events: []history.Event{o.AcquireA, o.AcquireB},
-			Text: fmt.Sprintf("clients %d and %d both held %s between %s and %s", o.ClientA, o.ClientB, o.Key, secs(o.From), secs(o.To))})
-	}
-	for _, l := range c.Liveness.Leaks {
-		evs := []history.Event{l.Acquire, l.Release, l.FailedAcquire}
-		if l.Gone == checker.NeverHeld {
-			evs = []history.Event{l.FailedAcquire}
-		}
-		out = append(out, Finding{Kind: "leak", Bad: true, Events: evs, Text: l.Sentence()})
-	}
-	for _, s := range c.Liveness.Stalls {
-		out = append(out, Finding{Kind: "stall", Bad: true, Events: []history.Event{s.Since, s.Failed},
-			Text: fmt.Sprintf("no acquire of %s granted between %s and %s (%d attempts)", s.Key, secs(s.From), secs(s.To), s.Attempts)})
-	}
-	if len(c.Fencing.RefusedWrites) > 0 {
-		out = append(out, Finding{Kind: "refused write", Events: c.Fencing.RefusedWrites,
-			Text: fmt.Sprintf("the fence refused %d stale write(s): the defence working", c.Fencing.Refused)})
-	}
-	return out
-}
-
 // EvidenceLines is the evidence as plain text lines, for JUnit and
 // terminals.
 func EvidenceLines(c checker.Result) []string {
 	var out []string
-	for _, f := range Findings(c) {
-		line := f.Kind + ": " + f.Text
+	for _, f := range c.Findings() {
+		line := f.Kind + ": " + f.Sentence
 		var evs []string
 		for _, e := range f.Events {
 			if e.Seq != 0 {
@@ -120,7 +72,7 @@ type htmlPage struct {
 	Facts      []htmlFact
 	Meta       []htmlFact
 	Explain    []string
-	Findings   []Finding
+	Findings   []checker.Finding
 	Timeline   template.HTML
 	Rows       []htmlRow
 	MoreEvents int
@@ -132,7 +84,7 @@ func WriteHTML(w io.Writer, r *Run, tl *Timeline) error {
 	c := r.Check
 	p := htmlPage{
 		Run: r, Verdict: c.Verdict, Matches: r.Matches(), Summary: c.Summary,
-		Findings:  Findings(c),
+		Findings:  c.Findings(),
 		Timeline:  template.HTML(tl.SVG()), // svg.go escapes every string it draws
 		Generated: time.Now().UTC().Format(time.RFC3339),
 	}
@@ -292,7 +244,7 @@ footer { margin-top: 32px; color: var(--muted); font-size: 13px; }
 {{range .Findings}}
 <div class="finding{{if not .Bad}} good{{end}}">
   <div class="kind">{{.Kind}}</div>
-  <div>{{.Text}}</div>
+  <div>{{.Sentence}}</div>
   <table><tr><th>#</th><th>t (s)</th><th>who</th><th>event</th><th>op</th><th>detail</th></tr>
   {{range .Events}}{{if .Seq}}<tr><td class="num">{{.Seq}}</td><td class="num">{{printf "%.3f" (secsOf .Time)}}</td><td>{{who .Process}}</td><td class="type-{{.Type}}">{{.Type}}</td><td>{{.Op}}</td><td>{{detail .}}</td></tr>{{end}}{{end}}
   </table>

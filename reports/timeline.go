@@ -679,7 +679,7 @@ func (b *builder) overlaps(res checker.Result) {
 		}
 		b.t.Spans = append(b.t.Spans, Span{Lane: -1, Kind: SpanOverlap, From: ov.From, To: to, Evidence: true,
 			Label: fmt.Sprintf("clients %d and %d both hold %s", ov.ClientA, ov.ClientB, ov.Key),
-			Note:  fmt.Sprintf("clients %d and %d both held %s between %s and %s", ov.ClientA, ov.ClientB, ov.Key, secs(ov.From), secs(ov.To))})
+			Note:  ov.Sentence()})
 		for i := range b.t.Spans {
 			s := &b.t.Spans[i]
 			if s.Kind == SpanBelief && (s.grant == ov.AcquireA.Seq || s.grant == ov.AcquireB.Seq) {
