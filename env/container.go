@@ -310,6 +310,42 @@ func ContainerCount() int {
 // then), found by ContainerLabel. It returns their names. It touches no
 // container of a live harness and none without the label.
 func ReapContainers(ctx context.Context) ([]string, error) {
+	left, err := labelled(ctx, func(owner string) bool {
+		_, alive, ok := ownerAlive("x-" + owner + "-x")
+		return ok && !alive
+	})
+	if err != nil {
+		return nil, err
+	}
+	var reaped []string
+	for _, s := range left {
+		if _, err := dockerCli.ContainerRemove(ctx, s.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			return reaped, err
+		}
+		reaped = append(reaped, containerName(s))
+	}
+	return reaped, nil
+}
+
+// OwnContainers lists, by name, the containers the engine holds (running
+// or not) that this harness process started: none once it has removed
+// them all.
+func OwnContainers(ctx context.Context) ([]string, error) {
+	tag, err := ownerTag()
+	if err != nil {
+		return nil, err
+	}
+	own, err := labelled(ctx, func(owner string) bool { return owner == tag })
+	var names []string
+	for _, s := range own {
+		names = append(names, containerName(s))
+	}
+	return names, err
+}
+
+// labelled lists the containers with ContainerLabel whose owner mine says
+// yes to.
+func labelled(ctx context.Context, mine func(owner string) bool) ([]container.Summary, error) {
 	cli, err := dockerClient(ctx)
 	if err != nil {
 		return nil, err
@@ -318,22 +354,20 @@ func ReapContainers(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var reaped []string
+	var out []container.Summary
 	for _, s := range list.Items {
-		owner := s.Labels[ContainerLabel]
-		if _, alive, ok := ownerAlive("x-" + owner + "-x"); !ok || alive {
-			continue
+		if mine(s.Labels[ContainerLabel]) {
+			out = append(out, s)
 		}
-		if _, err := cli.ContainerRemove(ctx, s.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
-			return reaped, err
-		}
-		name := s.ID[:12]
-		if len(s.Names) > 0 {
-			name = strings.TrimPrefix(s.Names[0], "/")
-		}
-		reaped = append(reaped, name)
 	}
-	return reaped, nil
+	return out, nil
+}
+
+func containerName(s container.Summary) string {
+	if len(s.Names) > 0 {
+		return strings.TrimPrefix(s.Names[0], "/")
+	}
+	return s.ID[:12]
 }
 
 // processMaps reports whether the process pid has path mapped (a

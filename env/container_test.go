@@ -1,12 +1,16 @@
 package env
 
 import (
+	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/client"
 )
 
 // needDocker fails the test when no Docker engine answers or an image is
@@ -108,5 +112,59 @@ func TestPostgresInContainer(t *testing.T) {
 	}
 	if _, err := os.Stat("/proc/" + itoa(c.Pid())); err == nil {
 		t.Fatalf("the postmaster's pid %d still exists after Stop", c.Pid())
+	}
+}
+
+// A harness killed with kill -9 cannot remove its containers: the next
+// start does (ReapContainers), and leaves a live harness's alone.
+func TestReapContainersOfADeadHarness(t *testing.T) {
+	needDocker(t, DefaultRedisImage)
+	if os.Getenv("LOCKSIM_CONTAINER_CHILD") != "" {
+		// The child: start a server in a container, say so, then wait to
+		// be killed.
+		r, err := StartRedis(context.Background(), RedisOptions{Name: "A", Image: DefaultRedisImage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout.WriteString("started " + r.Proc().(*Container).ID + "\n")
+		time.Sleep(time.Minute)
+		return
+	}
+	mine := startTestRedis(t, RedisOptions{Image: DefaultRedisImage})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReapContainersOfADeadHarness$", "-test.v")
+	cmd.Env = append(os.Environ(), "LOCKSIM_CONTAINER_CHILD=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(out)
+	line, err := rd.ReadString('\n')
+	for err == nil && !strings.HasPrefix(line, "started ") {
+		line, err = rd.ReadString('\n')
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatalf("the child did not start its container: %v", err)
+	}
+	id := strings.TrimSpace(strings.TrimPrefix(line, "started "))
+	_ = cmd.Process.Kill() // kill -9: no cleanup of any kind
+	_ = cmd.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	reaped, err := ReapContainers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reaped) != 1 || !strings.Contains(reaped[0], "locksim-redis-A-") {
+		t.Fatalf("reaped %v, want the dead child's one container (%s)", reaped, id[:12])
+	}
+	if _, err := dockerCli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil {
+		t.Fatalf("container %s still exists after the reap", id[:12])
+	}
+	if !mine.Running() || redisPing(mine.Addr, time.Second) != nil {
+		t.Fatal("the reap touched this live harness's container")
 	}
 }

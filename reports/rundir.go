@@ -39,6 +39,10 @@ type Run struct {
 	// Counterfactual is the run of the same story without its cause, when
 	// it was asked for.
 	Counterfactual *Counterfactual
+	// Backend is where the servers ran ("local" or "docker"); Images, on
+	// the docker backend, the image of each kind of server ("redis").
+	Backend string
+	Images  map[string]string
 }
 
 // Counterfactual is the outcome of a scenario's counterfactual run.
@@ -90,6 +94,10 @@ type Result struct {
 	// Counterfactual is the same story without its cause (sim run
 	// --counterfactual).
 	Counterfactual *Counterfactual `json:"counterfactual,omitempty"`
+	// Backend is where the servers ran: local processes or docker
+	// containers, each kind of server from Images ("redis": its image).
+	Backend string            `json:"backend,omitempty"`
+	Images  map[string]string `json:"images,omitempty"`
 	// The scenario as it was, so that a run directory can be reported
 	// again when the scenario is no longer in the catalogue.
 	Fault   string `json:"fault,omitempty"`
@@ -109,6 +117,7 @@ func NewResult(r *Run) Result {
 		DurationMS: r.Duration.Milliseconds(), Check: r.Check, Counterfactual: r.Counterfactual,
 		Fault: r.Scenario.Fault, Source: r.Scenario.Source, Explain: r.Scenario.Explain,
 		Nodes: r.Scenario.Nodes, Clients: r.Scenario.Clients, File: r.Scenario.File,
+		Backend: r.Backend, Images: r.Images,
 	}
 	for _, e := range r.Events {
 		switch e.Type {

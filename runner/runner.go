@@ -55,6 +55,9 @@ type Options struct {
 	// client_cmd): a client speaking locksim worker protocol v1
 	// (docs/protocol.md, external.go).
 	ClientCmd []string
+	// Backend says where the servers run (backend.go): local processes
+	// unless it or the scenario says docker.
+	Backend Backend
 }
 
 // StepView is a step of a scripted story as a hook sees it.
@@ -84,6 +87,10 @@ type Outcome struct {
 	// PostgreSQL, 2 client process(es), 6 proxies"); Busy, when not
 	// empty, how the machine's load showed during the story.
 	Environment, Busy string
+	// Backend is where the servers ran ("local" or "docker"); Images, on
+	// docker, the image of each kind of server ("redis": its image).
+	Backend string
+	Images  map[string]string
 	// Interrupted, when not empty, says why the run stopped before its
 	// story ended: nothing was checked and Events is the history so far.
 	Interrupted string
@@ -269,6 +276,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: res, Events: events, Duration: time.Since(started),
 		Environment: r.environment, Busy: busy,
+		Backend: r.backend().Name, Images: r.images(),
 	}, nil
 }
 
@@ -366,6 +374,9 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.checkClientCmd(); err != nil { // external.go
 		return err
 	}
+	if err := r.checkBackend(ctx, spec); err != nil { // backend.go
+		return err
+	}
 	if err := r.startServers(ctx, spec); err != nil {
 		return err
 	}
@@ -415,7 +426,7 @@ func (r *run) setup(ctx context.Context) error {
 	if r.etcd != nil {
 		servers = fmt.Sprintf("etcd %s (%d member(s))", etcdVersion(), len(r.etcd.Members))
 	}
-	r.environment = fmt.Sprintf("%s, %s, %d client process(es), %d proxies", servers, pg, r.sc.Clients, len(r.target.Network.Links()))
+	r.environment = fmt.Sprintf("%s, %s, %d client process(es), %d proxies%s", servers, pg, r.sc.Clients, len(r.target.Network.Links()), r.where())
 	r.say("environment ready: %s", r.environment)
 	return nil
 }
@@ -514,6 +525,7 @@ func (r *run) startServers(ctx context.Context, spec clients.Spec) error {
 		go func() {
 			defer wg.Done()
 			pg, err := env.StartPostgres(ctx, "", env.PostgresOptions{
+				Image:                           r.backend().PostgresImage,
 				IdleSessionTimeout:              r.sc.IdleSessionTimeout.Duration,
 				IdleInTransactionSessionTimeout: r.sc.IdleInTransactionSessionTimeout.Duration,
 			})
@@ -546,7 +558,7 @@ func (r *run) startServers(ctx context.Context, spec clients.Spec) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, err := env.StartEtcd(ctx, env.EtcdOptions{Members: r.sc.Nodes})
+			e, err := env.StartEtcd(ctx, env.EtcdOptions{Members: r.sc.Nodes, Image: r.backend().EtcdImage})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -565,7 +577,7 @@ func (r *run) startServers(ctx context.Context, spec clients.Spec) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := env.StartRedis(ctx, env.RedisOptions{Name: name, Dir: r.tmp, Persistence: persistence})
+			s, err := env.StartRedis(ctx, env.RedisOptions{Name: name, Dir: r.tmp, Persistence: persistence, Image: r.backend().RedisImage})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -595,7 +607,7 @@ func (r *run) startReplicas(ctx context.Context) error {
 		if err != nil {
 			return harness("%v", err)
 		}
-		rep, err := env.StartRedis(ctx, env.RedisOptions{Name: name + "-replica", Dir: r.tmp, ReplicaOf: l.Listen})
+		rep, err := env.StartRedis(ctx, env.RedisOptions{Name: name + "-replica", Dir: r.tmp, ReplicaOf: l.Listen, Image: r.backend().RedisImage})
 		if err != nil {
 			return harness("starting the replica of %s: %v", name, err)
 		}

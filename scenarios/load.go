@@ -310,6 +310,9 @@ func (s *Scenario) validate() error {
 	if !contains([]string{"", "none", "everysec", "always"}, s.Persistence) {
 		return s.errAt("persistence", "expected none, everysec or always, got %q", s.Persistence)
 	}
+	if !contains(ServerBackends, s.ServerBackend) {
+		return s.errAt("backend", "expected local or docker (where the servers run), got %q", s.ServerBackend)
+	}
 	if !contains([]string{"", "transaction", "session"}, s.Pgbouncer) {
 		return s.errAt("pgbouncer", "expected transaction or session (pgbouncer's pool_mode), got %q", s.Pgbouncer)
 	}

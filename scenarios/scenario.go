@@ -14,6 +14,9 @@ import (
 // Verdicts a scenario can expect.
 var Verdicts = []string{"safe", "unsafe", "leaked"}
 
+// ServerBackends are the values of a scenario's backend field ("" is local).
+var ServerBackends = []string{"", "local", "docker"}
+
 // Scenario is one story of the Redlock debate, as data.
 type Scenario struct {
 	// Name is unique in the catalogue; families share a prefix
@@ -86,6 +89,9 @@ type Scenario struct {
 	// that speaks locksim worker protocol v1 (docs/protocol.md), with
 	// acquire, release and extend only. Empty: the Go worker.
 	ClientCmd []string `yaml:"client_cmd"`
+	// ServerBackend is where the servers run: local (child processes, the
+	// default) or docker (containers; `sim run --backend` overrides it).
+	ServerBackend string `yaml:"backend"`
 	// Expected is the verdict the story should end in: safe, unsafe or leaked.
 	Expected string `yaml:"expected"`
 	// Steps is the story, in order.

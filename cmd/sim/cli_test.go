@@ -54,6 +54,46 @@ func readResult(t *testing.T, dir string) map[string]any {
 	return r
 }
 
+// playWithCounterfactual runs a catalogue scenario and its counterfactual
+// (sim run NAME --counterfactual, with args), and fails the test unless
+// the verdict is the expected one and the counterfactual's flips. A run
+// the timing guard ended unknown ("the machine was too slow") has no
+// verdict to compare: it is played again, at most twice. Any verdict,
+// right or wrong, is final. It returns the run directory, its result.json
+// and the command's stdout.
+func playWithCounterfactual(t *testing.T, name string, args ...string) (string, map[string]any, string) {
+	t.Helper()
+	var (
+		dir       string
+		code      int
+		out, errb string
+		r         map[string]any
+	)
+	for attempt := 1; ; attempt++ {
+		dir = filepath.Join(t.TempDir(), "run")
+		code, out, errb = sim(t, append([]string{"run", name, "--counterfactual", "--out", dir}, args...)...)
+		if code == 2 || code > 3 {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+		}
+		r = readResult(t, dir)
+		if attempt == 3 || !strings.Contains(out+errb, "the machine was too slow") {
+			break
+		}
+		t.Logf("attempt %d ended unknown on a slow machine; again:\n%s", attempt, out)
+	}
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+	}
+	if r["verdict"] != r["expected"] {
+		t.Fatalf("verdict %v, expected %v", r["verdict"], r["expected"])
+	}
+	cf, _ := r["counterfactual"].(map[string]any)
+	if cf == nil || cf["flipped"] != true || cf["verdict"] == r["verdict"] || cf["verdict"] != cf["expected"] {
+		t.Fatalf("counterfactual did not flip: %v", cf)
+	}
+	return dir, r, out
+}
+
 // TestCatalogue runs every scenario of the catalogue on real servers, with
 // its counterfactual: the verdict comes from the checkers reading the
 // history and must match the scenario's expected one, every step's claim
@@ -67,37 +107,8 @@ func TestCatalogue(t *testing.T) {
 	for _, sc := range all {
 		name := sc.Name
 		t.Run(name, func(t *testing.T) {
-			// A run the timing guard ended unknown ("the machine was too
-			// slow") has no verdict to compare: it is played again, at most
-			// twice. Any verdict, right or wrong, is final.
-			var (
-				dir       string
-				code      int
-				out, errb string
-				r         map[string]any
-			)
-			for attempt := 1; ; attempt++ {
-				dir = filepath.Join(t.TempDir(), "run")
-				code, out, errb = sim(t, "run", name, "--counterfactual", "--out", dir)
-				if code == 2 || code > 3 {
-					t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
-				}
-				r = readResult(t, dir)
-				if attempt == 3 || !strings.Contains(out+errb, "the machine was too slow") {
-					break
-				}
-				t.Logf("attempt %d ended unknown on a slow machine; again:\n%s", attempt, out)
-			}
-			if code != 0 {
-				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
-			}
-			if r["verdict"] != r["expected"] {
-				t.Fatalf("verdict %v, expected %v", r["verdict"], r["expected"])
-			}
-			cf, _ := r["counterfactual"].(map[string]any)
-			if cf == nil || cf["flipped"] != true || cf["verdict"] == r["verdict"] || cf["verdict"] != cf["expected"] {
-				t.Fatalf("counterfactual did not flip: %v", cf)
-			}
+			dir, r, out := playWithCounterfactual(t, name)
+			cf := r["counterfactual"].(map[string]any)
 			for _, f := range []string{"history.jsonl", "summary.md", "history.html", "result.json", "counterfactual/result.json"} {
 				if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
 					t.Errorf("run directory lacks %s", f)

@@ -36,6 +36,8 @@ type matrixOptions struct {
 	targets        []string
 	// clientCmd runs every client as this program (argv, split on spaces).
 	clientCmd string
+	// backend says where the servers run.
+	backend runner.Backend
 }
 
 func (c *cli) matrixCmd() *cobra.Command {
@@ -71,6 +73,7 @@ findings, not errors), 2 bad input or a cell the harness could not run,
 	f.StringVar(&o.out, "out", "", "where the runs go, as `DIR`/<lock>/<scenario> (default runs/matrix-<time>)")
 	f.Int64Var(&o.seed, "seed", 0, "seed `N` of every run (default: the time)")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "run every client as the program `CMD` (split on spaces; docs/protocol.md) instead of locksim's Go worker")
+	backendFlags(f, &o.backend)
 	f.StringVar(&o.markdown, "markdown", "", "also write the table as Markdown to `FILE` (e.g. \"$GITHUB_STEP_SUMMARY\")")
 	f.StringVar(&o.html, "html", "", "also write the table as one self-contained HTML page to `FILE`")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress line on stderr after each run")
@@ -129,6 +132,9 @@ func (m *matrix) ordered() []*matrixCell {
 
 // checkMatrix checks sim matrix's flags and returns its locks.
 func checkMatrix(o *matrixOptions) ([]string, error) {
+	if err := checkBackend(o.backend); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(o.locks) == "" {
 		return nil, errors.New("--locks: name the locks to compare, e.g. --locks redis,redlock (sim locks lists them)")
 	}
@@ -234,7 +240,7 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 			continue
 		}
 		done++
-		playCell(ctx, c, v, o.seed, strings.Fields(o.clientCmd))
+		playCell(ctx, c, v, o.seed, runner.Options{ClientCmd: strings.Fields(o.clientCmd), Backend: o.backend})
 		if !o.quiet && !c.Interrupted {
 			fmt.Fprintf(stderr, "[%d/%d] %s with %s: %s (%v)\n", done, total, c.Scenario, c.Lock, c.text(0), c.Duration.Round(100*time.Millisecond))
 		}
@@ -269,9 +275,10 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 }
 
 // playCell plays one cell's story and fills in its outcome.
-func playCell(ctx context.Context, c *matrixCell, v variant, seed int64, clientCmd []string) {
+func playCell(ctx context.Context, c *matrixCell, v variant, seed int64, base runner.Options) {
 	started := time.Now()
-	res, err := play(ctx, v.sc, runner.Options{Out: c.Dir, Seed: seed, Counterfactual: v.sc.Counterfactual != nil, ClientCmd: clientCmd})
+	base.Out, base.Seed, base.Counterfactual = c.Dir, seed, v.sc.Counterfactual != nil
+	res, err := play(ctx, v.sc, base)
 	c.Duration = time.Since(started)
 	var story *runner.StoryError
 	switch {

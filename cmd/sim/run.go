@@ -57,6 +57,8 @@ type runOptions struct {
 	// clientCmd runs each client as this program (argv, split on spaces)
 	// instead of the Go worker ("": the Go worker).
 	clientCmd string
+	// backend says where the servers run (--backend and the images).
+	backend runner.Backend
 }
 
 func (c *cli) runCmd() *cobra.Command {
@@ -92,6 +94,7 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	f.StringVar(&o.expect, "expect", "", "expected verdict `V`: safe, unsafe or leaked (default: the scenario's)")
 	f.StringVar(&o.lock, "lock", "", "play the story with lock `X` (sim locks) instead of its own; X needs the same servers (the backend sim locks names); the story's claims still apply, and a counterfactual that changes the lock is skipped")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "run each client as the program `CMD` (split on spaces) instead of locksim's Go worker: a client in any language speaking locksim worker protocol v1 (docs/protocol.md), e.g. \"node examples/node-redlock/client.js\"")
+	backendFlags(f, &o.backend)
 	f.Int64Var(&o.seed, "seed", 0, "seed `N` for every random choice (default: the time)")
 	f.StringVar(&o.junit, "junit", "", "write JUnit XML to `FILE`: one test case per scenario run, a failure when the verdict differs from the expected one")
 	f.StringVar(&o.markdown, "markdown", "", "write a Markdown summary table of the runs to `FILE` (for CI pages, e.g. --markdown \"$GITHUB_STEP_SUMMARY\")")
@@ -114,6 +117,9 @@ func checkRun(o *runOptions) error {
 		return errors.New("sim run needs a scenario name, a regex or a file, or --all (sim list shows them)")
 	}
 	if err := checkExpect(o.expect); err != nil {
+		return err
+	}
+	if err := checkBackend(o.backend); err != nil {
 		return err
 	}
 	switch {
@@ -304,7 +310,7 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", p.name, i)
 			}
 			res, err := play(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, BeforeStep: beforeStep,
-				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd)})
+				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd), Backend: o.backend})
 			if err != nil {
 				if ctx.Err() != nil {
 					fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)\n", out)
