@@ -146,16 +146,21 @@ func (r *Redlock) onEveryNode(ctx context.Context, f func(ctx context.Context, c
 		err error
 	}
 	answers := make([]answer, len(r.nodes))
+	ask := func(i int) {
+		nctx, cancel := context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+		ok, err := f(nctx, r.nodes[i].client)
+		answers[i] = answer{yes: ok, err: err}
+	}
+	// Every node is asked at once; the last on this goroutine, which
+	// spares a single node a goroutine and a wake-up per request.
 	var wait sync.WaitGroup
-	for i, n := range r.nodes {
-		wait.Add(1)
-		go func() {
-			defer wait.Done()
-			nctx, cancel := context.WithTimeout(ctx, r.timeout)
-			defer cancel()
-			ok, err := f(nctx, n.client)
-			answers[i] = answer{yes: ok, err: err}
-		}()
+	last := len(r.nodes) - 1
+	for i := range last {
+		wait.Go(func() { ask(i) })
+	}
+	if last >= 0 {
+		ask(last)
 	}
 	wait.Wait()
 	for i, a := range answers {

@@ -245,9 +245,10 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 		emu  sync.Mutex
 		errs []error
 	)
+	aimed := aimedAt(tr.Plan)
 	for id, c := range r.clients {
 		l := loop
-		l.Seed = seed + uint64(id)
+		l.Seed, l.Prompt = seed+uint64(id), aimed[id]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -342,6 +343,18 @@ func (t *Trials) strike(ctx context.Context, plan []Planned, loopsDone <-chan st
 		}
 	}
 	return struck, nil
+}
+
+// aimedAt lists the clients whose critical sections the plan aims a fault
+// at: the schedule must see their writes as they happen (Loop.Prompt).
+func aimedAt(plan []Planned) map[int]bool {
+	out := map[int]bool{}
+	for _, p := range plan {
+		if gen := (scenarios.Generator{Fault: p.Fault}).Generated(); gen != nil && !gen.Whole {
+			out[p.Client] = true
+		}
+	}
+	return out
 }
 
 // runGenerated is Run for a generator scenario: it plays the generator's

@@ -37,6 +37,10 @@ type Loop struct {
 	Backoff time.Duration `json:"backoff,omitempty"`
 	// Seed seeds the work and backoff draws.
 	Seed uint64 `json:"seed"`
+	// Prompt sends each write's events at once, for a harness that aims
+	// a fault at this client's critical sections; without it they are
+	// buffered as the rest (state.send).
+	Prompt bool `json:"prompt,omitempty"`
 }
 
 // Draw returns one work time from the loop's distribution.
@@ -60,6 +64,14 @@ func (s *state) loop(ctx context.Context, c Command) error {
 		return errors.New("loop without config")
 	}
 	l := *c.Loop
+	s.outMu.Lock()
+	s.lazyWrites = !l.Prompt
+	s.outMu.Unlock()
+	defer func() {
+		s.outMu.Lock()
+		s.lazyWrites = false
+		s.outMu.Unlock()
+	}()
 	rng := rand.New(rand.NewPCG(l.Seed, l.Seed^0x9e3779b97f4a7c15))
 	deadline := time.Now().Add(l.Duration)
 	cycles := 0

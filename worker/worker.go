@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -142,6 +143,12 @@ func MaybeRun() {
 	if os.Getenv(EnvVar) != "1" {
 		return
 	}
+	// A client runs one operation at a time: one thread for Go code
+	// spares it the wake-ups of idle threads (futex, epoll) that cost
+	// more than the operation on a busy machine (GOMAXPROCS overrides).
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 	// The first line is the hello of locksim worker protocol v1
 	// (docs/protocol.md).
 	if err := writeHello(os.Stdout); err != nil {
@@ -164,6 +171,9 @@ type state struct {
 	outMu   sync.Mutex
 	// lastID is the command whose first reply was last sent.
 	lastID int64
+	// lazyWrites buffers a write's events as the rest: a generator loop
+	// no fault is aimed at (Loop.Prompt).
+	lazyWrites bool
 	// commits holds, for a postgres-xact lease, the completion of the
 	// write made inside its transaction: it is only known at commit.
 	commits map[string]history.Event
@@ -177,13 +187,14 @@ type state struct {
 // first of a command (it tells the harness the command has begun), a
 // write's events (generator mode aims faults at critical sections), and
 // the end of a command. The rest (acquires, releases, renewals in a
-// generator loop) are buffered and flushed within flushEvery, which saves
-// a system call per event where throughput is measured.
+// generator loop, and its writes unless Loop.Prompt) are buffered and
+// flushed within flushEvery, which saves a system call per event where
+// throughput is measured.
 func (s *state) send(r Reply) {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
 	_ = s.out.Encode(r)
-	urgent := r.Done || r.Error != "" || r.ID != s.lastID || (r.Event != nil && r.Event.Op == history.OpWrite)
+	urgent := r.Done || r.Error != "" || r.ID != s.lastID || (r.Event != nil && r.Event.Op == history.OpWrite && !s.lazyWrites)
 	s.lastID = r.ID
 	if urgent {
 		_ = s.buf.Flush()
