@@ -122,4 +122,3 @@ func (w *workshop) wait(ctx context.Context, timeout <-chan time.Time) string {
 		return ""
 	}
 }
-
