@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -82,6 +84,9 @@ func dockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {
 	// Its per-container lines would land in the middle of a run's
 	// narration; a failure comes back as an error.
 	tclog.SetDefault(tclog.NewNoopLogger())
+	if err := engineOnThisMachine(os.Getenv("DOCKER_HOST")); err != nil {
+		return nil, err
+	}
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
@@ -94,6 +99,26 @@ func dockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {
 	}
 	dockerCli = cli
 	return cli, nil
+}
+
+// engineOnThisMachine refuses a DOCKER_HOST on another machine: the
+// containers share this machine's network (their servers bind 127.0.0.1,
+// where the harness's proxies reach them), the clock shim's control file
+// is memory both sides map, and the harness reads /proc to check the shim.
+// A unix socket, or tcp:// to a loopback address, is this machine.
+func engineOnThisMachine(host string) error {
+	if host == "" || strings.HasPrefix(host, "unix://") || strings.HasPrefix(host, "npipe://") {
+		return nil
+	}
+	u, err := url.Parse(host)
+	if err == nil && u.Scheme == "tcp" {
+		if ip := net.ParseIP(u.Hostname()); (ip != nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
+			return nil
+		}
+	}
+	return fmt.Errorf("DOCKER_HOST=%s: the docker backend needs an engine on this machine "+
+		"(its servers bind 127.0.0.1 on the host network, and share the clock shim's control file and /proc with the harness); "+
+		"to spread a sweep over machines, run sim sweep --shard I/N on each and sim sweep merge the results", host)
 }
 
 // CheckImage says whether the engine has image, with the way to get it

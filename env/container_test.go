@@ -168,3 +168,20 @@ func TestReapContainersOfADeadHarness(t *testing.T) {
 		t.Fatal("the reap touched this live harness's container")
 	}
 }
+
+// A DOCKER_HOST on another machine is refused with the reason; a local
+// socket or a loopback address is this machine.
+func TestEngineOnThisMachine(t *testing.T) {
+	for host, ok := range map[string]bool{
+		"": true, "unix:///var/run/docker.sock": true, "tcp://127.0.0.1:2375": true, "tcp://localhost:2376": true,
+		"tcp://10.0.0.5:2375": false, "ssh://ci@builder": false, "tcp://docker.example.com:2376": false,
+	} {
+		err := engineOnThisMachine(host)
+		if (err == nil) != ok {
+			t.Errorf("DOCKER_HOST=%q: %v, want accepted %v", host, err, ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "needs an engine on this machine") {
+			t.Errorf("DOCKER_HOST=%q: the refusal gives no reason: %v", host, err)
+		}
+	}
+}
