@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -406,21 +407,32 @@ func newPaths(before, after []string) []string {
 }
 
 // BenchmarkColdRunRedlockClockJump times a whole `sim run
-// redlock-clock-jump` as a new process, servers included, and reports the
-// median.
+// redlock-clock-jump` as a new process, servers included, on each backend:
+// local processes and docker containers, one after the other in each
+// iteration so that both see the same machine. It reports each median and
+// their ratio.
 func BenchmarkColdRunRedlockClockJump(b *testing.B) {
-	var times []time.Duration
+	times := map[string][]time.Duration{}
+	backends := []string{"local", "docker"}
 	for i := 0; i < b.N; i++ {
-		cmd := exec.Command(os.Args[0], "run", "redlock-clock-jump", "-q", "--out", filepath.Join(b.TempDir(), "run"))
-		cmd.Env = append(os.Environ(), simMainEnv+"=1")
-		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("%v: %s", err, out)
+		for _, backend := range backends {
+			cmd := exec.Command(os.Args[0], "run", "redlock-clock-jump", "-q", "--backend", backend, "--out", filepath.Join(b.TempDir(), "run"))
+			cmd.Env = append(os.Environ(), simMainEnv+"=1")
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("--backend %s: %v: %s", backend, err, out)
+			}
+			times[backend] = append(times[backend], time.Since(start))
 		}
-		times = append(times, time.Since(start))
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	b.ReportMetric(float64(times[len(times)/2].Milliseconds()), "median-ms/run")
+	median := func(ts []time.Duration) time.Duration {
+		slices.Sort(ts)
+		return ts[len(ts)/2]
+	}
+	local, docker := median(times["local"]), median(times["docker"])
+	b.ReportMetric(float64(local.Milliseconds()), "local-median-ms/run")
+	b.ReportMetric(float64(docker.Milliseconds()), "docker-median-ms/run")
+	b.ReportMetric(float64(docker)/float64(local), "docker/local")
 }
 
 // TestHelpExits0: help for any command is the usage on stdout, exit 0.
