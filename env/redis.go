@@ -51,8 +51,9 @@ type RedisOptions struct {
 	ReplicaOf string
 	// Image, if set, runs the server in a container of this image (the
 	// docker backend: host network, its dir and the clock shim mounted at
-	// their host paths) instead of as a local process. The image needs
-	// redis-server on its PATH and glibc (the shim is a glibc library).
+	// their host paths) instead of as a local process. The image needs sh,
+	// redis-server or valkey-server on its PATH, and glibc (the shim is a
+	// glibc library).
 	Image string
 }
 
@@ -202,7 +203,7 @@ func (r *Redis) start(ctx context.Context) error {
 	var p process
 	if r.opts.Image != "" {
 		p, err = startContainer(ctx, containerSpec{What: "redis " + r.Name, Image: r.opts.Image,
-			Argv: []string{"redis-server", conf}, Env: r.shimEnv, WorkDir: r.Dir,
+			Argv: []string{"sh", "-c", redisInImage, conf}, Env: r.shimEnv, WorkDir: r.Dir,
 			Binds: []string{r.Dir + ":" + r.Dir, r.shimLib + ":" + r.shimLib + ":ro"}})
 	} else {
 		cmd := exec.Command(redisServerPath(), conf)
@@ -312,6 +313,11 @@ func redisLastLines(path string, n int) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
+
+// redisInImage starts the image's server on the config file ($0):
+// redis-server, or valkey-server in a Valkey image.
+const redisInImage = `s=$(command -v redis-server || command -v valkey-server) || ` +
+	`{ echo "neither redis-server nor valkey-server is on the image's PATH" >&2; exit 127; }; exec "$s" "$0"`
 
 // checkShim makes sure the container's redis-server loaded the clock
 // shim: a library the dynamic loader cannot load (a glibc one in a musl
