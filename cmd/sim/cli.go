@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -427,11 +428,13 @@ func completeVerdicts(_ *cobra.Command, _ []string, _ string) ([]cobra.Completio
 func (c *cli) cleanCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "clean",
-		Short: "remove what runs killed with kill -9 left behind (temp dirs, SysV segments; every start does it too)",
+		Short: "remove what runs killed with kill -9 left behind (temp dirs, SysV segments, containers)",
 		Long: `Remove, and list, what runs killed before they could clean up left
 behind: temp dirs whose owner process is gone, and their PostgreSQL's SysV
-shared memory. Run directories are never touched. Every start of sim (but
-help, version and completion) does the same.`,
+shared memory, and the docker backend's containers whose harness is gone
+(when a Docker engine answers). Run directories are never touched. Every
+start of sim (but help, version and completion) does the same for temp dirs
+and segments; a run on the docker backend, for containers.`,
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE:              c.do(func(_ *cobra.Command, args []string) int { return cmdClean(args, c.stdout, c.stderr) }),
 	}
@@ -453,6 +456,19 @@ func cmdClean(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "removed SysV shared memory segment %d\n", id)
 	}
 	fmt.Fprintln(stdout, reapedLine(r, nil))
+	// The docker backend's containers, when an engine answers.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	names, cerr := env.ReapContainers(ctx)
+	for _, n := range names {
+		fmt.Fprintf(stdout, "removed container %s\n", n)
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(stdout, "removed %d container(s) left by runs that were killed\n", len(names))
+	}
+	if cerr != nil && !errors.Is(cerr, env.ErrNoDocker) {
+		err = errors.Join(err, cerr)
+	}
 	if err != nil {
 		return fail(stderr, err)
 	}
