@@ -119,3 +119,20 @@ func (v Value) Duration(ttl time.Duration) time.Duration {
 	}
 	return time.Duration(v.X)
 }
+
+// String is the parameter as --param takes it, KEY=FROM..TO, to full
+// precision.
+func (p Param) String() string {
+	return p.Key + "=" + p.From.exact(p.Key) + ".." + p.To.exact(p.Key)
+}
+
+// exact prints a value as ParseParam reads it back, unrounded.
+func (v Value) exact(key string) string {
+	switch {
+	case key == "drift":
+		return strconv.FormatFloat(v.X, 'g', -1, 64)
+	case v.RelTTL:
+		return strconv.FormatFloat(v.X, 'g', -1, 64) + "ttl"
+	}
+	return time.Duration(v.X).String()
+}

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -35,6 +36,12 @@ type Options struct {
 	Clients       int
 	// Progress, when not nil, is told after each trial.
 	Progress *Progress
+	// Shard, when set, plays only that slice of the trials (Shard.Plays);
+	// the rows then count the shard's trials only, and Merge adds up the
+	// shards' rows.
+	Shard Shard
+	// Backend says where the servers run (runner.Backend).
+	Backend runner.Backend
 }
 
 // Row is one line of the CSV: one lock at one point.
@@ -165,16 +172,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 	if sc.Generator == nil {
 		return nil, fmt.Errorf("%s is a scripted story; a sweep needs a generator scenario (sim list 'gen-')", sc.Name)
 	}
-	if o.Points <= 0 {
-		o.Points = 5
-	}
-	if o.Trials <= 0 {
-		o.Trials = 10
-	}
-	locks := o.Locks
-	if len(locks) == 0 {
-		locks = []string{LockName(sc)}
-	}
+	o, locks, param := o.resolve(sc)
 	var variants []*scenarios.Scenario
 	for _, name := range locks {
 		v, err := Variant(sc, name)
@@ -192,21 +190,25 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 		}
 		variants = append(variants, v)
 	}
-	param := o.Param
-	if param == nil {
-		param = &Param{Key: "pause", From: Value{X: float64(sc.Generator.Pause.Duration)}}
-		o.Points = 1
-	}
 	values := param.Points(o.Points)
 	if o.Progress != nil {
-		o.Progress.Start(len(locks) * len(values) * o.Trials)
+		total := 0
+		for li := range locks {
+			for pi := range values {
+				for ti := 0; ti < o.Trials; ti++ {
+					if o.Shard.Plays(li, pi, ti, o.Points, o.Trials) {
+						total++
+					}
+				}
+			}
+		}
+		o.Progress.Start(total)
 	}
 	var rows []Row
 	for li, v := range variants {
-		t, err := runner.OpenTrials(ctx, v, runner.Options{Seed: o.Seed})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", locks[li], err)
-		}
+		// The environment opens at the lock's first trial: a shard with
+		// no trial of a lock starts no server for it.
+		var t *runner.Trials
 		for pi, val := range values {
 			g, ttl := *v.Generator, v.TTL.Duration
 			resolved := val.Duration(ttl)
@@ -215,6 +217,15 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 			}
 			row := Row{Lock: locks[li], Param: param.Key, Value: val, Resolved: resolved, TTL: ttl}
 			for ti := 0; ti < o.Trials; ti++ {
+				if !o.Shard.Plays(li, pi, ti, o.Points, o.Trials) {
+					continue
+				}
+				if t == nil {
+					var err error
+					if t, err = runner.OpenTrials(ctx, v, runner.Options{Seed: o.Seed, Backend: o.Backend}); err != nil {
+						return nil, fmt.Errorf("%s: %w", locks[li], err)
+					}
+				}
 				tr, err := t.Play(ctx, g, ttl, runner.TrialSeed(o.Seed, pi, ti))
 				if err != nil {
 					t.Close()
@@ -237,12 +248,36 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 			}
 			rows = append(rows, row)
 		}
-		t.Close()
+		if t != nil {
+			t.Close()
+		}
 	}
 	if o.Progress != nil {
 		o.Progress.Done()
 	}
 	return rows, nil
+}
+
+// resolve fills in o's defaults as Run plays them: 5 points and 10
+// trials, the scenario's own lock, and without a parameter one point at
+// the scenario's pause.
+func (o Options) resolve(sc *scenarios.Scenario) (Options, []string, *Param) {
+	if o.Points <= 0 {
+		o.Points = 5
+	}
+	if o.Trials <= 0 {
+		o.Trials = 10
+	}
+	locks := o.Locks
+	if len(locks) == 0 {
+		locks = []string{LockName(sc)}
+	}
+	param := o.Param
+	if param == nil {
+		param = &Param{Key: "pause", From: Value{X: float64(sc.Generator.Pause.Duration)}}
+		o.Points = 1
+	}
+	return o, locks, param
 }
 
 // Format prints a value as it was written: 0.5ttl, 150ms, 1.5.
@@ -259,9 +294,11 @@ func (v Value) Format(key string) string {
 // Header is the CSV's first line.
 var Header = []string{"lock", "param", "value", "value_per_ttl", "ttl", "trials", "trials_violated", "rate",
 	"rate_low95", "rate_high95", "violations_per_1000_cs", "trials_damaged", "damage_rate",
-	"damage_low95", "damage_high95", "fenced_rejections", "critical_sections", "faults_struck"}
+	"damage_low95", "damage_high95", "fenced_rejections", "critical_sections", "faults_struck", "violations"}
 
-// WriteCSV writes the rows under Header. Rates are fractions (0 to 1).
+// WriteCSV writes the rows under Header. Rates are fractions (0 to 1);
+// every count is also there as a count (ReadCSV reads them back), so that
+// shards' rows can be added up.
 func WriteCSV(w io.Writer, rows []Row) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(Header); err != nil {
@@ -277,11 +314,95 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		}
 		rec := []string{r.Lock, r.Param, value, perTTL, r.TTL.String(), strconv.Itoa(r.Trials), strconv.Itoa(r.Violated),
 			f(r.Rate()), f(lo), f(hi), f(r.PerThousand()), strconv.Itoa(r.Damaged), f(r.DamageRate()),
-			f(dlo), f(dhi), strconv.Itoa(r.Refused), strconv.Itoa(r.CriticalSections), strconv.Itoa(r.Injected)}
+			f(dlo), f(dhi), strconv.Itoa(r.Refused), strconv.Itoa(r.CriticalSections), strconv.Itoa(r.Injected),
+			strconv.Itoa(r.Violations)}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// ReadCSV reads the rows WriteCSV wrote: the counts, the lock, the point
+// and its TTL. A value relative to the TTL comes back as the duration it
+// resolved to (Value.RelTTL is not in the file). Errors name the line.
+func ReadCSV(r io.Reader) ([]Row, error) {
+	cr := csv.NewReader(r)
+	head, err := cr.Read()
+	if err == io.EOF {
+		return nil, fmt.Errorf("line 1: empty file, expected the header %s", strings.Join(Header, ","))
+	}
+	if err != nil {
+		return nil, err
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[h] = i
+	}
+	for _, h := range Header {
+		if _, ok := col[h]; !ok {
+			return nil, fmt.Errorf("line 1: no %s column (a sweep.csv of an older sim has no violations column: play it again)", h)
+		}
+	}
+	var rows []Row
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, err // csv.ParseError names the line
+		}
+		line, _ := cr.FieldPos(0)
+		row, err := parseRow(rec, col)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", line, err)
+		}
+		rows = append(rows, row)
+	}
+}
+
+// parseRow reads one record of the CSV, its columns found through col.
+func parseRow(rec []string, col map[string]int) (Row, error) {
+	r := Row{Lock: rec[col["lock"]], Param: rec[col["param"]]}
+	if r.Lock == "" {
+		return Row{}, errors.New("lock: empty")
+	}
+	if _, ok := Keys[r.Param]; !ok {
+		return Row{}, fmt.Errorf("param: unknown key %q", r.Param)
+	}
+	var err error
+	if r.TTL, err = time.ParseDuration(rec[col["ttl"]]); err != nil || r.TTL <= 0 {
+		return Row{}, fmt.Errorf("ttl: expected a duration, got %q", rec[col["ttl"]])
+	}
+	value := rec[col["value"]]
+	if r.Param == "drift" {
+		if r.Value.X, err = strconv.ParseFloat(value, 64); err != nil {
+			return Row{}, fmt.Errorf("value: expected a rate, got %q", value)
+		}
+		r.Resolved = r.Value.Duration(r.TTL)
+	} else {
+		if r.Resolved, err = time.ParseDuration(value); err != nil {
+			return Row{}, fmt.Errorf("value: expected a duration, got %q", value)
+		}
+		r.Value = Value{X: float64(r.Resolved)}
+	}
+	for _, c := range []struct {
+		name string
+		n    *int
+	}{
+		{"trials", &r.Trials}, {"trials_violated", &r.Violated}, {"trials_damaged", &r.Damaged},
+		{"violations", &r.Violations}, {"critical_sections", &r.CriticalSections},
+		{"fenced_rejections", &r.Refused}, {"faults_struck", &r.Injected},
+	} {
+		s := rec[col[c.name]]
+		if *c.n, err = strconv.Atoi(s); err != nil || *c.n < 0 {
+			return Row{}, fmt.Errorf("%s: expected a count, got %q", c.name, s)
+		}
+	}
+	if r.Violated > r.Trials || r.Damaged > r.Trials {
+		return Row{}, fmt.Errorf("%d trials, %d violated, %d damaged: more than played", r.Trials, r.Violated, r.Damaged)
+	}
+	return r, nil
 }

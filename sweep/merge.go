@@ -1,0 +1,208 @@
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"locksim/scenarios"
+)
+
+// Description is sweep.json: what a sweep, or one shard of it, played,
+// so that Merge can tell whether shards belong to one sweep.
+type Description struct {
+	Scenario string `json:"scenario"`
+	Seed     int64  `json:"seed"`
+	// Param is KEY=FROM..TO; empty, one point at the scenario's pause.
+	Param  string   `json:"param,omitempty"`
+	Points int      `json:"points"`
+	Trials int      `json:"trials"`
+	Locks  []string `json:"locks"`
+	// TTL, Duration and Clients are the overrides ("" and 0: none).
+	TTL      string `json:"ttl,omitempty"`
+	Duration string `json:"duration,omitempty"`
+	Clients  int    `json:"clients,omitempty"`
+	// Backend is local or docker; the images are the docker backend's as
+	// given ("": env's defaults).
+	Backend       string `json:"backend"`
+	RedisImage    string `json:"redis_image,omitempty"`
+	PostgresImage string `json:"postgres_image,omitempty"`
+	EtcdImage     string `json:"etcd_image,omitempty"`
+	// Shard of Shards (from 1) when this is one slice of the sweep.
+	Shard  int `json:"shard,omitempty"`
+	Shards int `json:"shards,omitempty"`
+	// MergedFrom lists the shards' directories of a merged sweep.
+	MergedFrom []string `json:"merged_from,omitempty"`
+	// Version is the sim that wrote it.
+	Version string `json:"version,omitempty"`
+}
+
+// Describe is the description of sweeping sc with o, defaults filled in
+// as Run plays them.
+func Describe(sc *scenarios.Scenario, o Options) Description {
+	o, locks, _ := o.resolve(sc)
+	d := Description{Scenario: sc.Name, Seed: o.Seed, Points: o.Points, Trials: o.Trials, Locks: locks,
+		Clients: o.Clients, Backend: o.Backend.Name, Shard: o.Shard.I, Shards: o.Shard.N}
+	if o.Param != nil {
+		d.Param = o.Param.String()
+	}
+	if o.TTL > 0 {
+		d.TTL = o.TTL.String()
+	}
+	if o.Duration > 0 {
+		d.Duration = o.Duration.String()
+	}
+	if d.Backend == "" {
+		d.Backend = sc.ServerBackend
+	}
+	if d.Backend == "" {
+		d.Backend = "local"
+	}
+	if d.Backend == "docker" {
+		d.RedisImage, d.PostgresImage, d.EtcdImage = o.Backend.RedisImage, o.Backend.PostgresImage, o.Backend.EtcdImage
+	}
+	return d
+}
+
+// WriteDescription writes d to path as indented JSON.
+func WriteDescription(path string, d Description) error {
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadDescription reads a sweep.json.
+func ReadDescription(path string) (Description, error) {
+	var d Description
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return d, err
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("%s: %v", path, err)
+	}
+	if d.Scenario == "" || d.Points < 1 || d.Trials < 1 || len(d.Locks) == 0 {
+		return d, fmt.Errorf("%s: not a sweep's description (no scenario, points, trials or locks)", path)
+	}
+	return d, nil
+}
+
+// sameSweep lists what shards of one sweep must share, named as in
+// sweep.json.
+func (d Description) sameSweep() [][2]string {
+	return [][2]string{
+		{"scenario", d.Scenario}, {"seed", strconv.FormatInt(d.Seed, 10)}, {"param", d.Param},
+		{"points", strconv.Itoa(d.Points)}, {"trials", strconv.Itoa(d.Trials)}, {"locks", strings.Join(d.Locks, ",")},
+		{"ttl", d.TTL}, {"duration", d.Duration}, {"clients", strconv.Itoa(d.Clients)},
+		{"backend", d.Backend}, {"redis_image", d.RedisImage}, {"postgres_image", d.PostgresImage},
+		{"etcd_image", d.EtcdImage}, {"shards", strconv.Itoa(d.Shards)},
+	}
+}
+
+// ShardResult is what one shard wrote: its sweep.json and sweep.csv, and
+// the directory they are in (errors name it).
+type ShardResult struct {
+	Dir  string
+	Desc Description
+	Rows []Row
+}
+
+// Merge joins the shards of one sweep: it checks they share the sweep's
+// description and that each shard from 1 to N is there once, then adds up
+// their counts row by row (rates are computed from the sums, never
+// averaged). It returns the whole sweep's description and rows.
+func Merge(shards []ShardResult) (Description, []Row, error) {
+	if len(shards) == 0 {
+		return Description{}, nil, fmt.Errorf("merge: name the shards' directories")
+	}
+	first := shards[0]
+	n := first.Desc.Shards
+	by := map[int]string{}
+	for _, s := range shards {
+		d := s.Desc
+		if d.Shards < 1 || d.Shard < 1 || d.Shard > d.Shards {
+			return Description{}, nil, fmt.Errorf("%s: not a shard (its sweep.json has no shard I/N: a whole sweep)", s.Dir)
+		}
+		want := first.Desc.sameSweep()
+		for i, f := range d.sameSweep() {
+			if f != want[i] {
+				return Description{}, nil, fmt.Errorf("%s: %s %q, but %s has %q: not shards of one sweep",
+					s.Dir, f[0], f[1], first.Dir, want[i][1])
+			}
+		}
+		if other, dup := by[d.Shard]; dup {
+			return Description{}, nil, fmt.Errorf("%s: shard %d/%d again (%s is shard %d/%d too)", s.Dir, d.Shard, n, other, d.Shard, n)
+		}
+		by[d.Shard] = s.Dir
+		if err := checkRows(s, first); err != nil {
+			return Description{}, nil, err
+		}
+	}
+	for i := 1; i <= n; i++ {
+		if _, ok := by[i]; !ok {
+			return Description{}, nil, fmt.Errorf("shard %d/%d missing: none of the %d directories given is it", i, n, len(shards))
+		}
+	}
+	rows := make([]Row, len(first.Rows))
+	for i := range rows {
+		r := first.Rows[i]
+		r.Trials, r.Violated, r.Damaged, r.Violations, r.CriticalSections, r.Refused, r.Injected = 0, 0, 0, 0, 0, 0, 0
+		for _, s := range shards {
+			o := s.Rows[i]
+			r.Trials += o.Trials
+			r.Violated += o.Violated
+			r.Damaged += o.Damaged
+			r.Violations += o.Violations
+			r.CriticalSections += o.CriticalSections
+			r.Refused += o.Refused
+			r.Injected += o.Injected
+		}
+		if r.Trials != first.Desc.Trials {
+			return Description{}, nil, fmt.Errorf("%s at %s=%s: the shards played %d trials, want %d", r.Lock, r.Param,
+				r.Value.Format(r.Param), r.Trials, first.Desc.Trials)
+		}
+		rows[i] = r
+	}
+	// The values as --param gave them (0.5ttl rather than the duration it
+	// resolved to), for the table.
+	if p, err := ParseParam(first.Desc.Param); err == nil {
+		values := p.Points(first.Desc.Points)
+		for i := range rows {
+			rows[i].Value = values[i%len(values)]
+		}
+	}
+	d := first.Desc
+	d.Shard, d.Shards, d.MergedFrom = 0, 0, nil
+	for i := 1; i <= n; i++ {
+		d.MergedFrom = append(d.MergedFrom, by[i])
+	}
+	return d, rows, nil
+}
+
+// checkRows checks a shard's rows against its description (one row per
+// lock and point, locks in order) and against the first shard's (the same
+// points, TTLs and values).
+func checkRows(s, first ShardResult) error {
+	d := s.Desc
+	if len(s.Rows) != len(d.Locks)*d.Points {
+		return fmt.Errorf("%s: sweep.csv has %d rows, want %d (%d locks x %d points)", s.Dir, len(s.Rows), len(d.Locks)*d.Points, len(d.Locks), d.Points)
+	}
+	for i, r := range s.Rows {
+		f := first.Rows[i]
+		switch {
+		case r.Lock != d.Locks[i/d.Points]:
+			return fmt.Errorf("%s: sweep.csv row %d is lock %s, want %s", s.Dir, i+1, r.Lock, d.Locks[i/d.Points])
+		case r.Param != f.Param || r.Resolved != f.Resolved || r.TTL != f.TTL || r.Value.X != f.Value.X:
+			return fmt.Errorf("%s: sweep.csv row %d is %s=%s with TTL %v, but %s has %s=%s with TTL %v",
+				s.Dir, i+1, r.Param, r.Value.Format(r.Param), r.TTL, first.Dir, f.Param, f.Value.Format(f.Param), f.TTL)
+		}
+		if r.Trials > d.Trials {
+			return fmt.Errorf("%s: sweep.csv row %d has %d trials, more than the sweep's %d", s.Dir, i+1, r.Trials, d.Trials)
+		}
+	}
+	return nil
+}

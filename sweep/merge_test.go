@@ -1,0 +1,202 @@
+package sweep
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// trialOutcome is a made-up trial: counts drawn from its place in the sweep.
+func trialOutcome(l, p, t int) Row {
+	h := uint64(l*7919+p*104729+t*1299709) * 0x9e3779b97f4a7c15
+	h ^= h >> 29
+	o := Row{Trials: 1, CriticalSections: 20 + int(h%13), Injected: int(h>>8) % 3, Refused: int(h>>12) % 2}
+	if h>>20%3 == 0 {
+		o.Violated, o.Violations = 1, 1+int(h>>24)%4
+		if h>>28%2 == 0 {
+			o.Damaged = 1
+		}
+	}
+	return o
+}
+
+// playSweep builds the rows a sweep (or one shard of it) would write,
+// with made-up trials: one row per lock and point, as Run lays them out.
+func playSweep(d Description, s Shard) []Row {
+	p, err := ParseParam(d.Param)
+	if err != nil {
+		panic(err)
+	}
+	ttl := 100 * time.Millisecond
+	var rows []Row
+	for l, lock := range d.Locks {
+		for pi, v := range p.Points(d.Points) {
+			r := Row{Lock: lock, Param: p.Key, Value: v, Resolved: v.Duration(ttl), TTL: ttl}
+			for t := 0; t < d.Trials; t++ {
+				if !s.Plays(l, pi, t, d.Points, d.Trials) {
+					continue
+				}
+				o := trialOutcome(l, pi, t)
+				r.Trials += o.Trials
+				r.Violated += o.Violated
+				r.Damaged += o.Damaged
+				r.Violations += o.Violations
+				r.CriticalSections += o.CriticalSections
+				r.Refused += o.Refused
+				r.Injected += o.Injected
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// throughCSV writes rows as sweep.csv and reads them back.
+func throughCSV(t *testing.T, rows []Row) []Row {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteCSV(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadCSV(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+func testDescription() Description {
+	return Description{Scenario: "gen-pause", Seed: 7, Param: "pause=0.2ttl..3ttl", Points: 4, Trials: 5,
+		Locks: []string{"redis", "redis+fenced", "postgres-session"}, TTL: "100ms", Backend: "local"}
+}
+
+// shardsOf plays the n shards of d, each through its sweep.csv.
+func shardsOf(t *testing.T, d Description, n int) []ShardResult {
+	var out []ShardResult
+	for i := 1; i <= n; i++ {
+		sd := d
+		sd.Shard, sd.Shards = i, n
+		out = append(out, ShardResult{Dir: fmt.Sprintf("shard%d", i), Desc: sd, Rows: throughCSV(t, playSweep(d, Shard{i, n}))})
+	}
+	return out
+}
+
+// TestMergeOfShardsEqualsWholeSweep: the merged rows of N shards are the
+// whole sweep's, count for count, with the values as --param gave them;
+// the CSVs of both are the same bytes.
+func TestMergeOfShardsEqualsWholeSweep(t *testing.T) {
+	d := testDescription()
+	whole := playSweep(d, Shard{})
+	for _, n := range []int{1, 2, 3, 7, 60} {
+		shards := shardsOf(t, d, n)
+		// Any order of the directories.
+		shards[0], shards[n-1] = shards[n-1], shards[0]
+		md, rows, err := Merge(shards)
+		if err != nil {
+			t.Fatalf("N=%d: %v", n, err)
+		}
+		if !reflect.DeepEqual(rows, whole) {
+			t.Fatalf("N=%d: merged rows differ from the whole sweep's:\n got %+v\nwant %+v", n, rows, whole)
+		}
+		if md.Shard != 0 || md.Shards != 0 || len(md.MergedFrom) != n || md.MergedFrom[0] != "shard1" || md.Seed != d.Seed {
+			t.Errorf("N=%d: merged description %+v", n, md)
+		}
+		var a, b bytes.Buffer
+		WriteCSV(&a, rows)
+		WriteCSV(&b, whole)
+		if a.String() != b.String() {
+			t.Errorf("N=%d: merged CSV\n%s\nwhole sweep's\n%s", n, a.String(), b.String())
+		}
+	}
+}
+
+// TestMergeRefuses: shards of different sweeps, a shard missing or given
+// twice, a whole sweep, rows that do not fit: one line naming the
+// directory.
+func TestMergeRefuses(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		shape func(s []ShardResult) []ShardResult
+		want  string
+	}{
+		{"missing", func(s []ShardResult) []ShardResult { return s[:2] }, "shard 3/3 missing"},
+		{"twice", func(s []ShardResult) []ShardResult { s[2] = s[1]; s[2].Dir = "again"; return s }, "again: shard 2/3 again (shard2 is shard 2/3 too)"},
+		{"seed", func(s []ShardResult) []ShardResult { s[1].Desc.Seed = 8; return s }, `shard2: seed "8", but shard1 has "7"`},
+		{"locks", func(s []ShardResult) []ShardResult { s[2].Desc.Locks = []string{"redis"}; return s }, `shard3: locks "redis", but shard1`},
+		{"N", func(s []ShardResult) []ShardResult { s[1].Desc.Shards = 4; return s }, `shard2: shards "4", but shard1 has "3"`},
+		{"whole", func(s []ShardResult) []ShardResult { s[1].Desc.Shard, s[1].Desc.Shards = 0, 0; return s }, "shard2: not a shard"},
+		{"rows", func(s []ShardResult) []ShardResult { s[1].Rows = s[1].Rows[1:]; return s }, "shard2: sweep.csv has 11 rows, want 12"},
+		{"value", func(s []ShardResult) []ShardResult { s[2].Rows[1].Resolved++; return s }, "shard3: sweep.csv row 2 is pause="},
+		{"none", func(s []ShardResult) []ShardResult { return nil }, "name the shards' directories"},
+	} {
+		_, _, err := Merge(c.shape(shardsOf(t, testDescription(), 3)))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line with %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestCSVRoundTrip: ReadCSV reads back what WriteCSV wrote, every count
+// and the point, durations and drift rates alike.
+func TestCSVRoundTrip(t *testing.T) {
+	rows := playSweep(testDescription(), Shard{})
+	rows = append(rows, Row{Lock: "redlock", Param: "drift", Value: Value{X: 1.5}, Resolved: 1, TTL: 50 * time.Millisecond,
+		Trials: 9, Violated: 3, Damaged: 2, Violations: 4, CriticalSections: 300, Refused: 1, Injected: 9})
+	back := throughCSV(t, rows)
+	if len(back) != len(rows) {
+		t.Fatalf("%d rows back, want %d", len(back), len(rows))
+	}
+	for i, r := range rows {
+		b := back[i]
+		if r.Value.RelTTL {
+			// The file has the duration it resolved to.
+			r.Value = Value{X: float64(r.Resolved)}
+		}
+		if b != r {
+			t.Errorf("row %d back as\n%+v, want\n%+v", i+1, b, r)
+		}
+	}
+	var first, second bytes.Buffer
+	WriteCSV(&first, rows)
+	WriteCSV(&second, back)
+	if first.String() != second.String() {
+		t.Errorf("written again, the CSV differs:\n%s\n%s", first.String(), second.String())
+	}
+}
+
+// TestReadCSVErrors: a malformed sweep.csv is one line naming the line.
+func TestReadCSVErrors(t *testing.T) {
+	var b bytes.Buffer
+	WriteCSV(&b, playSweep(testDescription(), Shard{})[:3])
+	good := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	header := good[0]
+	for _, c := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"empty", nil, "line 1: empty file"},
+		{"old header", []string{strings.TrimSuffix(header, ",violations"), good[1]}, "line 1: no violations column"},
+		{"short record", []string{header, good[1], "redis,pause,20ms", good[3]}, "line 3"},
+		{"bad count", []string{header, good[1], good[2], bad(good[3], 5, "x")}, `line 4: trials: expected a count, got "x"`},
+		{"bad ttl", []string{header, bad(good[1], 4, "soon")}, `line 2: ttl: expected a duration, got "soon"`},
+		{"bad value", []string{header, good[1], bad(good[2], 2, "7 apples")}, `line 3: value: expected a duration`},
+		{"too many violated", []string{header, bad(good[1], 6, "99")}, "line 2: 5 trials, 99 violated"},
+		{"unknown param", []string{header, bad(good[1], 1, "speed")}, `line 2: param: unknown key "speed"`},
+	} {
+		_, err := ReadCSV(strings.NewReader(strings.Join(c.lines, "\n")))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line with %q", c.name, err, c.want)
+		}
+	}
+}
+
+// bad replaces field i of a CSV line.
+func bad(line string, i int, v string) string {
+	f := strings.Split(line, ",")
+	f[i] = v
+	return strings.Join(f, ",")
+}

@@ -1,0 +1,46 @@
+package sweep
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Shard is slice I of N (I from 1) of a sweep's trials, for spreading one
+// sweep over N machines; the zero Shard is the whole sweep.
+type Shard struct{ I, N int }
+
+// ParseShard parses --shard I/N (1 <= I <= N).
+func ParseShard(s string) (Shard, error) {
+	i, n, ok := strings.Cut(s, "/")
+	si, err1 := strconv.Atoi(strings.TrimSpace(i))
+	sn, err2 := strconv.Atoi(strings.TrimSpace(n))
+	if !ok || err1 != nil || err2 != nil {
+		return Shard{}, fmt.Errorf("--shard %q: expected I/N, e.g. 2/4 for the second of four shards", s)
+	}
+	if sn < 1 || si < 1 || si > sn {
+		return Shard{}, fmt.Errorf("--shard %q: expected 1 <= I <= N", s)
+	}
+	return Shard{I: si, N: sn}, nil
+}
+
+// String is I/N, or "" for the whole sweep.
+func (s Shard) String() string {
+	if s.N == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", s.I, s.N)
+}
+
+// Plays says whether the shard plays trial t of point p of lock l, in a
+// sweep of the given points and trials. Trials are numbered in the order
+// a whole sweep plays them (lock, then point, then trial) and dealt out
+// in turn, so every shard gets its share of every lock and point: within
+// one lock and point, the shards' counts differ by one at most.
+func (s Shard) Plays(l, p, t, points, trials int) bool {
+	if s.N <= 1 {
+		return true
+	}
+	k := (l*points+p)*trials + t
+	return k%s.N == s.I-1
+}
