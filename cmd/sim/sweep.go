@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"locksim/reports"
+	"locksim/runner"
 	"locksim/scenarios"
 	"locksim/sweep"
 )
@@ -31,6 +32,8 @@ type sweepOptions struct {
 	clients        int
 	out            string
 	quiet          bool
+	shard          string
+	backend        runner.Backend
 }
 
 func (c *cli) sweepCmd() *cobra.Command {
@@ -44,10 +47,20 @@ write sweep.csv (one row per lock and point: trials, trials with a
 violation, rate and its 95% Wilson interval, violations per 1000 critical
 sections, trials with damage, damage rate and interval, writes refused by
 the fence) and damage.png/.svg and violations.png/.svg, one line per lock
-with its interval as a band. A bar (on a terminal) or a line every 10 s
-(otherwise) shows the progress and the time left.`,
+with its interval as a band, and sweep.json, what was swept. A bar (on a
+terminal) or a line every 10 s (otherwise) shows the progress and the time
+left.
+
+To spread a sweep over N machines (a CI matrix), run it on each with the
+same flags and the same --seed, adding --shard I/N (I from 1 to N): each
+plays its share of every lock and point, trial for trial as the whole
+sweep would, and writes its own sweep.csv and sweep.json. Then
+sim sweep merge DIR... adds up the shards' counts into one sweep.csv and
+redraws the plots.`,
 		Example: `  sim sweep gen-pause --param pause=0.2ttl..3ttl --points 8 --trials 15 \
-    --ttl 50ms --duration 60ms --seed 1 --locks redis,redlock,postgres-session,redis+fenced`,
+    --ttl 50ms --duration 60ms --seed 1 --locks redis,redlock,postgres-session,redis+fenced
+  sim sweep gen-pause --param pause=0.2ttl..3ttl --seed 1 --shard 2/4 --out shard-2   # on machine 2 of 4
+  sim sweep merge shard-1 shard-2 shard-3 shard-4 --out sweep`,
 		ValidArgsFunction: completeScenarios(func(sc *scenarios.Scenario) bool { return sc.Generator != nil }),
 		RunE:              c.do(func(_ *cobra.Command, args []string) int { return cmdSweep(o, args, c.stdout, c.stderr) }),
 	}
@@ -62,8 +75,11 @@ with its interval as a band. A bar (on a terminal) or a line every 10 s
 	f.DurationVar(&o.duration, "duration", 0, "override the scenario's trial length (`D`)")
 	f.IntVar(&o.clients, "clients", 0, "override the scenario's client count (`K`)")
 	f.StringVar(&o.out, "out", "", "where sweep.csv, damage.png/.svg and violations.png/.svg go (`DIR`; default runs/sweep-NAME-<time>)")
+	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the trials (needs --seed; sim sweep merge joins the shards)")
+	backendFlags(f, &o.backend)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display")
 	cmd.RegisterFlagCompletionFunc("locks", completeLocks)
+	cmd.AddCommand(c.sweepMergeCmd())
 	return cmd
 }
 
@@ -82,6 +98,17 @@ func checkSweep(o *sweepOptions, args []string) error {
 		return errors.New("--ttl, --duration: expected a positive duration")
 	case o.clients < 0 || o.clients > 64:
 		return fmt.Errorf("--clients: expected 1 to 64, got %d", o.clients)
+	}
+	if err := checkBackend(o.backend); err != nil {
+		return err
+	}
+	if o.shard != "" {
+		if _, err := sweep.ParseShard(o.shard); err != nil {
+			return err
+		}
+		if o.seed == 0 {
+			return errors.New("--shard needs --seed N, the same on every shard: without it each shard would draw its own schedules")
+		}
 	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano()
@@ -118,7 +145,11 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if o.out == "" {
-		o.out = filepath.Join("runs", fmt.Sprintf("sweep-%s-%s", sc.Name, time.Now().Format("20060102-150405")))
+		shard := ""
+		if o.shard != "" {
+			shard = strings.Replace("-shard"+o.shard, "/", "-of-", 1)
+		}
+		o.out = filepath.Join("runs", fmt.Sprintf("sweep-%s%s-%s", sc.Name, shard, time.Now().Format("20060102-150405")))
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fail(stderr, err)
@@ -126,11 +157,20 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	so := sweep.Options{Param: param, Points: o.points, Trials: o.trials, Locks: locks, Seed: o.seed,
-		TTL: o.ttl, Duration: o.duration, Clients: o.clients}
+		TTL: o.ttl, Duration: o.duration, Clients: o.clients, Backend: o.backend}
+	if o.shard != "" {
+		so.Shard, _ = sweep.ParseShard(o.shard) // checked by checkSweep
+	}
 	if !o.quiet {
 		so.Progress = sweep.NewProgress(stderr, "sweep "+sc.Name)
 	}
-	fmt.Fprintf(stderr, "sim sweep %s (seed %d)\n", sc.Name, o.seed)
+	desc := sweep.Describe(sc, so)
+	desc.Version = version()
+	if so.Shard.N > 0 {
+		fmt.Fprintf(stderr, "sim sweep %s (seed %d), shard %s\n", sc.Name, o.seed, so.Shard)
+	} else {
+		fmt.Fprintf(stderr, "sim sweep %s (seed %d)\n", sc.Name, o.seed)
+	}
 	started := time.Now()
 	rows, err := sweep.Run(ctx, sc, so)
 	if err != nil {
@@ -143,20 +183,26 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 	if err := writeSweep(o.out, sc, rows); err != nil {
 		return fail(stderr, err)
 	}
+	if err := sweep.WriteDescription(filepath.Join(o.out, "sweep.json"), desc); err != nil {
+		return fail(stderr, err)
+	}
 	printSweep(stdout, rows)
-	fmt.Fprintf(stdout, "%d trials in %v; %s\n", len(rows)*rowsTrials(rows), time.Since(started).Round(time.Millisecond),
+	fmt.Fprintf(stdout, "%d trials in %v; %s\n", rowsTrials(rows), time.Since(started).Round(time.Millisecond),
 		filepath.Join(o.out, "sweep.csv"))
 	return exitOK
 }
 
+// rowsTrials is the trials the rows count.
 func rowsTrials(rows []sweep.Row) int {
-	if len(rows) == 0 {
-		return 0
+	n := 0
+	for _, r := range rows {
+		n += r.Trials
 	}
-	return rows[0].Trials
+	return n
 }
 
-// writeSweep writes sweep.csv and the two plots.
+// writeSweep writes sweep.csv and the two plots (sim sweep, and sim
+// sweep merge from the shards' rows).
 func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
 	f, err := os.Create(filepath.Join(dir, "sweep.csv"))
 	if err != nil {

@@ -1,0 +1,101 @@
+package main
+
+// sweep_merge.go: sim sweep merge, which joins the shards of a sweep
+// played on several machines (sim sweep --shard I/N).
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"locksim/scenarios"
+	"locksim/sweep"
+)
+
+func (c *cli) sweepMergeCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge DIR... [--out DIR]",
+		Short: "join the shards of a sweep (sim sweep --shard I/N): one sweep.csv and the plots",
+		Long: `Join the directories of the N shards of one sweep (sim sweep NAME --seed S
+--shard I/N, for I from 1 to N, each with the same flags): check that they
+are one sweep (same scenario, seed, parameter, points, trials, locks,
+overrides and backend, each shard once), add up their counts per lock and
+point, and write sweep.csv, sweep.json, damage.png/.svg and
+violations.png/.svg as the whole sweep would have. Rates and intervals are
+computed from the summed counts.`,
+		Example: `  sim sweep merge shard-1 shard-2 shard-3 shard-4 --out sweep`,
+		Args:    cobra.ArbitraryArgs,
+		RunE:    c.do(func(_ *cobra.Command, args []string) int { return cmdSweepMerge(args, out, c.stdout, c.stderr) }),
+	}
+	cmd.Flags().StringVar(&out, "out", "", "where the merged sweep goes (`DIR`; default runs/sweep-merge-<time>)")
+	return cmd
+}
+
+func cmdSweepMerge(dirs []string, out string, stdout, stderr io.Writer) int {
+	if len(dirs) == 0 {
+		return fail(stderr, errors.New("sweep merge: name the shards' directories, e.g. sim sweep merge shard-1 shard-2"))
+	}
+	var shards []sweep.ShardResult
+	for _, dir := range dirs {
+		s, err := readShard(dir)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		shards = append(shards, s)
+	}
+	desc, rows, err := sweep.Merge(shards)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	desc.Version = version()
+	if out == "" {
+		out = filepath.Join("runs", "sweep-merge-"+time.Now().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fail(stderr, err)
+	}
+	// The plots' titles name the scenario; one this sim does not know
+	// (the shards came from another version) is drawn by its name.
+	sc, err := scenarios.Find(desc.Scenario)
+	if err != nil {
+		sc = &scenarios.Scenario{Name: desc.Scenario}
+	}
+	if err := writeSweep(out, sc, rows); err != nil {
+		return fail(stderr, err)
+	}
+	if err := sweep.WriteDescription(filepath.Join(out, "sweep.json"), desc); err != nil {
+		return fail(stderr, err)
+	}
+	printSweep(stdout, rows)
+	fmt.Fprintf(stdout, "%d trials from %d shards; %s\n", rowsTrials(rows), len(shards), filepath.Join(out, "sweep.csv"))
+	return exitOK
+}
+
+// readShard reads a shard's sweep.json and sweep.csv.
+func readShard(dir string) (sweep.ShardResult, error) {
+	s := sweep.ShardResult{Dir: dir}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return s, fmt.Errorf("%s: not a directory (name the directories sim sweep --shard wrote)", dir)
+	}
+	var err error
+	if s.Desc, err = sweep.ReadDescription(filepath.Join(dir, "sweep.json")); errors.Is(err, os.ErrNotExist) {
+		return s, fmt.Errorf("%s: no sweep.json (a shard's directory holds sweep.json and sweep.csv)", dir)
+	} else if err != nil {
+		return s, err
+	}
+	f, err := os.Open(filepath.Join(dir, "sweep.csv"))
+	if err != nil {
+		return s, fmt.Errorf("%s: no sweep.csv (a shard's directory holds sweep.json and sweep.csv)", dir)
+	}
+	defer f.Close()
+	if s.Rows, err = sweep.ReadCSV(f); err != nil {
+		return s, fmt.Errorf("%s: %v", filepath.Join(dir, "sweep.csv"), err)
+	}
+	return s, nil
+}
