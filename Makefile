@@ -32,10 +32,13 @@ test-deps:
 # docker readies the docker backend (--backend docker): Debian's docker.io
 # and a running dockerd (docker/start-engine), then the default images,
 # built here from Debian's packages without any registry
-# (docker/build-images; about 3 minutes the first time, kept after).
+# (docker/build-images; 2 to 3 minutes the first time, kept after), and
+# bin/sim with the C compiler its clock shim needs.
 docker:
+	@$(MAKE) --no-print-directory install PKGS="gcc"
 	@docker/start-engine
 	@docker/build-images
+	@$(MAKE) --no-print-directory build
 
 # install apt-installs the packages of PKGS whose program is missing.
 install:
