@@ -46,10 +46,11 @@ func (c *cli) sweepCmd() *cobra.Command {
 write sweep.csv (one row per lock and point: trials, trials with a
 violation, rate and its 95% Wilson interval, violations per 1000 critical
 sections, trials with damage, damage rate and interval, writes refused by
-the fence) and damage.png/.svg and violations.png/.svg, one line per lock
-with its interval as a band, and sweep.json, what was swept. A bar (on a
-terminal) or a line every 10 s (otherwise) shows the progress and the time
-left.
+the fence, and the counts behind the rates), sweep.json (what was swept)
+and damage.png/.svg and violations.png/.svg, one line per lock with its
+interval as a band. --backend docker runs the servers in containers. A
+bar (on a terminal) or a line every 10 s (otherwise) shows the progress
+and the time left.
 
 To spread a sweep over N machines (a CI matrix), run it on each with the
 same flags and the same --seed, adding --shard I/N (I from 1 to N): each
