@@ -144,7 +144,13 @@ func Merge(shards []ShardResult) (Description, []Row, error) {
 	}
 	for i := 1; i <= n; i++ {
 		if _, ok := by[i]; !ok {
-			return Description{}, nil, fmt.Errorf("shard %d/%d missing: none of the %d directories given is it", i, n, len(shards))
+			var given []string
+			for j := 1; j <= n; j++ {
+				if dir, ok := by[j]; ok {
+					given = append(given, fmt.Sprintf("%d/%d in %s", j, n, dir))
+				}
+			}
+			return Description{}, nil, fmt.Errorf("shard %d/%d missing: the directories given hold %s", i, n, strings.Join(given, ", "))
 		}
 	}
 	rows := make([]Row, len(first.Rows))

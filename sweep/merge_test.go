@@ -122,7 +122,7 @@ func TestMergeRefuses(t *testing.T) {
 		shape func(s []ShardResult) []ShardResult
 		want  string
 	}{
-		{"missing", func(s []ShardResult) []ShardResult { return s[:2] }, "shard 3/3 missing"},
+		{"missing", func(s []ShardResult) []ShardResult { return s[:2] }, "shard 3/3 missing: the directories given hold 1/3 in shard1, 2/3 in shard2"},
 		{"twice", func(s []ShardResult) []ShardResult { s[2] = s[1]; s[2].Dir = "again"; return s }, "again: shard 2/3 again (shard2 is shard 2/3 too)"},
 		{"seed", func(s []ShardResult) []ShardResult { s[1].Desc.Seed = 8; return s }, `shard2: seed "8", but shard1 has "7"`},
 		{"locks", func(s []ShardResult) []ShardResult { s[2].Desc.Locks = []string{"redis"}; return s }, `shard3: locks "redis", but shard1`},

@@ -92,7 +92,7 @@ func TestSweepShardsMerge(t *testing.T) {
 		dirs []string
 		want string
 	}{
-		{[]string{s1}, "shard 2/2 missing"},
+		{[]string{s1}, "shard 2/2 missing: the directories given hold 1/2 in " + s1},
 		{[]string{s1, otherSeed}, otherSeed + `: seed "8", but ` + s1 + ` has "7": not shards of one sweep`},
 		{[]string{s1, again, s2}, again + ": shard 1/2 again (" + s1 + " is shard 1/2 too)"},
 		{[]string{s1, whole}, whole + ": not a shard"},
