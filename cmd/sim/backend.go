@@ -12,7 +12,7 @@ import (
 
 // backendFlags adds --backend and the docker backend's image flags.
 func backendFlags(f *pflag.FlagSet, b *runner.Backend) {
-	f.StringVar(&b.Name, "backend", "", "where the servers run: `local` child processes or docker containers (make docker readies the engine and the default images; DOCKER_HOST is honoured) (default: the scenario's backend field, else local)")
+	f.StringVar(&b.Name, "backend", "", "where the servers run: `local` child processes or docker containers (make docker readies the engine and the default images; DOCKER_HOST may name another engine on this machine) (default: the scenario's backend field, else local)")
 	f.StringVar(&b.RedisImage, "redis-image", "", "the docker backend's Redis `IMAGE`: a glibc-based image with redis-server on its PATH, e.g. redis:7.2-bookworm or valkey/valkey:8 (default "+env.DefaultRedisImage+")")
 	f.StringVar(&b.PostgresImage, "postgres-image", "", "the docker backend's PostgreSQL `IMAGE`: initdb and postgres on its PATH and a postgres user, e.g. postgres:17 (default "+env.DefaultPostgresImage+")")
 	f.StringVar(&b.EtcdImage, "etcd-image", "", "the docker backend's etcd `IMAGE`, etcd on its PATH (default "+env.DefaultEtcdImage+")")
