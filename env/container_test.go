@@ -83,13 +83,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func TestPostgresInContainer(t *testing.T) {
 	needDocker(t, DefaultPostgresImage)
 	pg := startPG(t, "", PostgresOptions{Image: DefaultPostgresImage, IdleSessionTimeout: time.Hour})
-	c1, c2 := pgConnect(t, pg), pgConnect(t, pg)
-	if ok, err := tryAdvisory(t, c1, 42); err != nil || !ok {
-		t.Fatalf("first session: got %v, %v; want the lock", ok, err)
-	}
-	if ok, err := tryAdvisory(t, c2, 42); err != nil || ok {
-		t.Fatalf("second session: got %v, %v; want refused", ok, err)
-	}
+	_, c2 := heldAndRefused(t, pg, 42)
 	ctx := context.Background()
 	var timeout string
 	if err := c2.QueryRow(ctx, `SHOW idle_session_timeout`).Scan(&timeout); err != nil || timeout != "1h" {

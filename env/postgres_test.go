@@ -41,6 +41,20 @@ func pgConnect(t *testing.T, pg *Postgres) *pgx.Conn {
 	return c
 }
 
+// heldAndRefused opens two sessions: the first takes advisory lock key,
+// the second is refused it.
+func heldAndRefused(t *testing.T, pg *Postgres, key int64) (c1, c2 *pgx.Conn) {
+	t.Helper()
+	c1, c2 = pgConnect(t, pg), pgConnect(t, pg)
+	if ok, err := tryAdvisory(t, c1, key); err != nil || !ok {
+		t.Fatalf("first session: got %v, %v; want the lock", ok, err)
+	}
+	if ok, err := tryAdvisory(t, c2, key); err != nil || ok {
+		t.Fatalf("second session: got %v, %v; want refused", ok, err)
+	}
+	return c1, c2
+}
+
 func tryAdvisory(t *testing.T, c *pgx.Conn, key int64) (bool, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -57,13 +71,7 @@ func tryAdvisory(t *testing.T, c *pgx.Conn, key int64) (bool, error) {
 func TestPostgresStartLockResetStop(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pg")
 	pg := startPG(t, dir, PostgresOptions{})
-	c1, c2 := pgConnect(t, pg), pgConnect(t, pg)
-	if ok, err := tryAdvisory(t, c1, 42); err != nil || !ok {
-		t.Fatalf("first session: got %v, %v; want the lock", ok, err)
-	}
-	if ok, err := tryAdvisory(t, c2, 42); err != nil || ok {
-		t.Fatalf("second session: got %v, %v; want refused", ok, err)
-	}
+	c1, _ := heldAndRefused(t, pg, 42)
 
 	ctx := context.Background()
 	if err := pg.Reset(ctx); err != nil {
