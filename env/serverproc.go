@@ -70,7 +70,8 @@ func (s *serverProc) Crash() {
 // it keeps its connections but answers nothing until Resume.
 func (s *serverProc) Pause() error { return s.freeze("pause", process.Freeze, true) }
 
-// Resume continues a paused process (SIGCONT; docker unpause).
+// Resume continues a paused process (SIGCONT; docker unpause); on one not
+// paused it does nothing.
 func (s *serverProc) Resume() error { return s.freeze("resume", process.Thaw, false) }
 
 func (s *serverProc) freeze(verb string, do func(process) error, paused bool) error {
@@ -78,6 +79,9 @@ func (s *serverProc) freeze(verb string, do func(process) error, paused bool) er
 	defer s.mu.Unlock()
 	if s.proc == nil {
 		return fmt.Errorf("%s %s: not started", verb, s.what)
+	}
+	if !paused && !s.paused {
+		return nil // resumed already (a container refuses a second unpause)
 	}
 	if err := do(s.proc); err != nil {
 		return fmt.Errorf("%s %s: %w", verb, s.what, err)
