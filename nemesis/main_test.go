@@ -59,9 +59,42 @@ func needRedis(t *testing.T) {
 	}
 }
 
+// redisImage, when set, runs every server startRedis starts in a
+// container of that image (TestFaultsOnContainers).
+var redisImage string
+
+// TestFaultsOnContainers plays the server faults' tests again with every
+// Redis server a container of the docker backend (make test builds the
+// image): the freezer for a pause, a forced remove for a crash, the shim
+// mounted for a clock jump, a replica container for a failover.
+func TestFaultsOnContainers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := env.CheckImage(ctx, env.DefaultRedisImage); err != nil {
+		t.Fatalf("%v (make test runs make docker first)", err)
+	}
+	redisImage = env.DefaultRedisImage
+	defer func() { redisImage = "" }()
+	for name, test := range map[string]func(*testing.T){
+		"pause":         TestPauseServerAnswersAfterResume,
+		"crash":         TestCrashRestartPersistence,
+		"delayed-crash": TestCrashDelayedRestart,
+		"clock-jump":    TestClockJumpExpiresKey,
+		"clock-drift":   TestClockDriftRate,
+		"failover":      TestFailoverLosesUnreplicatedKey,
+	} {
+		t.Run(name, test)
+	}
+}
+
 func startRedis(t *testing.T, o env.RedisOptions) *env.Redis {
 	t.Helper()
-	needRedis(t)
+	if o.Image == "" {
+		o.Image = redisImage
+	}
+	if o.Image == "" {
+		needRedis(t)
+	}
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
