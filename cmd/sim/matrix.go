@@ -53,7 +53,10 @@ a table with a row per scenario and a column per lock. A cell says the
 verdict and whether it is the one the story expects, and the
 counterfactual's verdict; or "story did not happen:" and why (the lock did
 not behave as the story tells: a finding, not a failure), or "unknown" (the
-machine was too slow for the story), or n/a.
+machine was too slow for the story), or n/a. With --client-cmd, a story
+the client program cannot tell (a write to the protected storage, a fence,
+a watchdog: worker protocol v1 has acquire, release and extend) is n/a too;
+the HTML table's cell says why.
 
 Exit codes: 0 every cell ran (verdicts that differ from the story's are
 findings, not errors), 2 bad input or a cell the harness could not run,
@@ -167,8 +170,9 @@ func containsString(list []string, s string) bool {
 }
 
 // planMatrix builds the table's cells, each with the story as it runs
-// with its lock (nil: n/a).
-func planMatrix(locks []string, list []*scenarios.Scenario, out string) (*matrix, map[*matrixCell]variant) {
+// with its lock (nil: n/a). With a client program (clientCmd), a story it
+// cannot tell (a write, a fence, a watchdog: protocol v1 has none) is n/a.
+func planMatrix(locks []string, list []*scenarios.Scenario, out string, clientCmd []string) (*matrix, map[*matrixCell]variant) {
 	m := &matrix{Locks: locks, Scenarios: list, Cells: map[[2]string]*matrixCell{}}
 	plays := map[*matrixCell]variant{}
 	for _, l := range locks {
@@ -176,6 +180,9 @@ func planMatrix(locks []string, list []*scenarios.Scenario, out string) (*matrix
 			c := &matrixCell{Lock: l, Scenario: sc.Name, Expected: sc.Expected, Dir: filepath.Join(out, l, sc.Name)}
 			m.Cells[[2]string{l, sc.Name}] = c
 			v, err := withLock(sc, l)
+			if err == nil && len(clientCmd) > 0 {
+				err = v.sc.ExternalClientProblem()
+			}
 			if err != nil {
 				c.NA = err.Error()
 				continue
@@ -214,7 +221,7 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 	if o.out == "" {
 		o.out = filepath.Join("runs", "matrix-"+time.Now().Format("20060102-150405"))
 	}
-	m, plays := planMatrix(locks, list, o.out)
+	m, plays := planMatrix(locks, list, o.out, strings.Fields(o.clientCmd))
 	if len(plays) == 0 {
 		return fail(stderr, fmt.Errorf("no scenario given can be played with %s: each needs other servers or more nodes (sim list shows each scenario's lock)", strings.Join(locks, ", ")))
 	}

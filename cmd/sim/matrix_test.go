@@ -141,3 +141,30 @@ func TestMatrixBadInputExits2(t *testing.T) {
 		})
 	}
 }
+
+// TestMatrixClientProgramNA: with a client program, a story that writes to
+// the protected storage is n/a (protocol v1 has no writes), and a story
+// without one is played.
+func TestMatrixClientProgramNA(t *testing.T) {
+	var list []*scenarios.Scenario
+	for _, name := range []string{"redlock-clock-jump", "redlock-pause-after-acquire"} {
+		sc, err := scenarios.Find(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, sc)
+	}
+	for _, tc := range []struct {
+		clientCmd []string
+		na        bool
+	}{{nil, false}, {[]string{"node", "client.js"}, true}} {
+		m, plays := planMatrix([]string{"redlock"}, list, t.TempDir(), tc.clientCmd)
+		jump, pause := m.Cells[[2]string{"redlock", "redlock-clock-jump"}], m.Cells[[2]string{"redlock", "redlock-pause-after-acquire"}]
+		if jump.NA != "" || plays[jump].sc == nil {
+			t.Errorf("client %v: redlock-clock-jump is n/a (%s), want it played", tc.clientCmd, jump.NA)
+		}
+		if got := pause.NA != ""; got != tc.na || (tc.na && !strings.Contains(pause.NA, "protocol v1")) {
+			t.Errorf("client %v: redlock-pause-after-acquire n/a = %q, want n/a %v (protocol v1 has no writes)", tc.clientCmd, pause.NA, tc.na)
+		}
+	}
+}
