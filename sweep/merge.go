@@ -156,10 +156,11 @@ func Merge(shards []ShardResult) (Description, []Row, error) {
 	rows := make([]Row, len(first.Rows))
 	for i := range rows {
 		r := first.Rows[i]
-		r.Trials, r.Violated, r.Damaged, r.Violations, r.CriticalSections, r.Refused, r.Injected = 0, 0, 0, 0, 0, 0, 0
+		r.Trials, r.Unknown, r.Violated, r.Damaged, r.Violations, r.CriticalSections, r.Refused, r.Injected = 0, 0, 0, 0, 0, 0, 0, 0
 		for _, s := range shards {
 			o := s.Rows[i]
 			r.Trials += o.Trials
+			r.Unknown += o.Unknown
 			r.Violated += o.Violated
 			r.Damaged += o.Damaged
 			r.Violations += o.Violations

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"locksim/checker"
 	"locksim/clients"
 	"locksim/runner"
 	"locksim/scenarios"
@@ -53,7 +54,10 @@ type Row struct {
 	// Resolved is the value as used: Value resolved against TTL.
 	Resolved time.Duration
 	TTL      time.Duration
-	Trials   int
+	// Trials counts the trials played; Unknown, those of them without a
+	// verdict (the timing guard found the machine too slow for the
+	// trial). Every other count is over the Decided ones.
+	Trials, Unknown int
 	// Violated counts the trials with any finding (two holders at once,
 	// a lost update, a stale write, a fence gone backwards).
 	Violated int
@@ -69,9 +73,12 @@ type Row struct {
 	Injected int
 }
 
-// Rate is Violated/Trials; DamageRate is Damaged/Trials.
-func (r Row) Rate() float64       { return frac(r.Violated, r.Trials) }
-func (r Row) DamageRate() float64 { return frac(r.Damaged, r.Trials) }
+// Decided counts the trials with a verdict: the rates' denominator.
+func (r Row) Decided() int { return r.Trials - r.Unknown }
+
+// Rate is Violated/Decided; DamageRate is Damaged/Decided.
+func (r Row) Rate() float64       { return frac(r.Violated, r.Decided()) }
+func (r Row) DamageRate() float64 { return frac(r.Damaged, r.Decided()) }
 
 // PerThousand is the findings per 1000 critical sections.
 func (r Row) PerThousand() float64 {
@@ -232,6 +239,16 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 					return nil, fmt.Errorf("%s, %s=%s, trial %d: %w", locks[li], param.Key, val.Format(param.Key), ti+1, err)
 				}
 				row.Trials++
+				if tr.Check.Verdict == checker.Unknown {
+					// No verdict: a violation on a stalled machine may
+					// be the stall's, and a clean trial may not have
+					// happened as planned. Counted apart, in no rate.
+					row.Unknown++
+					if o.Progress != nil {
+						o.Progress.Step(fmt.Sprintf("%s %s=%s", locks[li], param.Key, val.Format(param.Key)))
+					}
+					continue
+				}
 				if tr.Violated() {
 					row.Violated++
 				}
@@ -294,7 +311,7 @@ func (v Value) Format(key string) string {
 // Header is the CSV's first line.
 var Header = []string{"lock", "param", "value", "value_per_ttl", "ttl", "trials", "trials_violated", "rate",
 	"rate_low95", "rate_high95", "violations_per_1000_cs", "trials_damaged", "damage_rate",
-	"damage_low95", "damage_high95", "fenced_rejections", "critical_sections", "faults_struck", "violations"}
+	"damage_low95", "damage_high95", "fenced_rejections", "critical_sections", "faults_struck", "violations", "trials_unknown"}
 
 // WriteCSV writes the rows under Header. Rates are fractions (0 to 1);
 // every count is also there as a count (ReadCSV reads them back), so that
@@ -306,8 +323,8 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	}
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 	for _, r := range rows {
-		lo, hi := Wilson(r.Violated, r.Trials)
-		dlo, dhi := Wilson(r.Damaged, r.Trials)
+		lo, hi := Wilson(r.Violated, r.Decided())
+		dlo, dhi := Wilson(r.Damaged, r.Decided())
 		value, perTTL := time.Duration(r.Resolved).String(), f(float64(r.Resolved)/float64(r.TTL))
 		if r.Param == "drift" {
 			value, perTTL = strconv.FormatFloat(r.Value.X, 'g', 4, 64), ""
@@ -315,7 +332,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		rec := []string{r.Lock, r.Param, value, perTTL, r.TTL.String(), strconv.Itoa(r.Trials), strconv.Itoa(r.Violated),
 			f(r.Rate()), f(lo), f(hi), f(r.PerThousand()), strconv.Itoa(r.Damaged), f(r.DamageRate()),
 			f(dlo), f(dhi), strconv.Itoa(r.Refused), strconv.Itoa(r.CriticalSections), strconv.Itoa(r.Injected),
-			strconv.Itoa(r.Violations)}
+			strconv.Itoa(r.Violations), strconv.Itoa(r.Unknown)}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -342,7 +359,7 @@ func ReadCSV(r io.Reader) ([]Row, error) {
 	}
 	for _, h := range Header {
 		if _, ok := col[h]; !ok {
-			return nil, fmt.Errorf("line 1: no %s column (a sweep.csv of an older sim has no violations column: play it again)", h)
+			return nil, fmt.Errorf("line 1: no %s column (a sweep.csv of an older sim lacks it: play the sweep again)", h)
 		}
 	}
 	var rows []Row
@@ -392,7 +409,7 @@ func parseRow(rec []string, col map[string]int) (Row, error) {
 		name string
 		n    *int
 	}{
-		{"trials", &r.Trials}, {"trials_violated", &r.Violated}, {"trials_damaged", &r.Damaged},
+		{"trials", &r.Trials}, {"trials_unknown", &r.Unknown}, {"trials_violated", &r.Violated}, {"trials_damaged", &r.Damaged},
 		{"violations", &r.Violations}, {"critical_sections", &r.CriticalSections},
 		{"fenced_rejections", &r.Refused}, {"faults_struck", &r.Injected},
 	} {
@@ -401,8 +418,8 @@ func parseRow(rec []string, col map[string]int) (Row, error) {
 			return Row{}, fmt.Errorf("%s: expected a count, got %q", c.name, s)
 		}
 	}
-	if r.Violated > r.Trials || r.Damaged > r.Trials {
-		return Row{}, fmt.Errorf("%d trials, %d violated, %d damaged: more than played", r.Trials, r.Violated, r.Damaged)
+	if r.Unknown > r.Trials || r.Violated > r.Decided() || r.Damaged > r.Decided() {
+		return Row{}, fmt.Errorf("%d trials (%d unknown), %d violated, %d damaged: more than played", r.Trials, r.Unknown, r.Violated, r.Damaged)
 	}
 	return r, nil
 }

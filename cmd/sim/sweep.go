@@ -46,7 +46,8 @@ func (c *cli) sweepCmd() *cobra.Command {
 write sweep.csv (one row per lock and point: trials, trials with a
 violation, rate and its 95% Wilson interval, violations per 1000 critical
 sections, trials with damage, damage rate and interval, writes refused by
-the fence, and the counts behind the rates), sweep.json (what was swept)
+the fence, and the counts behind the rates; a trial the machine was too
+slow for is counted apart, in trials_unknown, and in no rate), sweep.json (what was swept)
 and damage.png/.svg and violations.png/.svg, one line per lock with its
 interval as a band. --backend docker runs the servers in containers. A
 bar (on a terminal) or a line every 10 s (otherwise) shows the progress
@@ -234,9 +235,9 @@ func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
 		k                   func(sweep.Row) (int, int)
 	}{
 		{"damage", "trials with a lost update or stale write (%)", "Damage to the protected data",
-			func(r sweep.Row) (int, int) { return r.Damaged, r.Trials }},
+			func(r sweep.Row) (int, int) { return r.Damaged, r.Decided() }},
 		{"violations", "trials where the lock or the data was violated (%)", "Lock or data violated",
-			func(r sweep.Row) (int, int) { return r.Violated, r.Trials }},
+			func(r sweep.Row) (int, int) { return r.Violated, r.Decided() }},
 	} {
 		rp := reports.RatePlot{Title: fmt.Sprintf("%s: %s against %s", sc.Name, strings.ToLower(plot.title[:1])+plot.title[1:], what),
 			XLabel: xlabel, YLabel: plot.ylabel, Mark: mark, MarkLabel: key + " = TTL"}
@@ -249,6 +250,9 @@ func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
 				rp.Series = append(rp.Series, reports.Series{Name: r.Lock, Dashed: reports.IsFenced(r.Lock)})
 			}
 			k, n := plot.k(r)
+			if n == 0 {
+				continue // every trial of the point was unknown: no rate
+			}
 			lo, hi := sweep.Wilson(k, n)
 			s := &rp.Series[i]
 			s.X = append(s.X, r.X())
@@ -265,11 +269,11 @@ func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
 // printSweep prints the rows as a table.
 func printSweep(w io.Writer, rows []sweep.Row) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOCK\tVALUE\tVIOLATED\tDAMAGED\tPER 1000 CS\tFENCED REJECTIONS")
+	fmt.Fprintln(tw, "LOCK\tVALUE\tVIOLATED\tDAMAGED\tPER 1000 CS\tFENCED REJECTIONS\tUNKNOWN")
 	for _, r := range rows {
-		lo, hi := sweep.Wilson(r.Damaged, r.Trials)
-		fmt.Fprintf(tw, "%s\t%s=%s\t%d/%d\t%d/%d (95%%: %.0f-%.0f%%)\t%.1f\t%d\n", r.Lock, r.Param, r.Value.Format(r.Param),
-			r.Violated, r.Trials, r.Damaged, r.Trials, 100*lo, 100*hi, r.PerThousand(), r.Refused)
+		lo, hi := sweep.Wilson(r.Damaged, r.Decided())
+		fmt.Fprintf(tw, "%s\t%s=%s\t%d/%d\t%d/%d (95%%: %.0f-%.0f%%)\t%.1f\t%d\t%d\n", r.Lock, r.Param, r.Value.Format(r.Param),
+			r.Violated, r.Decided(), r.Damaged, r.Decided(), 100*lo, 100*hi, r.PerThousand(), r.Refused, r.Unknown)
 	}
 	tw.Flush()
 }
