@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,14 +268,7 @@ func (b *Pgbouncer) Pid() int {
 // send): pgbouncer 1.18 in transaction mode does not keep a client's
 // prepared statements, which pgx's default mode relies on.
 func (b *Pgbouncer) DSN(addr string) string {
-	u := url.URL{
-		Scheme:   "postgres",
-		User:     url.User("postgres"),
-		Host:     addr,
-		Path:     "/postgres",
-		RawQuery: "sslmode=disable&connect_timeout=5&default_query_exec_mode=simple_protocol",
-	}
-	return u.String()
+	return postgresDSN(addr, "default_query_exec_mode=simple_protocol")
 }
 
 // Stop shuts pgbouncer down (SIGTERM, its immediate shutdown, which
@@ -286,13 +278,8 @@ func (b *Pgbouncer) Stop() {
 	if b == nil {
 		return
 	}
-	if b.proc != nil && !b.proc.Exited() {
-		_ = syscall.Kill(b.proc.Pid(), syscall.SIGTERM)
-		select {
-		case <-b.proc.Done():
-		case <-time.After(2 * time.Second):
-		}
-		b.proc.Kill()
+	if b.proc != nil {
+		stopGently(b.proc, syscall.SIGTERM, 2*time.Second)
 	}
 	if b.dir != "" {
 		RemoveTempDir(b.dir)

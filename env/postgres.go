@@ -422,15 +422,32 @@ func (pg *Postgres) Pid() int {
 // DSN is a connection string to database postgres as user postgres at
 // addr (host:port), so that a caller can aim it at a toxiproxy proxy in
 // front of the server instead of Addr itself.
-func (pg *Postgres) DSN(addr string) string {
-	u := url.URL{
-		Scheme:   "postgres",
-		User:     url.User("postgres"),
-		Host:     addr,
-		Path:     "/postgres",
-		RawQuery: "sslmode=disable&connect_timeout=5",
+func (pg *Postgres) DSN(addr string) string { return postgresDSN(addr, "") }
+
+// postgresDSN is a connection string to database postgres as user
+// postgres at addr, with the query parameters extra ("a=b&c=d") added.
+func postgresDSN(addr, extra string) string {
+	q := "sslmode=disable&connect_timeout=5"
+	if extra != "" {
+		q += "&" + extra
 	}
+	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Host: addr, Path: "/postgres", RawQuery: q}
 	return u.String()
+}
+
+// stopGently sends sig to p's main process, waits up to d for it to
+// exit, then kills its whole group (SIGKILL and SIGCONT, so that a
+// member stopped by a fault goes too).
+func stopGently(p process, sig syscall.Signal, d time.Duration) {
+	if p == nil || p.Exited() {
+		return
+	}
+	_ = syscall.Kill(p.Pid(), sig)
+	select {
+	case <-p.Done():
+	case <-time.After(d):
+	}
+	p.Kill()
 }
 
 // Stop shuts the server down (fast shutdown: SIGINT to the postmaster,
@@ -443,16 +460,7 @@ func (pg *Postgres) Stop() {
 		c.Kill() // the cluster lives in the container: it goes with it
 		return
 	}
-	if pg.proc != nil && !pg.proc.Exited() {
-		_ = syscall.Kill(pg.proc.Pid(), syscall.SIGINT)
-		select {
-		case <-pg.proc.Done():
-		case <-time.After(5 * time.Second):
-		}
-		// Past 5s (a backend SIGSTOPped by a fault, say), SIGKILL and
-		// SIGCONT the whole group.
-		pg.proc.Kill()
-	}
+	stopGently(pg.proc, syscall.SIGINT, 5*time.Second) // fast shutdown
 	if pg.dir != "" {
 		RemoveTempDir(pg.dir)
 	}
