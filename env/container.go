@@ -89,13 +89,13 @@ func dockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {
 	}
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
+		return nil, fmt.Errorf("%w (testcontainers-go: %v)", ErrNoDocker, err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := cli.Ping(pctx, client.PingOptions{}); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("%w: %v", ErrNoDocker, err)
+		return nil, fmt.Errorf("%w (testcontainers-go: %v)", ErrNoDocker, err)
 	}
 	dockerCli = cli
 	return cli, nil
