@@ -31,13 +31,13 @@ func (r *run) backend() Backend {
 	if b.Name != "docker" {
 		return Backend{Name: b.Name}
 	}
-	b.RedisImage = or(b.RedisImage, env.DefaultRedisImage)
-	b.PostgresImage = or(b.PostgresImage, env.DefaultPostgresImage)
-	b.EtcdImage = or(b.EtcdImage, env.DefaultEtcdImage)
+	b.RedisImage = orDefault(b.RedisImage, env.DefaultRedisImage)
+	b.PostgresImage = orDefault(b.PostgresImage, env.DefaultPostgresImage)
+	b.EtcdImage = orDefault(b.EtcdImage, env.DefaultEtcdImage)
 	return b
 }
 
-func or(s, def string) string {
+func orDefault(s, def string) string {
 	if s != "" {
 		return s
 	}
