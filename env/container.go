@@ -228,8 +228,13 @@ func (c *Container) Exited() bool {
 	}
 }
 
-// Err is why it stopped, if it stopped by itself.
-func (c *Container) Err() error { return c.err }
+// Err is why it stopped, if it stopped by itself (nil while it runs).
+func (c *Container) Err() error {
+	if !c.Exited() {
+		return nil
+	}
+	return c.err
+}
 
 // Freeze pauses every process of the container with the cgroup freezer
 // (docker pause): its sockets stay open and nothing answers.
