@@ -212,7 +212,7 @@ func (c *Container) watch(cli *testcontainers.DockerClient) {
 	close(c.done)
 }
 
-// Pid is the server's pid on the host (0 once it stopped).
+// Pid is the pid, on the host, of the process the container started.
 func (c *Container) Pid() int { return c.pid }
 
 // Done is closed when the container has stopped.
