@@ -1,10 +1,16 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,9 +92,77 @@ func BenchmarkGeneratorThroughput(b *testing.B) {
 	b.ReportMetric(g, "gen-cycles/s")
 	b.ReportMetric(f, "floor-cycles/s")
 	b.ReportMetric(100*g/f, "gen/floor-%")
+	// The same floor loop with each client a process of its own, as the
+	// generator's clients are: what one process per client costs here.
+	if err := t.reset(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var procs []float64
+	for range 3 {
+		c, err := floorProcesses(redisAddr, pgDSN, sc.Clients, benchLoop, sc.TTL.Duration)
+		if err != nil {
+			b.Fatal(err)
+		}
+		procs = append(procs, c/benchLoop.Seconds())
+	}
+	b.ReportMetric(median(procs), "floor-procs-cycles/s")
+	b.ReportMetric(100*g/median(procs), "gen/floor-procs-%")
 	b.ReportMetric(median(genOps), "gen-ops/s")
 	b.ReportMetric(median(floorOps), "floor-ops/s")
 	b.ReportMetric(0, "ns/op")
+}
+
+// floorProcessEnv makes the test binary one client of floorProcesses.
+const floorProcessEnv = "LOCKSIM_FLOOR_PROCESS"
+
+// floorProcesses runs floorLoop as n processes of one client each (this
+// test binary, re-executed) and returns the cycles they made together.
+func floorProcesses(redisAddr, pgDSN string, n int, d, ttl time.Duration) (float64, error) {
+	outs := make([]bytes.Buffer, n)
+	cmds := make([]*exec.Cmd, n)
+	for i := range cmds {
+		cmds[i] = exec.Command(os.Args[0], "-test.run=^TestFloorProcess$")
+		cmds[i].Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d|%d|%d", floorProcessEnv, redisAddr, pgDSN, d, ttl, i))
+		cmds[i].Stdout = &outs[i]
+		if err := cmds[i].Start(); err != nil {
+			return 0, err
+		}
+	}
+	total := 0.0
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			return 0, fmt.Errorf("floor process %d: %v: %s", i, err, outs[i].String())
+		}
+		var cycles float64
+		if _, err := fmt.Sscanf(outs[i].String(), "cycles %g", &cycles); err != nil {
+			return 0, fmt.Errorf("floor process %d said %q", i, outs[i].String())
+		}
+		total += cycles
+	}
+	return total, nil
+}
+
+// TestFloorProcess is one client of floorProcesses (only when re-executed
+// by it; otherwise it has nothing to do and passes).
+func TestFloorProcess(t *testing.T) {
+	spec := os.Getenv(floorProcessEnv)
+	if spec == "" {
+		return
+	}
+	var redisAddr, pgDSN string
+	var d, ttl time.Duration
+	f := strings.Split(spec, "|")
+	redisAddr, pgDSN = f[0], f[1]
+	dn, _ := strconv.ParseInt(f[2], 10, 64)
+	tn, _ := strconv.ParseInt(f[3], 10, 64)
+	d, ttl = time.Duration(dn), time.Duration(tn)
+	runtime.GOMAXPROCS(1) // as a worker runs
+	cycles, _, err := floorLoop(context.Background(), redisAddr, pgDSN, 1, d, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("cycles %g\n", cycles)
+	os.Exit(0)
 }
 
 // floorLoop is the loopback floor: n goroutines looping the generator's
