@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // ErrPgbouncerNotFound says the pgbouncer binary is not installed.
@@ -218,31 +216,8 @@ func (b *Pgbouncer) start(ctx context.Context, bin string, pg *Postgres, cred *s
 
 	// Wait until a query through it is answered: pgbouncer listens, and
 	// reaches the server only for a client.
-	var last error
-	for {
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		conn, err := pgx.Connect(cctx, b.DSN(b.Addr()))
-		if err == nil {
-			var one int
-			err = conn.QueryRow(cctx, "SELECT 1").Scan(&one)
-			conn.Close(cctx)
-		}
-		cancel()
-		if err == nil {
-			return nil
-		}
-		last = err
-		select {
-		case <-proc.Done():
-			logTail, _ := os.ReadFile(b.log)
-			return fmt.Errorf("pgbouncer exited at start-up: %v\n%s", proc.err, lastLines(logTail, 15))
-		case <-ctx.Done():
-			proc.Kill()
-			logTail, _ := os.ReadFile(b.log)
-			return fmt.Errorf("pgbouncer did not answer a query within %v: %v\n%s", b.opts.StartTimeout, last, lastLines(logTail, 15))
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return waitQuery(ctx, b.DSN(b.Addr()), proc, logTail(b.log),
+		"pgbouncer exited at start-up", fmt.Sprintf("pgbouncer did not answer a query within %v", b.opts.StartTimeout))
 }
 
 // Addr is host:port of pgbouncer on 127.0.0.1.

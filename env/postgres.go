@@ -325,10 +325,7 @@ func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
 		return err
 	}
 	pg.proc = proc
-	return pg.waitReady(ctx, func() string {
-		logTail, _ := os.ReadFile(pg.log)
-		return lastLines(logTail, 15)
-	})
+	return pg.waitReady(ctx, logTail(pg.log))
 }
 
 // startPostgresContainer runs the cluster in a container of o.Image: initdb
@@ -368,11 +365,18 @@ func (pg *Postgres) Image() string { return pg.opts.Image }
 // connections, then says "starting up", before it is ready); tail is the
 // end of its log, for errors.
 func (pg *Postgres) waitReady(ctx context.Context, tail func() string) error {
-	proc := pg.proc
+	return waitQuery(ctx, pg.DSN(pg.Addr()), pg.proc, tail,
+		"postgres exited at start-up", fmt.Sprintf("postgres did not accept connections within %v", pg.opts.StartTimeout))
+}
+
+// waitQuery waits until dsn answers SELECT 1, the server's process p
+// exits (exited, and why) or ctx ends (p killed; late, and the last
+// error); tail is the end of the server's log, for errors.
+func waitQuery(ctx context.Context, dsn string, p process, tail func() string, exited, late string) error {
 	var last error
 	for {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		conn, err := pgx.Connect(cctx, pg.DSN(pg.Addr()))
+		conn, err := pgx.Connect(cctx, dsn)
 		if err == nil {
 			var one int
 			err = conn.QueryRow(cctx, "SELECT 1").Scan(&one)
@@ -384,13 +388,21 @@ func (pg *Postgres) waitReady(ctx context.Context, tail func() string) error {
 		}
 		last = err
 		select {
-		case <-proc.Done():
-			return fmt.Errorf("postgres exited at start-up: %v\n%s", proc.Err(), tail())
+		case <-p.Done():
+			return fmt.Errorf("%s: %v\n%s", exited, p.Err(), tail())
 		case <-ctx.Done():
-			proc.Kill()
-			return fmt.Errorf("postgres did not accept connections within %v: %v\n%s", pg.opts.StartTimeout, last, tail())
+			p.Kill()
+			return fmt.Errorf("%s: %v\n%s", late, last, tail())
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// logTail reads the last 15 lines of the log at path, for errors.
+func logTail(path string) func() string {
+	return func() string {
+		b, _ := os.ReadFile(path)
+		return lastLines(b, 15)
 	}
 }
 
