@@ -155,18 +155,10 @@ func Merge(shards []ShardResult) (Description, []Row, error) {
 	}
 	rows := make([]Row, len(first.Rows))
 	for i := range rows {
-		r := first.Rows[i]
-		r.Trials, r.Unknown, r.Violated, r.Damaged, r.Violations, r.CriticalSections, r.Refused, r.Injected = 0, 0, 0, 0, 0, 0, 0, 0
+		f := first.Rows[i]
+		r := Row{Lock: f.Lock, Param: f.Param, Value: f.Value, Resolved: f.Resolved, TTL: f.TTL}
 		for _, s := range shards {
-			o := s.Rows[i]
-			r.Trials += o.Trials
-			r.Unknown += o.Unknown
-			r.Violated += o.Violated
-			r.Damaged += o.Damaged
-			r.Violations += o.Violations
-			r.CriticalSections += o.CriticalSections
-			r.Refused += o.Refused
-			r.Injected += o.Injected
+			r.add(s.Rows[i])
 		}
 		if r.Trials != first.Desc.Trials {
 			return Description{}, nil, fmt.Errorf("%s at %s=%s: the shards played %d trials, want %d", r.Lock, r.Param,

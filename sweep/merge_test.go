@@ -43,15 +43,7 @@ func playSweep(d Description, s Shard) []Row {
 				if !s.Plays(l, pi, t, d.Points, d.Trials) {
 					continue
 				}
-				o := trialOutcome(l, pi, t)
-				r.Trials += o.Trials
-				r.Unknown += o.Unknown
-				r.Violated += o.Violated
-				r.Damaged += o.Damaged
-				r.Violations += o.Violations
-				r.CriticalSections += o.CriticalSections
-				r.Refused += o.Refused
-				r.Injected += o.Injected
+				r.add(trialOutcome(l, pi, t))
 			}
 			rows = append(rows, r)
 		}

@@ -73,6 +73,37 @@ type Row struct {
 	Injected int
 }
 
+// outcome is one trial's counts. A trial without a verdict counts as
+// unknown and nothing else: a violation on a stalled machine may be the
+// stall's, and a clean trial may not have happened as planned.
+func outcome(tr *runner.Trial) Row {
+	if tr.Check.Verdict == checker.Unknown {
+		return Row{Trials: 1, Unknown: 1}
+	}
+	o := Row{Trials: 1, Violations: tr.Check.Violations, CriticalSections: tr.Check.Mutex.Holds,
+		Refused: tr.Check.Fencing.Refused, Injected: tr.Injected}
+	if tr.Violated() {
+		o.Violated = 1
+	}
+	if tr.Damaged() {
+		o.Damaged = 1
+	}
+	return o
+}
+
+// add adds o's counts to r's (o is a trial's outcome, or a shard's row
+// of the same lock and point).
+func (r *Row) add(o Row) {
+	r.Trials += o.Trials
+	r.Unknown += o.Unknown
+	r.Violated += o.Violated
+	r.Damaged += o.Damaged
+	r.Violations += o.Violations
+	r.CriticalSections += o.CriticalSections
+	r.Refused += o.Refused
+	r.Injected += o.Injected
+}
+
 // Decided counts the trials with a verdict: the rates' denominator.
 func (r Row) Decided() int { return r.Trials - r.Unknown }
 
@@ -238,27 +269,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 					t.Close()
 					return nil, fmt.Errorf("%s, %s=%s, trial %d: %w", locks[li], param.Key, val.Format(param.Key), ti+1, err)
 				}
-				row.Trials++
-				if tr.Check.Verdict == checker.Unknown {
-					// No verdict: a violation on a stalled machine may
-					// be the stall's, and a clean trial may not have
-					// happened as planned. Counted apart, in no rate.
-					row.Unknown++
-					if o.Progress != nil {
-						o.Progress.Step(fmt.Sprintf("%s %s=%s", locks[li], param.Key, val.Format(param.Key)))
-					}
-					continue
-				}
-				if tr.Violated() {
-					row.Violated++
-				}
-				if tr.Damaged() {
-					row.Damaged++
-				}
-				row.Violations += tr.Check.Violations
-				row.CriticalSections += tr.Check.Mutex.Holds
-				row.Refused += tr.Check.Fencing.Refused
-				row.Injected += tr.Injected
+				row.add(outcome(tr))
 				if o.Progress != nil {
 					o.Progress.Step(fmt.Sprintf("%s %s=%s", locks[li], param.Key, val.Format(param.Key)))
 				}
