@@ -8,6 +8,7 @@ import (
 
 	"locksim/env"
 	"locksim/runner"
+	"locksim/scenarios"
 )
 
 // backendFlags adds --backend and the docker backend's image flags.
@@ -21,7 +22,7 @@ func backendFlags(f *pflag.FlagSet, b *runner.Backend) {
 // checkBackend checks the backend flags: a known backend, and images only
 // with docker.
 func checkBackend(b runner.Backend) error {
-	if !slices.Contains([]string{"", "local", "docker"}, b.Name) {
+	if !slices.Contains(scenarios.ServerBackends, b.Name) {
 		return fmt.Errorf("--backend: expected local or docker, got %q", b.Name)
 	}
 	if b.Name == "local" && (b.RedisImage != "" || b.PostgresImage != "" || b.EtcdImage != "") {
