@@ -191,7 +191,9 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	// The trial's timing is watched as a story's is (guard.go): a
 	// violation on a machine that stalled past the margin is no verdict.
 	guard := startGuard(10 * time.Millisecond)
-	r.storyFrom, r.storyTo, r.paused = rec.Now(), 0, nil
+	// r.paused is kept: a client paused by the last trial may report its
+	// stall during this one (guard.go: clientStalls).
+	r.storyFrom, r.storyTo = rec.Now(), 0
 
 	// The watch sees every event as it arrives, and tells the schedule
 	// when an armed client enters or leaves its critical section.
@@ -281,7 +283,7 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	if tr.Check.Verdict != checker.Safe {
 		why, slow := tooSlow(worst, worstAt, r.sc.Margin.Duration)
 		if !slow {
-			why, slow = clientTooSlow(r.clientStalls(), r.paused, r.sc.Margin.Duration)
+			why, slow = clientTooSlow(r.clientStalls(), r.paused, r.sc.Margin.Duration, rec.Base())
 		}
 		if slow {
 			tr.Check.Verdict = checker.Unknown

@@ -2,8 +2,10 @@ package runner
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,7 +120,7 @@ func (r *run) tooBusy(stalls map[int][]worker.Stall) (why string, stalled, conte
 	if why, slow := tooSlow(r.worst, r.worstAt, r.sc.Margin.Duration); slow {
 		return why, true, true
 	}
-	if why, slow := clientTooSlow(stalls, r.paused, r.sc.Margin.Duration); slow {
+	if why, slow := clientTooSlow(stalls, r.paused, r.sc.Margin.Duration, r.rec.Base()); slow {
 		return why, true, true
 	}
 	span := time.Duration(r.storyTo - r.storyFrom)
@@ -128,13 +130,20 @@ func (r *run) tooBusy(stalls map[int][]worker.Stall) (why string, stalled, conte
 	return "", false, false
 }
 
-// clientStalls gathers the spans, within the story, in which a client
-// process reported it did not run.
+// clientStalls gathers the spans, within the story (or trial), in which a
+// client process reported it did not run, on CLOCK_MONOTONIC. A client
+// reports a stall when it runs again, so a report of the last trial's
+// pause may arrive during this one: it is judged by when it happened,
+// never by when it arrived.
 func (r *run) clientStalls() map[int][]worker.Stall {
+	from, to := r.rec.Base()+r.storyFrom, int64(math.MaxInt64)
+	if r.storyTo != 0 {
+		to = r.rec.Base() + r.storyTo
+	}
 	out := map[int][]worker.Stall{}
 	for id, c := range r.clients {
 		for _, st := range c.Stalls() {
-			if st.To > r.storyFrom && (r.storyTo == 0 || st.From < r.storyTo) {
+			if st.To > from && st.From < to {
 				out[id] = append(out[id], st)
 			}
 		}
@@ -144,32 +153,36 @@ func (r *run) clientStalls() map[int][]worker.Stall {
 
 // clientTooSlow says why a run cannot be trusted when a client did not
 // run for longer than margin, other than while the story paused it.
-func clientTooSlow(stalls map[int][]worker.Stall, paused map[int]spans, margin time.Duration) (string, bool) {
-	for id, ss := range stalls {
-		for _, st := range ss {
+// Stalls and pauses are on CLOCK_MONOTONIC; base is the record's time
+// zero, for the message.
+func clientTooSlow(stalls map[int][]worker.Stall, paused map[int]spans, margin time.Duration, base int64) (string, bool) {
+	for _, id := range slices.Sorted(maps.Keys(stalls)) {
+		for _, st := range stalls[id] {
 			d := time.Duration(st.To - st.From)
 			if d <= margin || paused[id].covers(st.From, st.To, margin) {
 				continue
 			}
 			return fmt.Sprintf("client %d did not run for %v around t=%.3fs, more than the story's %v margin",
-				id, d.Round(time.Millisecond), float64(st.From)/1e9, margin), true
+				id, d.Round(time.Millisecond), float64(st.From-base)/1e9, margin), true
 		}
 	}
 	return "", false
 }
 
-// spans are [from, to] intervals on the record's clock.
+// spans are [from, to] intervals on CLOCK_MONOTONIC.
 type spans [][2]int64
 
-// end closes the last open span at t.
+// end ends the last span at t, unless it ended earlier (a pause with a
+// duration resumes by itself).
 func (ss spans) end(t int64) {
-	if n := len(ss); n > 0 && ss[n-1][1] == math.MaxInt64 {
+	if n := len(ss); n > 0 && ss[n-1][1] > t {
 		ss[n-1][1] = t
 	}
 }
 
 // covers says whether a stall [from, to] lies within a span, give or take
-// slack.
+// slack: a paused client reports its stall when it wakes, a little after
+// the SIGCONT.
 func (ss spans) covers(from, to int64, slack time.Duration) bool {
 	for _, s := range ss {
 		if from >= s[0]-int64(slack) && to <= s[1]+int64(slack) {

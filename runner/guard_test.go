@@ -40,16 +40,34 @@ func TestClientStallsOutsidePauses(t *testing.T) {
 	pauses := map[int]spans{1: {{1e9, math.MaxInt64}}}
 	pauses[1].end(3e9)
 	paused := map[int][]worker.Stall{1: {{From: 1.05e9, To: 2.5e9}}}
-	if why, slow := clientTooSlow(paused, pauses, DefaultMargin); slow {
+	if why, slow := clientTooSlow(paused, pauses, DefaultMargin, 0); slow {
 		t.Fatalf("a stall inside the story's own pause counted: %s", why)
 	}
 	busy := map[int][]worker.Stall{2: {{From: 1.05e9, To: 1.5e9}}}
-	if why, slow := clientTooSlow(busy, pauses, DefaultMargin); !slow || !strings.Contains(why, "client 2 did not run for 450ms") {
+	if why, slow := clientTooSlow(busy, pauses, DefaultMargin, 0); !slow || !strings.Contains(why, "client 2 did not run for 450ms") {
 		t.Fatalf("client 2's stall: %q, %v", why, slow)
 	}
 	after := map[int][]worker.Stall{1: {{From: 3.2e9, To: 3.5e9}}}
-	if _, slow := clientTooSlow(after, pauses, DefaultMargin); !slow {
+	if _, slow := clientTooSlow(after, pauses, DefaultMargin, 0); !slow {
 		t.Fatalf("a stall of client 1 after its pause was healed did not count")
+	}
+	// A pause with a duration resumes by itself: its span ends then, and
+	// a later heal does not stretch it.
+	timed := spans{{1e9, 1.3e9}}
+	timed.end(3e9)
+	if timed[0][1] != 1.3e9 {
+		t.Fatalf("a heal after a timed pause moved its end to %v", timed[0][1])
+	}
+	late := map[int][]worker.Stall{1: {{From: 1.9e9, To: 2.4e9}}}
+	if _, slow := clientTooSlow(late, map[int]spans{1: timed}, DefaultMargin, 0); !slow {
+		t.Fatalf("a stall of client 1 after its timed pause resumed did not count")
+	}
+	// Reported in the next trial (time zero at 5s): still the pause's.
+	if why, slow := clientTooSlow(paused, pauses, DefaultMargin, 5e9); slow {
+		t.Fatalf("a stall inside an earlier trial's pause counted: %s", why)
+	}
+	if why, _ := clientTooSlow(busy, pauses, DefaultMargin, 1e9); !strings.Contains(why, "around t=0.050s") {
+		t.Fatalf("the stall's time is not on the record's clock: %q", why)
 	}
 	if p := pressure(1000, 501000, time.Second); p != 0.5 {
 		t.Fatalf("pressure = %v, want 0.5", p)

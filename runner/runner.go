@@ -156,7 +156,10 @@ type run struct {
 	// story's ends; cpuKnown says the kernel gives it.
 	cpuFrom, cpuTo int64
 	cpuKnown       bool
-	// paused holds, by client, the spans in which the story paused it.
+	// paused holds, by client, the spans in which the story paused it, on
+	// CLOCK_MONOTONIC. Generator trials keep it from trial to trial: a
+	// client paused at the end of one trial reports its stall when it
+	// wakes, which may be in the next.
 	paused map[int]spans
 	// environment says what setup started, for the Outcome.
 	environment string
@@ -757,7 +760,11 @@ func (r *run) inject(ctx context.Context, f nemesis.Fault) error {
 		if r.paused == nil {
 			r.paused = map[int]spans{}
 		}
-		r.paused[p.Client] = append(r.paused[p.Client], [2]int64{e.Time, math.MaxInt64})
+		until := int64(math.MaxInt64)
+		if p.For > 0 {
+			until = r.rec.Base() + e.Time + int64(p.For) // it resumes by itself
+		}
+		r.paused[p.Client] = append(r.paused[p.Client], [2]int64{r.rec.Base() + e.Time, until})
 	}
 	if err := f.Inject(ctx, r.target); err != nil {
 		return err
@@ -787,7 +794,7 @@ func (r *run) heal(ctx context.Context, match func(nemesis.Fault) bool) error {
 		}
 		e := r.rec.Add(history.Event{Type: history.Heal, Op: f.Name(), Target: f.On()})
 		if p, ok := f.(*nemesis.Pause); ok && p.Node == "" {
-			r.paused[p.Client].end(e.Time)
+			r.paused[p.Client].end(r.rec.Base() + e.Time)
 		}
 	}
 	r.faults = kept

@@ -31,7 +31,8 @@ type Client struct {
 	// watch, when set, sees every event as it arrives (loop.go: Watch).
 	watch func(history.Event)
 	// stalls are the spans in which the worker reported it did not run,
-	// on the record's clock.
+	// on CLOCK_MONOTONIC: not on a record's clock, since the record is
+	// swapped between trials and a report may arrive in the next one.
 	stalls []Stall
 	// hello is the hello line the client program printed (protocol.go).
 	hello Hello
@@ -44,8 +45,9 @@ func Start(ctx context.Context, id int, rec *history.Recorder, init Init, stderr
 	return StartWith(ctx, id, rec, init, stderr, StartOptions{})
 }
 
-// Stalls are the spans, on the record's clock, in which the worker
-// reported it did not run: the machine too busy, or a pause on purpose.
+// Stalls are the spans, on CLOCK_MONOTONIC (history.Monotonic), in which
+// the worker reported it did not run: the machine too busy, or a pause on
+// purpose.
 func (c *Client) Stalls() []Stall {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -72,9 +74,8 @@ func (c *Client) read(stdout io.Reader) {
 			return
 		}
 		if r.Stall != nil {
-			rec, _ := c.sink()
 			c.mu.Lock()
-			c.stalls = append(c.stalls, Stall{From: rec.Since(r.Stall.From), To: rec.Since(r.Stall.To)})
+			c.stalls = append(c.stalls, *r.Stall)
 			c.mu.Unlock()
 			continue
 		}
