@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,10 @@ type Series struct {
 	Name string
 	// X and Y are the points; Low and High bound Y's interval (the band).
 	X, Y, Low, High []float64
+	// NoData are the x values at which the series has no rate (every
+	// trial unknown): the line and band break there, and an open ring on
+	// the x axis marks the point, which a legend entry explains.
+	NoData []float64
 	// Dashed draws the line dashed (the fenced variants).
 	Dashed bool
 }
@@ -49,50 +54,91 @@ func WriteRatePlot(rp RatePlot, base string) error {
 	p.Y.Label.Text = rp.YLabel
 	// The rates run from 0 to 100%; the headroom above 100 holds the
 	// legend and the mark's label, so neither covers a line or a band.
-	p.Y.Min, p.Y.Max = -2, 100+legendHeadroom(len(rp.Series))
 	p.Y.Tick.Marker = plot.ConstantTicks(percentTicks())
 	p.X.Tick.Marker = plot.TickerFunc(niceTicks)
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs = vg.Points(6)
 	p.Legend.ThumbnailWidth = vg.Points(24)
+	entries := len(rp.Series)
+	for _, s := range rp.Series {
+		if len(s.NoData) > 0 {
+			entries++ // the ring's entry
+			break
+		}
+	}
+	p.Y.Min, p.Y.Max = -2, 100+legendHeadroom(entries)
 	for i, s := range rp.Series {
 		c := plotutil.Color(i)
 		if len(s.X) == 0 {
 			continue
 		}
-		// The band: the upper bound left to right, the lower right to left.
-		band := make(plotter.XYs, 0, 2*len(s.X))
-		for j := range s.X {
-			band = append(band, plotter.XY{X: s.X[j], Y: s.High[j]})
+		var line *plotter.Line
+		var marks *plotter.Scatter
+		for _, run := range runs(s) {
+			// The band: the upper bound left to right, the lower right to left.
+			band := make(plotter.XYs, 0, 2*len(run))
+			for _, j := range run {
+				band = append(band, plotter.XY{X: s.X[j], Y: s.High[j]})
+			}
+			for k := len(run) - 1; k >= 0; k-- {
+				band = append(band, plotter.XY{X: s.X[run[k]], Y: s.Low[run[k]]})
+			}
+			poly, err := plotter.NewPolygon(band)
+			if err != nil {
+				return err
+			}
+			r, g, b, _ := c.RGBA()
+			poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 40}
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+			pts := make(plotter.XYs, len(run))
+			for k, j := range run {
+				pts[k] = plotter.XY{X: s.X[j], Y: s.Y[j]}
+			}
+			if line, marks, err = plotter.NewLinePoints(pts); err != nil {
+				return err
+			}
+			line.Color, marks.Color = c, c
+			line.Width = vg.Points(1.8)
+			marks.Shape = plotutil.Shape(i)
+			if s.Dashed {
+				line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+			}
+			p.Add(line, marks)
 		}
-		for j := len(s.X) - 1; j >= 0; j-- {
-			band = append(band, plotter.XY{X: s.X[j], Y: s.Low[j]})
+		if line != nil {
+			p.Legend.Add(s.Name, line, marks)
 		}
-		poly, err := plotter.NewPolygon(band)
+	}
+	// The points without data: an open ring on the x axis, in the
+	// series' colour, and one legend entry saying what a ring means.
+	var ring *plotter.Scatter
+	for i, s := range rp.Series {
+		if len(s.NoData) == 0 {
+			continue
+		}
+		pts := make(plotter.XYs, len(s.NoData))
+		for j, x := range s.NoData {
+			pts[j] = plotter.XY{X: x, Y: 0}
+		}
+		sc, err := plotter.NewScatter(pts)
 		if err != nil {
 			return err
 		}
-		r, g, b, _ := c.RGBA()
-		poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 40}
-		poly.LineStyle.Width = 0
-		p.Add(poly)
-		pts := make(plotter.XYs, len(s.X))
-		for j := range s.X {
-			pts[j] = plotter.XY{X: s.X[j], Y: s.Y[j]}
+		sc.Shape = draw.RingGlyph{}
+		sc.Color = plotutil.Color(i)
+		sc.Radius = vg.Points(5)
+		p.Add(sc)
+		ring = sc
+		if len(s.X) == 0 {
+			p.Legend.Add(s.Name+": no decided trial", sc)
 		}
-		line, marks, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			return err
-		}
-		line.Color, marks.Color = c, c
-		line.Width = vg.Points(1.8)
-		marks.Shape = plotutil.Shape(i)
-		if s.Dashed {
-			line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-		}
-		p.Add(line, marks)
-		p.Legend.Add(s.Name, line, marks)
+	}
+	if ring != nil {
+		legend := *ring
+		legend.Color = color.Gray{Y: 60}
+		p.Legend.Add("no decided trial: no data", &legend)
 	}
 	if rp.Mark > 0 {
 		rule, err := plotter.NewLine(plotter.XYs{{X: rp.Mark, Y: -2}, {X: rp.Mark, Y: 100}})
@@ -120,6 +166,24 @@ func WriteRatePlot(rp RatePlot, base string) error {
 		}
 	}
 	return nil
+}
+
+// runs splits a series' points (indexes into X, in order) where a point
+// without data lies between two with data: the line does not join them,
+// as if the rate there were known.
+func runs(s Series) [][]int {
+	var out [][]int
+	var cur []int
+	for j, x := range s.X {
+		if j > 0 && slices.ContainsFunc(s.NoData, func(g float64) bool { return g > s.X[j-1] && g < x }) {
+			out, cur = append(out, cur), nil
+		}
+		cur = append(cur, j)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
 
 // legendHeadroom is how far above 100% the y axis runs so that a legend

@@ -1,8 +1,10 @@
 package reports
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -43,6 +45,48 @@ func TestWriteRatePlot(t *testing.T) {
 	for _, ext := range []string{".png", ".svg"} {
 		if fi, err := os.Stat(base + ext); err != nil || fi.Size() == 0 {
 			t.Fatalf("%s: %v", ext, err)
+		}
+	}
+}
+
+// TestRunsBreakAtNoData: a point without data between two with data
+// breaks the line; one before the first or after the last does not.
+func TestRunsBreakAtNoData(t *testing.T) {
+	for _, c := range []struct {
+		x, gaps []float64
+		want    string
+	}{
+		{[]float64{1, 2, 3}, nil, "[[0 1 2]]"},
+		{[]float64{1, 3, 4}, []float64{2}, "[[0] [1 2]]"},
+		{[]float64{1, 2}, []float64{3, 4}, "[[0 1]]"},
+		{[]float64{2, 4}, []float64{1, 3, 5}, "[[0] [1]]"},
+		{nil, []float64{1}, "[]"},
+	} {
+		if got := fmt.Sprint(runs(Series{X: c.x, NoData: c.gaps})); got != c.want {
+			t.Errorf("runs(x %v, no data at %v) = %s, want %s", c.x, c.gaps, got, c.want)
+		}
+	}
+}
+
+// TestWriteRatePlotNoData: a plot with points without data, including a
+// series with no data at all, is drawn and says so in its legend.
+func TestWriteRatePlotNoData(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "violations")
+	rp := RatePlot{Title: "gen-pause", XLabel: "pause / TTL", YLabel: "%",
+		Series: []Series{
+			{Name: "redis", X: []float64{0.5, 2}, Y: []float64{0, 100}, Low: []float64{0, 80}, High: []float64{20, 100}, NoData: []float64{1, 3}},
+			{Name: "redlock", NoData: []float64{0.5, 1, 2, 3}},
+		}}
+	if err := WriteRatePlot(rp, base); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(base + ".svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"no decided trial: no data", "redlock: no decided trial"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("the plot's SVG lacks the legend entry %q", want)
 		}
 	}
 }

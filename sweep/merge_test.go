@@ -2,8 +2,10 @@ package sweep
 
 import (
 	"bytes"
+	"encoding/csv"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,7 +210,54 @@ func TestRatesLeaveUnknownTrialsOut(t *testing.T) {
 		t.Fatalf("10 trials, 4 unknown, 3 violated, 6 damaged: decided %d, rate %v, damage rate %v; want 6, 0.5, 1",
 			r.Decided(), r.Rate(), r.DamageRate())
 	}
-	if back := throughCSV(t, []Row{{Lock: "redis", Param: "pause", Value: Value{X: 1e8}, Resolved: 1e8, TTL: 1e8, Trials: 5, Unknown: 5}}); back[0].Unknown != 5 || back[0].Rate() != 0 {
+	if back := throughCSV(t, []Row{{Lock: "redis", Param: "pause", Value: Value{X: 1e8}, Resolved: 1e8, TTL: 1e8, Trials: 5, Unknown: 5}}); back[0].Unknown != 5 || !back[0].NoData() {
 		t.Fatalf("a point of unknown trials read back as %+v", back[0])
+	}
+}
+
+// TestNoDataIsNotARateOfZero: a point whose every trial was unknown has
+// its rates left empty in sweep.csv; a point with one decided trial has
+// them all.
+func TestNoDataIsNotARateOfZero(t *testing.T) {
+	var b bytes.Buffer
+	rows := []Row{
+		{Lock: "redis", Param: "pause", Resolved: 3e8, TTL: 1e8, Trials: 5, Unknown: 5},
+		{Lock: "redis", Param: "pause", Resolved: 2e8, TTL: 1e8, Trials: 5, Unknown: 4},
+	}
+	if err := WriteCSV(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates := []string{"rate", "rate_low95", "rate_high95", "violations_per_1000_cs", "damage_rate", "damage_low95", "damage_high95"}
+	for _, name := range rates {
+		i := slices.Index(Header, name)
+		if got := recs[1][i]; got != "" {
+			t.Errorf("no decided trial: %s = %q, want empty", name, got)
+		}
+		if got := recs[2][i]; got == "" {
+			t.Errorf("one decided trial: %s empty", name)
+		}
+	}
+}
+
+// TestUndecided: more than a tenth of the trials unknown is too many.
+func TestUndecided(t *testing.T) {
+	for _, c := range []struct {
+		unknown []int
+		tooMany bool
+	}{
+		{[]int{0, 0}, false}, {[]int{1, 0}, false}, {[]int{1, 1}, false}, {[]int{2, 1}, true}, {[]int{10, 10}, true},
+	} {
+		var rows []Row
+		for _, u := range c.unknown {
+			rows = append(rows, Row{Trials: 10, Unknown: u})
+		}
+		u, n, tooMany := Undecided(rows)
+		if u != c.unknown[0]+c.unknown[1] || n != 20 || tooMany != c.tooMany {
+			t.Errorf("unknown %v of 2x10 trials: %d, %d, %v; want too many %v", c.unknown, u, n, tooMany, c.tooMany)
+		}
 	}
 }

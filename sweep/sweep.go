@@ -107,6 +107,26 @@ func (r *Row) add(o Row) {
 // Decided counts the trials with a verdict: the rates' denominator.
 func (r Row) Decided() int { return r.Trials - r.Unknown }
 
+// NoData says the point has no decided trial: it has no rate, which is
+// not a rate of 0.
+func (r Row) NoData() bool { return r.Decided() == 0 }
+
+// MaxUnknown is the share of a sweep's trials that may end unknown (the
+// timing guard found the machine too slow) before the sweep as a whole is
+// not to be trusted: its rates would rest on the trials the machine
+// happened to play on time.
+const MaxUnknown = 0.10
+
+// Undecided counts the rows' unknown trials and all their trials, and says
+// whether more than MaxUnknown of them were unknown.
+func Undecided(rows []Row) (unknown, trials int, tooMany bool) {
+	for _, r := range rows {
+		unknown += r.Unknown
+		trials += r.Trials
+	}
+	return unknown, trials, float64(unknown) > MaxUnknown*float64(trials)
+}
+
 // Rate is Violated/Decided; DamageRate is Damaged/Decided.
 func (r Row) Rate() float64       { return frac(r.Violated, r.Decided()) }
 func (r Row) DamageRate() float64 { return frac(r.Damaged, r.Decided()) }
@@ -324,9 +344,10 @@ var Header = []string{"lock", "param", "value", "value_per_ttl", "ttl", "trials"
 	"rate_low95", "rate_high95", "violations_per_1000_cs", "trials_damaged", "damage_rate",
 	"damage_low95", "damage_high95", "fenced_rejections", "critical_sections", "faults_struck", "violations", "trials_unknown"}
 
-// WriteCSV writes the rows under Header. Rates are fractions (0 to 1);
-// every count is also there as a count (ReadCSV reads them back), so that
-// shards' rows can be added up.
+// WriteCSV writes the rows under Header. Rates are fractions (0 to 1),
+// left empty at a point with no decided trial (no data is not a rate of
+// 0); every count is also there as a count (ReadCSV reads them back), so
+// that shards' rows can be added up.
 func WriteCSV(w io.Writer, rows []Row) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(Header); err != nil {
@@ -340,10 +361,16 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		if r.Param == "drift" {
 			value, perTTL = strconv.FormatFloat(r.Value.X, 'g', 4, 64), ""
 		}
-		rec := []string{r.Lock, r.Param, value, perTTL, r.TTL.String(), strconv.Itoa(r.Trials), strconv.Itoa(r.Violated),
-			f(r.Rate()), f(lo), f(hi), f(r.PerThousand()), strconv.Itoa(r.Damaged), f(r.DamageRate()),
-			f(dlo), f(dhi), strconv.Itoa(r.Refused), strconv.Itoa(r.CriticalSections), strconv.Itoa(r.Injected),
-			strconv.Itoa(r.Violations), strconv.Itoa(r.Unknown)}
+		rate, damage := []string{f(r.Rate()), f(lo), f(hi), f(r.PerThousand())}, []string{f(r.DamageRate()), f(dlo), f(dhi)}
+		if r.NoData() {
+			rate, damage = []string{"", "", "", ""}, []string{"", "", ""}
+		}
+		rec := []string{r.Lock, r.Param, value, perTTL, r.TTL.String(), strconv.Itoa(r.Trials), strconv.Itoa(r.Violated)}
+		rec = append(rec, rate...)
+		rec = append(rec, strconv.Itoa(r.Damaged))
+		rec = append(rec, damage...)
+		rec = append(rec, strconv.Itoa(r.Refused), strconv.Itoa(r.CriticalSections), strconv.Itoa(r.Injected),
+			strconv.Itoa(r.Violations), strconv.Itoa(r.Unknown))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

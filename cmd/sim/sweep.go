@@ -49,7 +49,10 @@ sections, trials with damage, damage rate and interval, writes refused by
 the fence, and the counts behind the rates; a trial the machine was too
 slow for is counted apart, in trials_unknown, and in no rate), sweep.json (what was swept)
 and damage.png/.svg and violations.png/.svg, one line per lock with its
-interval as a band. --backend docker runs the servers in containers. A
+interval as a band; a point where every trial was unknown has no rate
+(empty in sweep.csv, "no data" in the table, an open ring in the plots).
+It exits 1 when more than 10% of the trials ended unknown: rerun it on a
+quieter machine. --backend docker runs the servers in containers. A
 bar (on a terminal) or a line every 10 s (otherwise) shows the progress
 and the time left.
 
@@ -189,18 +192,23 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	printSweep(stdout, rows)
-	fmt.Fprintf(stdout, "%d trials in %v; %s\n", rowsTrials(rows), time.Since(started).Round(time.Millisecond),
+	_, trials, _ := sweep.Undecided(rows)
+	fmt.Fprintf(stdout, "%d trials in %v; %s\n", trials, time.Since(started).Round(time.Millisecond),
 		filepath.Join(o.out, "sweep.csv"))
-	return exitOK
+	return undecided(stderr, rows)
 }
 
-// rowsTrials is the trials the rows count.
-func rowsTrials(rows []sweep.Row) int {
-	n := 0
-	for _, r := range rows {
-		n += r.Trials
+// undecided is a sweep's exit code: 1, with the reason on stderr, when
+// more than sweep.MaxUnknown of its trials ended unknown, for then its
+// rates rest on the trials the machine happened to play on time.
+func undecided(stderr io.Writer, rows []sweep.Row) int {
+	unknown, trials, tooMany := sweep.Undecided(rows)
+	if !tooMany {
+		return exitOK
 	}
-	return n
+	fmt.Fprintf(stderr, "sim: %d of %d trials ended unknown (more than %.0f%%): the machine was too slow for them, so the rates rest on the rest; run the sweep again on a quieter machine\n",
+		unknown, trials, 100*sweep.MaxUnknown)
+	return exitMismatch
 }
 
 // writeSweep writes sweep.csv and the two plots (sim sweep, and sim
@@ -250,11 +258,12 @@ func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
 				rp.Series = append(rp.Series, reports.Series{Name: r.Lock, Dashed: reports.IsFenced(r.Lock)})
 			}
 			k, n := plot.k(r)
-			if n == 0 {
-				continue // every trial of the point was unknown: no rate
+			s := &rp.Series[i]
+			if r.NoData() {
+				s.NoData = append(s.NoData, r.X()) // every trial unknown: no rate
+				continue
 			}
 			lo, hi := sweep.Wilson(k, n)
-			s := &rp.Series[i]
 			s.X = append(s.X, r.X())
 			s.Y = append(s.Y, 100*float64(k)/float64(max(n, 1)))
 			s.Low, s.High = append(s.Low, 100*lo), append(s.High, 100*hi)
@@ -271,6 +280,10 @@ func printSweep(w io.Writer, rows []sweep.Row) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOCK\tVALUE\tVIOLATED\tDAMAGED\tPER 1000 CS\tFENCED REJECTIONS\tUNKNOWN")
 	for _, r := range rows {
+		if r.NoData() {
+			fmt.Fprintf(tw, "%s\t%s=%s\tno data\tno decided trial\t-\t-\t%d of %d\n", r.Lock, r.Param, r.Value.Format(r.Param), r.Unknown, r.Trials)
+			continue
+		}
 		lo, hi := sweep.Wilson(r.Damaged, r.Decided())
 		fmt.Fprintf(tw, "%s\t%s=%s\t%d/%d\t%d/%d (95%%: %.0f-%.0f%%)\t%.1f\t%d\t%d\n", r.Lock, r.Param, r.Value.Format(r.Param),
 			r.Violated, r.Decided(), r.Damaged, r.Decided(), 100*lo, 100*hi, r.PerThousand(), r.Refused, r.Unknown)

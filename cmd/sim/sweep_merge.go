@@ -73,8 +73,9 @@ func cmdSweepMerge(dirs []string, out string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	printSweep(stdout, rows)
-	fmt.Fprintf(stdout, "%d trials from %d shards; %s\n", rowsTrials(rows), len(shards), filepath.Join(out, "sweep.csv"))
-	return exitOK
+	_, trials, _ := sweep.Undecided(rows)
+	fmt.Fprintf(stdout, "%d trials from %d shards; %s\n", trials, len(shards), filepath.Join(out, "sweep.csv"))
+	return undecided(stderr, rows)
 }
 
 // readShard reads a shard's sweep.json and sweep.csv.
