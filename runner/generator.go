@@ -137,7 +137,7 @@ func (t *Trials) Close() {
 
 // reset readies the environment for the next trial: every fault healed,
 // every Redis node flushed with its clock back to real time, the storage
-// recreated (counter 0, fence sequence restarted).
+// reset in place (counter 0, fence sequence restarted: storage.Reset).
 func (t *Trials) reset(ctx context.Context) error {
 	r := t.r
 	if err := r.healAll(ctx); err != nil {
@@ -166,7 +166,7 @@ func (t *Trials) reset(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := storage.Setup(ctx, r.pg.DSN(r.pg.Addr())); err != nil {
+			if err := storage.Reset(ctx, r.pg.DSN(r.pg.Addr())); err != nil {
 				add(err)
 			}
 		}()
@@ -281,9 +281,10 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 		return nil, harness("the trial's history breaks the recording's rules: %v", err)
 	}
 	if tr.Check.Verdict != checker.Safe {
-		why, slow := tooSlow(worst, worstAt, r.sc.Margin.Duration)
+		margin := trialMargin(r.sc.Margin.Duration, ttl)
+		why, slow := tooSlow(worst, worstAt, margin)
 		if !slow {
-			why, slow = clientTooSlow(r.clientStalls(), r.paused, r.sc.Margin.Duration, rec.Base())
+			why, slow = clientTooSlow(r.clientStalls(), r.paused, margin, rec.Base())
 		}
 		if slow {
 			tr.Check.Verdict = checker.Unknown

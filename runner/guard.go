@@ -20,6 +20,23 @@ import (
 // the events whose order they depend on (a sleep of 1.1s past a 1s TTL).
 const DefaultMargin = 100 * time.Millisecond
 
+// MinTrialMargin is the smallest margin a generator trial is held to: the
+// clients report stalls longer than 20ms (worker.StallReport), and a
+// tighter guard would void trials for the timer jitter of a busy machine.
+const MinTrialMargin = 20 * time.Millisecond
+
+// trialMargin is the margin of a generator trial with this TTL: the
+// scenario's, but at most a quarter of the TTL (and at least
+// MinTrialMargin). A trial's lease is short, often shorter than a story's
+// margin: a lease holder that the machine stalled for 66ms lost its 50ms
+// lease with no fault at all, and its lost update was counted against
+// the pause the schedule had planned (the stray damaged trials below the
+// TTL). Held to a quarter of the lease, a violation at a point below the
+// TTL is the fault's.
+func trialMargin(margin, ttl time.Duration) time.Duration {
+	return max(MinTrialMargin, min(margin, ttl/4))
+}
+
 // guard watches for the machine stalling under a story: it wakes every
 // tick (worker.WatchStalls) and notes how late it woke. A story whose
 // harness ran later than its margin may not have happened as timed, so
@@ -65,7 +82,7 @@ func tooSlow(worst, at, margin time.Duration) (string, bool) {
 	if worst <= margin {
 		return "", false
 	}
-	return fmt.Sprintf("the harness stalled %v around t=%.3fs, more than the story's %v margin",
+	return fmt.Sprintf("the harness stalled %v around t=%.3fs, more than the %v margin",
 		worst.Round(time.Millisecond), at.Seconds(), margin), true
 }
 
@@ -162,7 +179,7 @@ func clientTooSlow(stalls map[int][]worker.Stall, paused map[int]spans, margin t
 			if d <= margin || paused[id].covers(st.From, st.To, margin) {
 				continue
 			}
-			return fmt.Sprintf("client %d did not run for %v around t=%.3fs, more than the story's %v margin",
+			return fmt.Sprintf("client %d did not run for %v around t=%.3fs, more than the %v margin",
 				id, d.Round(time.Millisecond), float64(st.From-base)/1e9, margin), true
 		}
 	}

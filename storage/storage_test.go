@@ -209,3 +209,38 @@ func TestParseMode(t *testing.T) {
 func pgxConnect(ctx context.Context) (*pgx.Conn, error) {
 	return pgx.Connect(ctx, testPG.DSN(testPG.Addr()))
 }
+
+// TestResetRestoresSetupsState: after writes, a claimed period, a raised
+// fence and drawn fencing tokens, Reset leaves what Setup leaves: value 0,
+// a fence of 0 (the lowest token is accepted again), no runs, and the
+// sequence's next token 1; the stores opened before it go on working.
+func TestResetRestoresSetupsState(t *testing.T) {
+	ctx, s := open(t, storage.Fenced, 1)
+	idem, err := storage.Open(ctx, testPG.DSN(testPG.Addr()), storage.Idempotent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(idem.Close)
+	write(t, ctx, s[0], 0, 1, 5, "", true)
+	write(t, ctx, idem, 1, 2, 0, "", true) // claims period 1
+	conn, err := pgx.Connect(ctx, testPG.DSN(testPG.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var next int64
+	if err := conn.QueryRow(ctx, `SELECT nextval('fence_seq') + nextval('fence_seq')`).Scan(&next); err != nil || next != 3 {
+		t.Fatalf("two tokens drawn: %d, %v", next, err)
+	}
+	if err := storage.Reset(ctx, testPG.DSN(testPG.Addr())); err != nil {
+		t.Fatal(err)
+	}
+	if v := value(t, ctx, s[0]); v != 0 {
+		t.Fatalf("counter %d after Reset, want 0", v)
+	}
+	if err := conn.QueryRow(ctx, `SELECT nextval('fence_seq')`).Scan(&next); err != nil || next != 1 {
+		t.Fatalf("first token after Reset: %d, %v; want 1", next, err)
+	}
+	write(t, ctx, s[0], 0, 1, 1, "", true) // fence back at 0: token 1 accepted
+	write(t, ctx, idem, 1, 2, 0, "", true) // period 1 free again
+}

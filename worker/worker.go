@@ -99,11 +99,12 @@ type Stall struct {
 	To   int64 `json:"to"`
 }
 
-// stallTick is how often the worker checks that it runs; a wake-up later
-// than stallReport past it is reported.
+// stallTick is how often the worker checks that it runs; a span from one
+// wake-up to the next longer than StallReport is reported. It is short
+// because a generator trial's lease is (runner.MinTrialMargin).
 const (
 	stallTick   = 10 * time.Millisecond
-	stallReport = 50 * time.Millisecond
+	StallReport = 20 * time.Millisecond
 )
 
 // WatchStalls wakes every tick until stop is closed and hands report
@@ -126,11 +127,11 @@ func WatchStalls(stop <-chan struct{}, tick time.Duration, report func(from, to 
 	}
 }
 
-// watchStalls reports to the harness every span longer than stallReport
-// past a tick in which this process did not run, until stop is closed.
+// watchStalls reports to the harness every span longer than StallReport
+// in which this process did not run, until stop is closed.
 func (s *state) watchStalls(stop <-chan struct{}) {
 	WatchStalls(stop, stallTick, func(from, to int64) {
-		if time.Duration(to-from) > stallTick+stallReport {
+		if time.Duration(to-from) > StallReport {
 			s.send(Reply{Stall: &Stall{From: from, To: to}})
 		}
 	})
