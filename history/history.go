@@ -325,3 +325,36 @@ func Load(path string) ([]Event, error) {
 	}
 	return events, nil
 }
+
+// Machine is how the machine behaved while a run's story (or a generator
+// trial) played, as the timing guard measured it: what a reader of an
+// unknown verdict wants to see.
+type Machine struct {
+	// MarginMS is how late anything could run before the timing counted
+	// as untrustworthy.
+	MarginMS float64 `json:"margin_ms"`
+	// HarnessStallMS is the harness's worst stall past its tick, at
+	// HarnessStallAt seconds on the record's clock.
+	HarnessStallMS float64 `json:"harness_stall_ms"`
+	HarnessStallAt float64 `json:"harness_stall_at_s"`
+	// ClientStalls are the spans in which a client reported it did not
+	// run (over 20ms), paused by the story or not.
+	ClientStalls []ClientStall `json:"client_stalls,omitempty"`
+	// CPUPressure is the share of the story's time in which some task
+	// waited for a CPU (Linux's /proc/pressure/cpu); CPUPressureKnown is
+	// false where the kernel does not tell.
+	CPUPressure      float64 `json:"cpu_pressure"`
+	CPUPressureKnown bool    `json:"cpu_pressure_known"`
+	// Busy says why the timing could not be trusted; empty when it could.
+	Busy string `json:"busy,omitempty"`
+}
+
+// ClientStall is a span in which a client did not run.
+type ClientStall struct {
+	Client int `json:"client"`
+	// At is its start (s, on the record's clock); MS its length.
+	At float64 `json:"at_s"`
+	MS float64 `json:"ms"`
+	// Paused says the story paused the client then: not the machine's.
+	Paused bool `json:"paused,omitempty"`
+}

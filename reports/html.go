@@ -97,6 +97,9 @@ func WriteHTML(w io.Writer, r *Run, tl *Timeline) error {
 		{"duration", r.Duration.Round(time.Millisecond).String()},
 		{"events", fmt.Sprint(len(r.Events))},
 	}
+	if m := MachineLine(r.Machine); m != "" {
+		p.Meta = append(p.Meta, htmlFact{"machine", m})
+	}
 	for _, para := range strings.Split(strings.TrimSpace(r.Scenario.Explain), "\n\n") {
 		if para = strings.TrimSpace(para); para != "" {
 			p.Explain = append(p.Explain, para)

@@ -43,6 +43,40 @@ type Run struct {
 	// the docker backend, the image of each kind of server ("redis").
 	Backend string
 	Images  map[string]string
+	// Machine is how the machine behaved during the story: stalls and CPU
+	// pressure, and why the timing could not be trusted, if it could not.
+	Machine *history.Machine
+}
+
+// MachineLine says in one line how the machine behaved: the CPU pressure,
+// the worst stalls of the harness and of the clients not paused by the
+// story, and why the timing could not be trusted, if it could not.
+func MachineLine(m *history.Machine) string {
+	if m == nil {
+		return ""
+	}
+	var parts []string
+	if m.CPUPressure > 0 || m.CPUPressureKnown {
+		parts = append(parts, fmt.Sprintf("tasks waited for a CPU %.0f%% of the time", 100*m.CPUPressure))
+	}
+	parts = append(parts, fmt.Sprintf("harness's worst stall %.0fms", m.HarnessStallMS))
+	worst, who := 0.0, 0
+	for _, st := range m.ClientStalls {
+		if !st.Paused && st.MS > worst {
+			worst, who = st.MS, st.Client
+		}
+	}
+	if who > 0 {
+		parts = append(parts, fmt.Sprintf("client %d did not run for %.0fms", who, worst))
+	} else {
+		parts = append(parts, "no client stalled but by the story's pauses")
+	}
+	parts = append(parts, fmt.Sprintf("margin %.0fms", m.MarginMS))
+	line := strings.Join(parts, "; ")
+	if m.Busy != "" {
+		line += "; too busy: " + m.Busy
+	}
+	return line
 }
 
 // Counterfactual is the outcome of a scenario's counterfactual run.
@@ -98,6 +132,9 @@ type Result struct {
 	// containers, each kind of server from Images ("redis": its image).
 	Backend string            `json:"backend,omitempty"`
 	Images  map[string]string `json:"images,omitempty"`
+	// Machine is how the machine behaved during the story (the timing
+	// guard's readings): a reader of an unknown verdict wants it.
+	Machine *history.Machine `json:"machine,omitempty"`
 	// The scenario as it was, so that a run directory can be reported
 	// again when the scenario is no longer in the catalogue.
 	Fault   string `json:"fault,omitempty"`
@@ -117,7 +154,7 @@ func NewResult(r *Run) Result {
 		DurationMS: r.Duration.Milliseconds(), Check: r.Check, Counterfactual: r.Counterfactual,
 		Fault: r.Scenario.Fault, Source: r.Scenario.Source, Explain: r.Scenario.Explain,
 		Nodes: r.Scenario.Nodes, Clients: r.Scenario.Clients, File: r.Scenario.File,
-		Backend: r.Backend, Images: r.Images,
+		Backend: r.Backend, Images: r.Images, Machine: r.Machine,
 	}
 	for _, e := range r.Events {
 		switch e.Type {
@@ -238,7 +275,11 @@ func Markdown(r *Run) string {
 	fmt.Fprintf(&b, "| lock | %s |\n", mdEscape(r.Scenario.Lock))
 	fmt.Fprintf(&b, "| violations | %d |\n", r.Check.Violations)
 	fmt.Fprintf(&b, "| seed | %d |\n", r.Seed)
-	fmt.Fprintf(&b, "| duration | %v |\n\n", r.Duration.Round(time.Millisecond))
+	fmt.Fprintf(&b, "| duration | %v |\n", r.Duration.Round(time.Millisecond))
+	if m := MachineLine(r.Machine); m != "" {
+		fmt.Fprintf(&b, "| machine | %s |\n", mdEscape(m))
+	}
+	fmt.Fprintf(&b, "\n")
 	fmt.Fprintf(&b, "%s\n\n", mdEscape(r.Check.Summary))
 	if c := r.Counterfactual; c != nil {
 		fmt.Fprintf(&b, "**%s.** %s\n\n", mdEscape(strings.ToUpper(c.Sentence()[:1])+c.Sentence()[1:]), mdEscape(c.Summary))

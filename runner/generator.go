@@ -57,6 +57,8 @@ type Trial struct {
 	Injected int
 	// Wall is how long the trial took, reset and check included.
 	Wall time.Duration
+	// Machine is how the machine behaved during the trial.
+	Machine history.Machine
 }
 
 // Violated says whether the lock's mutual exclusion was broken or the
@@ -264,8 +266,9 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	wg.Wait()
 	close(loopsDone)
 	<-schedDone
-	worst, worstAt := guard.Stop()
+	r.worst, r.worstAt = guard.Stop()
 	r.storyTo = rec.Now()
+	r.cpuTo, _ = cpuStall()
 	if err := r.healAll(ctx); err != nil {
 		errs = append(errs, err)
 	}
@@ -280,17 +283,24 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	if tr.Check, err = checker.Check(tr.Events, checker.Options{}); err != nil {
 		return nil, harness("the trial's history breaks the recording's rules: %v", err)
 	}
+	margin := trialMargin(r.sc.Margin.Duration, ttl)
+	stalls := r.clientStalls()
+	busy := ""
 	if tr.Check.Verdict != checker.Safe {
-		margin := trialMargin(r.sc.Margin.Duration, ttl)
-		why, slow := tooSlow(worst, worstAt, margin)
+		why, slow := tooSlow(r.worst, r.worstAt, margin)
 		if !slow {
-			why, slow = clientTooSlow(r.clientStalls(), r.paused, margin, rec.Base())
+			why, slow = clientTooSlow(stalls, r.paused, margin, rec.Base())
+		}
+		if !slow && tr.Check.Verdict == checker.Unsafe {
+			why, slow = unattributed(tr.Events, tr.Check)
 		}
 		if slow {
+			busy = why
 			tr.Check.Verdict = checker.Unknown
 			tr.Check.Summary = "unknown: the machine was too slow for this trial: " + why + "; run it again on a quieter machine"
 		}
 	}
+	tr.Machine = r.machine(stalls, margin, busy)
 	tr.Wall = time.Since(started)
 	return tr, nil
 }
@@ -410,7 +420,7 @@ func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	return &Outcome{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: kept.Check, Events: kept.Events, Duration: time.Since(started),
-		Environment: t.r.environment, Backend: t.r.backend().Name, Images: t.r.images(),
+		Environment: t.r.environment, Machine: kept.Machine, Backend: t.r.backend().Name, Images: t.r.images(),
 	}, nil
 }
 

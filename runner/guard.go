@@ -197,14 +197,39 @@ func (ss spans) end(t int64) {
 	}
 }
 
-// covers says whether a stall [from, to] lies within a span, give or take
-// slack: a paused client reports its stall when it wakes, a little after
-// the SIGCONT.
+// WakeUp is how long after a pause ends its client may still stall on
+// its account: woken by SIGCONT, the process catches up with every timer
+// and reply that waited (a stall of 26ms that began 1ms after a 300ms
+// pause ended was seen on an idle machine).
+const WakeUp = 100 * time.Millisecond
+
+// covers says whether a stall [from, to] is a span's: it lies within the
+// span, give or take slack before it and the WakeUp (or slack, if more)
+// after it.
 func (ss spans) covers(from, to int64, slack time.Duration) bool {
 	for _, s := range ss {
-		if from >= s[0]-int64(slack) && to <= s[1]+int64(slack) {
+		if from >= s[0]-int64(slack) && to <= s[1]+int64(max(slack, WakeUp)) {
 			return true
 		}
 	}
 	return false
 }
+
+// machine reports what the guard saw over the story or trial: the worst
+// stalls, every client stall, the CPU pressure, and busy (why the timing
+// could not be trusted, or "").
+func (r *run) machine(stalls map[int][]worker.Stall, margin time.Duration, busy string) history.Machine {
+	m := history.Machine{MarginMS: ms(margin), HarnessStallMS: ms(r.worst), HarnessStallAt: r.worstAt.Seconds(), Busy: busy}
+	for _, id := range slices.Sorted(maps.Keys(stalls)) {
+		for _, st := range stalls[id] {
+			m.ClientStalls = append(m.ClientStalls, history.ClientStall{Client: id, At: float64(st.From-r.rec.Base()) / 1e9,
+				MS: ms(time.Duration(st.To - st.From)), Paused: r.paused[id].covers(st.From, st.To, margin)})
+		}
+	}
+	if span := time.Duration(r.storyTo - r.storyFrom); r.cpuKnown && span > 0 {
+		m.CPUPressure, m.CPUPressureKnown = pressure(r.cpuFrom, r.cpuTo, span), true
+	}
+	return m
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -47,6 +47,10 @@ func TestClientStallsOutsidePauses(t *testing.T) {
 	if why, slow := clientTooSlow(busy, pauses, DefaultMargin, 0); !slow || !strings.Contains(why, "client 2 did not run for 450ms") {
 		t.Fatalf("client 2's stall: %q, %v", why, slow)
 	}
+	wake := map[int][]worker.Stall{1: {{From: 3.001e9, To: 3.027e9}}}
+	if why, slow := clientTooSlow(wake, pauses, 25*time.Millisecond, 0); slow {
+		t.Fatalf("a stall in client 1's wake-up from its pause counted: %s", why)
+	}
 	after := map[int][]worker.Stall{1: {{From: 3.2e9, To: 3.5e9}}}
 	if _, slow := clientTooSlow(after, pauses, DefaultMargin, 0); !slow {
 		t.Fatalf("a stall of client 1 after its pause was healed did not count")

@@ -84,9 +84,12 @@ type Outcome struct {
 	// Duration is the wall time of the whole run, servers included.
 	Duration time.Duration
 	// Environment says what the run stood on ("3 Redis node(s), no
-	// PostgreSQL, 2 client process(es), 6 proxies"); Busy, when not
-	// empty, how the machine's load showed during the story.
-	Environment, Busy string
+	// PostgreSQL, 2 client process(es), 6 proxies").
+	Environment string
+	// Machine is how the machine behaved during the story (a generator
+	// run: during the trial kept): stalls, CPU pressure, and why the
+	// timing could not be trusted, if it could not.
+	Machine history.Machine
 	// Backend is where the servers ran ("local" or "docker"); Images, on
 	// docker, the image of each kind of server ("redis": its image).
 	Backend string
@@ -278,7 +281,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	return &Outcome{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: res, Events: events, Duration: time.Since(started),
-		Environment: r.environment, Busy: busy,
+		Environment: r.environment, Machine: r.machine(stalls, r.sc.Margin.Duration, busy),
 		Backend: r.backend().Name, Images: r.images(),
 	}, nil
 }

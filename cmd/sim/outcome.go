@@ -38,7 +38,7 @@ func writeRun(out *runner.Outcome) (*reports.Run, error) {
 	r := &reports.Run{
 		Scenario: out.Scenario, Dir: out.Dir, Seed: out.Seed, Expected: out.Expected,
 		Check: out.Check, Events: out.Events, Duration: out.Duration,
-		Backend: out.Backend, Images: out.Images,
+		Backend: out.Backend, Images: out.Images, Machine: &out.Machine,
 	}
 	if out.Interrupted != "" {
 		return r, reports.WriteInterrupted(r, out.Interrupted)
