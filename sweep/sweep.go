@@ -43,6 +43,9 @@ type Options struct {
 	Shard Shard
 	// Backend says where the servers run (runner.Backend).
 	Backend runner.Backend
+	// Unknown, when not nil, is told of each trial that ended without a
+	// verdict, with its lock, point and why (the check's summary).
+	Unknown func(lock, point string, trial int, why string)
 }
 
 // Row is one line of the CSV: one lock at one point.
@@ -290,6 +293,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 					return nil, fmt.Errorf("%s, %s=%s, trial %d: %w", locks[li], param.Key, val.Format(param.Key), ti+1, err)
 				}
 				row.add(outcome(tr))
+				if tr.Check.Verdict == checker.Unknown && o.Unknown != nil {
+					o.Unknown(locks[li], param.Key+"="+val.Format(param.Key), ti+1, tr.Check.Summary)
+				}
 				if o.Progress != nil {
 					o.Progress.Step(fmt.Sprintf("%s %s=%s", locks[li], param.Key, val.Format(param.Key)))
 				}

@@ -166,6 +166,12 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 	if o.shard != "" {
 		so.Shard, _ = sweep.ParseShard(o.shard) // checked by checkSweep
 	}
+	// Each trial without a verdict says why, as it happens: an unknown
+	// that nothing explains is a bug.
+	var unknowns []string
+	so.Unknown = func(lock, point string, trial int, why string) {
+		unknowns = append(unknowns, fmt.Sprintf("%s %s trial %d: %s", lock, point, trial, why))
+	}
 	if !o.quiet {
 		so.Progress = sweep.NewProgress(stderr, "sweep "+sc.Name)
 	}
@@ -192,6 +198,9 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	printSweep(stdout, rows)
+	for _, u := range unknowns {
+		fmt.Fprintf(stderr, "  no verdict: %s\n", u)
+	}
 	_, trials, _ := sweep.Undecided(rows)
 	fmt.Fprintf(stdout, "%d trials in %v; %s\n", trials, time.Since(started).Round(time.Millisecond),
 		filepath.Join(o.out, "sweep.csv"))

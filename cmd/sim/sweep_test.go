@@ -18,16 +18,18 @@ import (
 // (pause = 0.3 TTL) and damage above it (3 TTLs) for single Redis; no
 // damage at all with a fencing token, whose fence refuses the stale
 // writes; and PostgreSQL's session lock, which has no TTL, never violated.
-// The lease is 100ms: with 50ms, 2 of 6 runs on this 2-core machine had a
-// damaged trial at 0.3 TTL (unexplained, and as often before the fault
-// registry as after it), none of 6 with 100ms.
+// The lease is 50ms, as in the debate chart. (Damaged trials at 0.3 TTL
+// once moved it to 100ms: a lease holder the machine delayed past its
+// lease with no fault near it, now a trial with no verdict, see
+// runner.unattributed.) A sweep with more than a tenth of its trials
+// unknown exits 1, and so fails here: on a machine too busy to tell.
 func TestSweepShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers")
 	}
 	dir := t.TempDir()
 	code, out, errb := sim(t, "sweep", "gen-pause", "--param", "pause=0.3ttl..3ttl", "--points", "2", "--trials", "4",
-		"--locks", "redis,redis+fenced,postgres-session", "--ttl", "100ms", "--duration", "120ms", "--seed", "7", "--out", dir)
+		"--locks", "redis,redis+fenced,postgres-session", "--ttl", "50ms", "--duration", "60ms", "--seed", "7", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
 	}
@@ -59,11 +61,11 @@ func TestSweepShape(t *testing.T) {
 	}
 	for _, r := range recs[1:] {
 		lock, perTTL := r[col["lock"]], r[col["value_per_ttl"]]
-		damaged, violated, trials := num(r, "trials_damaged"), num(r, "trials_violated"), num(r, "trials")
+		damaged, violated, trials := num(r, "trials_damaged"), num(r, "trials_violated"), num(r, "trials")-num(r, "trials_unknown")
 		above := perTTL == "3.0000"
 		switch {
-		case trials != 4:
-			t.Errorf("%s at %s TTL: %d trials, want 4", lock, perTTL, trials)
+		case trials == 0:
+			t.Errorf("%s at %s TTL: no decided trial of 4", lock, perTTL)
 		case lock == "redis" && !above && damaged != 0:
 			t.Errorf("redis, pause %s TTL (below the TTL): %d of 4 trials damaged, want 0", perTTL, damaged)
 		case lock == "redis" && above && damaged == 0:
