@@ -241,7 +241,7 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	schedDone := make(chan struct{})
 	go func() {
 		defer close(schedDone)
-		tr.Injected, schedErr = t.strike(ctx, tr.Plan, loopsDone, func(c int) <-chan struct{} { return arm(enter, c) },
+		tr.Injected, schedErr = t.strike(ctx, g, tr.Plan, loopsDone, func(c int) <-chan struct{} { return arm(enter, c) },
 			func(c int) <-chan struct{} { return arm(leave, c) })
 	}()
 	var (
@@ -307,10 +307,10 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 
 // strike carries out the plan: for each fault, wait until its time, then
 // (for client faults) until its client's next critical section starts,
-// and inject it. A latency is healed when the delayed write completes;
+// at most armWait after its time, and inject it. A latency is healed when the delayed write completes;
 // every other fault is healed with the trial. It returns how many faults
 // struck.
-func (t *Trials) strike(ctx context.Context, plan []Planned, loopsDone <-chan struct{}, enter, leave func(int) <-chan struct{}) (int, error) {
+func (t *Trials) strike(ctx context.Context, g scenarios.Generator, plan []Planned, loopsDone <-chan struct{}, enter, leave func(int) <-chan struct{}) (int, error) {
 	r := t.r
 	start := time.Now()
 	struck := 0
@@ -333,6 +333,8 @@ func (t *Trials) strike(ctx context.Context, plan []Planned, loopsDone <-chan st
 			left = leave(p.Client)
 			select {
 			case <-entered:
+			case <-time.After(time.Until(start.Add(p.At + armWait(g)))):
+				continue // its client did not enter a critical section in time: it escapes
 			case <-loopsDone:
 				return struck, nil
 			case <-ctx.Done():

@@ -86,3 +86,20 @@ func TestScheduleNone(t *testing.T) {
 		t.Fatalf("a clock jump with no Redis node planned %v", p)
 	}
 }
+
+// TestLoopsOutlastALateFault: the clients loop long enough for a fault
+// aimed at a critical section to strike as late as armWait after its
+// time, run its course and settle; a fault on a node strikes at once and
+// needs no such wait.
+func TestLoopsOutlastALateFault(t *testing.T) {
+	g := scenarios.Generator{Fault: "pause"}
+	g.Duration.Duration = 60 * time.Millisecond
+	plan := []Planned{{Fault: "pause", At: 10 * time.Millisecond, Size: 150 * time.Millisecond}}
+	if got, want := loopDuration(g, plan, settle), 10*time.Millisecond+armWait(g)+150*time.Millisecond+settle; got != want {
+		t.Errorf("pause: loops last %v, want %v (its time, armWait, the pause, settle)", got, want)
+	}
+	g.Fault = "clock-jump"
+	if got, want := loopDuration(g, []Planned{{Fault: "clock-jump", Size: time.Second}}, settle), 60*time.Millisecond; got < want || got >= want+armWait(g) {
+		t.Errorf("clock jump: loops last %v, want no armWait in it", got)
+	}
+}
