@@ -2,6 +2,8 @@
 # make demo   installs what is missing, builds bin/sim, runs redlock-clock-jump
 # make test   every test, against real redis-server and PostgreSQL (local
 #             processes, and containers of the docker backend)
+# make unit   the fast tier: go test -short, every test that needs no server,
+#             browser, docker or node (nothing to install but Go and cc)
 # make docker readies the docker backend: dockerd and the default images
 # make bench  the benchmarks, with their figures
 
@@ -9,7 +11,7 @@ GO      ?= go
 SIM     := bin/sim
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup deps test-deps docker install build demo test bench vet clean reliability fuzz
+.PHONY: all setup deps test-deps docker install build demo test unit bench vet clean reliability fuzz
 
 all: build
 
@@ -72,6 +74,13 @@ demo: setup
 test: test-deps docker
 	$(GO) vet ./...
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
+
+# unit is the fast tier: the pure tests (checker, history, scenarios and
+# the loader, sweep, reports without Chromium, the fuzz corpora...). -short
+# skips every test that starts redis-server, PostgreSQL, pgbouncer, etcd,
+# Chromium, node or a container, and the TestMains start no shared server.
+unit:
+	$(GO) test -short -count=1 ./...
 
 # bench prints the figures: generator throughput against the loopback floor
 # (runner), checking 100k operations with the harness's peak RSS (checker),

@@ -199,6 +199,9 @@ func (s *servers) setup(t *testing.T, spec clients.Spec) (clients.Config, lockte
 // (started for the first etcd lock). A lock whose backend this test
 // cannot start is skipped by name.
 func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server, PostgreSQL and etcd")
+	}
 	srv := startServers(t)
 	table := map[string][]locktest.Result{}
 	var order []string
@@ -286,6 +289,9 @@ func TestConformance(t *testing.T) {
 // TestLockAPI runs the subtest form, TestLock, on one lock that passes
 // every check.
 func TestLockAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	srv := startServers(t)
 	spec, err := clients.Lookup("redislock")
 	if err != nil {
