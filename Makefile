@@ -84,10 +84,13 @@ unit:
 
 # bench prints the figures: generator throughput against the loopback floor
 # (runner), checking 100k operations with the harness's peak RSS (checker),
-# and one sweep of 10 points x 30 trials (sweep; once: it takes ~50 s).
+# one sweep of 10 points x 30 trials (sweep; once: it takes ~50 s), and
+# the conformance suite's time on each lock, s/suite against its budget of
+# 10 s a lock (clients/locktest; once).
 bench: deps
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v -e '/sweep$$' -e '/reliability$$')
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v -e '/sweep$$' -e '/reliability$$' -e '/locktest$$')
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./sweep
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./clients/locktest
 
 # reliability prints the reliability figures: 100 runs killed with SIGKILL
 # at random moments, then one ordinary start (processes, temp dirs, bytes in
