@@ -2,6 +2,8 @@
 # make demo   installs what is missing, builds bin/sim, runs redlock-clock-jump
 # make test   every test, against real redis-server and PostgreSQL (local
 #             processes, and containers of the docker backend)
+# make unit   the fast tier: go test -short, every test that needs no server,
+#             browser, docker or node (nothing to install but Go and cc)
 # make docker readies the docker backend: dockerd and the default images
 # make bench  the benchmarks, with their figures
 
@@ -9,7 +11,7 @@ GO      ?= go
 SIM     := bin/sim
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup deps test-deps docker install build demo test bench vet clean reliability fuzz
+.PHONY: all setup deps test-deps docker install build demo test unit bench vet clean reliability fuzz
 
 all: build
 
@@ -73,12 +75,22 @@ test: test-deps docker
 	$(GO) vet ./...
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 
+# unit is the fast tier: the pure tests (checker, history, scenarios and
+# the loader, sweep, reports without Chromium, the fuzz corpora...). -short
+# skips every test that starts redis-server, PostgreSQL, pgbouncer, etcd,
+# Chromium, node or a container, and the TestMains start no shared server.
+unit:
+	$(GO) test -short -count=1 ./...
+
 # bench prints the figures: generator throughput against the loopback floor
 # (runner), checking 100k operations with the harness's peak RSS (checker),
-# and one sweep of 10 points x 30 trials (sweep; once: it takes ~50 s).
+# one sweep of 10 points x 30 trials (sweep; once: it takes ~50 s), and
+# the conformance suite's time on each lock, s/suite against its budget of
+# 10 s a lock (clients/locktest; once).
 bench: deps
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v -e '/sweep$$' -e '/reliability$$')
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v -e '/sweep$$' -e '/reliability$$' -e '/locktest$$')
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./sweep
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./clients/locktest
 
 # reliability prints the reliability figures: 100 runs killed with SIGKILL
 # at random moments, then one ordinary start (processes, temp dirs, bytes in

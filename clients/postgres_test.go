@@ -63,6 +63,9 @@ func TestAdvisoryKeyDeterministic(t *testing.T) {
 }
 
 func TestPGSessionExcludesAndUnlockFrees(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	dsn := pgReset(t)
 	ctx := tctx(t)
 	a, b := newPGLock(t, "postgres-session", dsn), newPGLock(t, "postgres-session", dsn)
@@ -97,6 +100,9 @@ func TestPGSessionExcludesAndUnlockFrees(t *testing.T) {
 // TestPGSessionBrokenConnection: a holder whose session the server ended
 // gets an error from Release, not a false success, and the lock is free.
 func TestPGSessionBrokenConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	dsn := pgReset(t)
 	ctx := tctx(t)
 	a, b := newPGLock(t, "postgres-session", dsn), newPGLock(t, "postgres-session", dsn)
@@ -127,6 +133,9 @@ func TestPGSessionBrokenConnection(t *testing.T) {
 // TestPGPooledReleaseLeaks is the pooled-connection pitfall: the release lands on
 // another pooled connection, reports success, and the lock stays held.
 func TestPGPooledReleaseLeaks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	dsn := pgReset(t)
 	ctx := tctx(t)
 	a, b := newPGLock(t, "postgres-pooled", dsn), newPGLock(t, "postgres-session", dsn)
@@ -160,6 +169,9 @@ func TestPGPooledReleaseLeaks(t *testing.T) {
 // TestPGXactCommitFrees: the xact lock excludes, carries its transaction,
 // and commit both makes the write durable and frees the lock.
 func TestPGXactCommitFrees(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	dsn := pgReset(t)
 	ctx := tctx(t)
 	a, b := newPGLock(t, "postgres-xact", dsn), newPGLock(t, "postgres-xact", dsn)
@@ -211,6 +223,9 @@ func TestPGXactCommitFrees(t *testing.T) {
 // TestPGXactConnectionLoss: when the holder's session dies, the lock and
 // the uncommitted write go together, and Release is an error.
 func TestPGXactConnectionLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	dsn := pgReset(t)
 	ctx := tctx(t)
 	a := newPGLock(t, "postgres-xact", dsn)
@@ -241,6 +256,9 @@ func TestPGXactConnectionLoss(t *testing.T) {
 }
 
 func TestPGSequenceTokensIncrease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	dsn := pgReset(t)
 	ctx := tctx(t)
 	s1, err := NewPGSequence(dsn)
@@ -270,6 +288,9 @@ func TestPGSequenceTokensIncrease(t *testing.T) {
 // TestFencedSetsFence: the wrapper stamps each grant with the next token
 // and keeps it across Extend; the xact lock stays a TxHolder.
 func TestFencedSetsFence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	dsn := pgReset(t)
 	ctx := tctx(t)
 	src, err := NewPGSequence(dsn)

@@ -22,6 +22,9 @@ func newRedislock(t *testing.T, nodes []Node) *Redislock {
 // TestRedislockLeaseAndReasons: the lease bsm/redislock grants on a real
 // node, and its refusals.
 func TestRedislockLeaseAndReasons(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	rs, nodes := startRedisNodes(t, 1)
 	ctx := tctx(t)
 	a, b := newRedislock(t, nodes), newRedislock(t, nodes)

@@ -38,6 +38,9 @@ func wantNotHeldRefusal(t *testing.T, what string, err error) {
 // No node answered: unknown; some answered and none held the token:
 // not-held; any deleted: released; extend keeps its majority rule.
 func TestRedlockSilentNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	rs, nodes := startRedisNodes(t, 3)
 	ctx := tctx(t)
 	// D and E are closed ports.
@@ -116,6 +119,9 @@ func TestRedlockSilentNodes(t *testing.T) {
 // then its node cut off (stopped): extend and release are unknown, not
 // not-held.
 func TestRedlockUnreachableMidLease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	rs, nodes := startRedisNodes(t, 1)
 	ctx := tctx(t)
 	c := newRedlock(t, nodes, false)

@@ -60,6 +60,9 @@ func newRedsync(t *testing.T, nodes []Node) *Redsync {
 // TestRedsyncLeaseAndReasons: the lease redsync grants, and how each way
 // of failing is reported, on five real nodes.
 func TestRedsyncLeaseAndReasons(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	rs, nodes := startRedisNodes(t, 5)
 	ctx := tctx(t)
 	a, b := newRedsync(t, nodes), newRedsync(t, nodes)
@@ -129,6 +132,9 @@ func TestRedsyncLeaseAndReasons(t *testing.T) {
 // decided the outcome, it is unknown; when the answers decide it, a
 // refusal.
 func TestRedsyncSilentNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	rs, nodes := startRedisNodes(t, 3)
 	ctx := tctx(t)
 	// D and E are closed ports: a five-node client that reaches three.
@@ -260,6 +266,9 @@ func wantNodes(t *testing.T, what string, got []string, want ...string) {
 // acquire lists those that granted before the library undid them (none,
 // when a majority refused).
 func TestRedsyncNodesPartitioned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	rs, nodes := startRedisNodes(t, 5)
 	ctx := tctx(t)
 	nw := env.NewNetwork()

@@ -30,6 +30,9 @@ func needDocker(t *testing.T, images ...string) {
 // preloaded through the mounted library, the cgroup freezer, a forced
 // remove as kill -9 with the AOF kept in the mounted dir.
 func TestRedisInContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs a docker engine and the locksim images")
+	}
 	needDocker(t, DefaultRedisImage)
 	o := RedisOptions{Image: DefaultRedisImage}
 	t.Run("clock-jump", func(t *testing.T) { redisKeyExpiresOnClockJump(t, o) })
@@ -81,6 +84,9 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // holder's lock and makes the tables, idle_session_timeout reaches the
 // server, Stop removes the container.
 func TestPostgresInContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs a docker engine and the locksim images")
+	}
 	needDocker(t, DefaultPostgresImage)
 	pg := startPG(t, "", PostgresOptions{Image: DefaultPostgresImage, IdleSessionTimeout: time.Hour})
 	_, c2 := heldAndRefused(t, pg, 42)
@@ -112,6 +118,9 @@ func TestPostgresInContainer(t *testing.T) {
 // A harness killed with kill -9 cannot remove its containers: the next
 // start does (ReapContainers), and leaves a live harness's alone.
 func TestReapContainersOfADeadHarness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs a docker engine and the locksim images")
+	}
 	needDocker(t, DefaultRedisImage)
 	if os.Getenv("LOCKSIM_CONTAINER_CHILD") != "" {
 		// The child: start a server in a container, say so, then wait to

@@ -14,10 +14,18 @@ import (
 // TestEtcdThreeMembers starts a real three-member etcd cluster, writes
 // through one member and reads through another, survives the crash and
 // restart of one member (quorum kept), and leaves nothing behind.
-func TestEtcdThreeMembers(t *testing.T) { etcdThreeMembers(t, EtcdOptions{Members: 3}) }
+func TestEtcdThreeMembers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts etcd")
+	}
+	etcdThreeMembers(t, EtcdOptions{Members: 3})
+}
 
 // TestEtcdInContainers: the same on members in containers.
 func TestEtcdInContainers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs a docker engine and the locksim images")
+	}
 	needDocker(t, DefaultEtcdImage)
 	etcdThreeMembers(t, EtcdOptions{Members: 3, Image: DefaultEtcdImage})
 }

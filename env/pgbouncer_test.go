@@ -88,6 +88,9 @@ func assertBouncerGone(t *testing.T, b *Pgbouncer) {
 // itself is refused it. Then session mode with two server connections
 // gives each client its own session, and the second is refused.
 func TestPgbouncerTransactionModeSharesSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts PostgreSQL and pgbouncer")
+	}
 	pg := startPG(t, "", PostgresOptions{})
 
 	b := startBouncer(t, pg, "", PgbouncerOptions{PoolMode: "transaction", PoolSize: 1})
@@ -149,6 +152,9 @@ func TestPgbouncerTransactionModeSharesSession(t *testing.T) {
 // TestPgbouncerStartTime starts and stops pgbouncer a few times, logs the
 // median start time, and checks each Stop leaves nothing.
 func TestPgbouncerStartTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts PostgreSQL and pgbouncer")
+	}
 	pg := startPG(t, "", PostgresOptions{})
 	var ds []time.Duration
 	for i := 0; i < 7; i++ {
@@ -168,6 +174,9 @@ func TestPgbouncerStartTime(t *testing.T) {
 // fails to start within its timeout, with its log's last lines in the
 // error, and leaves no process and no dir.
 func TestPgbouncerStartFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts PostgreSQL and pgbouncer")
+	}
 	pg := startPG(t, "", PostgresOptions{})
 	if _, err := StartPgbouncer(context.Background(), pg, "", PgbouncerOptions{PoolMode: "statement"}); err == nil {
 		t.Fatal("statement mode accepted")

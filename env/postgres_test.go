@@ -69,6 +69,9 @@ func tryAdvisory(t *testing.T, c *pgx.Conn, key int64) (bool, error) {
 // Reset frees it and makes the tables, and that Stop leaves no process
 // and no dir.
 func TestPostgresStartLockResetStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts PostgreSQL")
+	}
 	dir := filepath.Join(t.TempDir(), "pg")
 	pg := startPG(t, dir, PostgresOptions{})
 	c1, _ := heldAndRefused(t, pg, 42)
@@ -102,6 +105,9 @@ func TestPostgresStartLockResetStop(t *testing.T) {
 // TestPostgresIdleSessionTimeout: the server ends an idle holder's session,
 // and with it the lock, with no word to the holder.
 func TestPostgresIdleSessionTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts PostgreSQL")
+	}
 	pg := startPG(t, "", PostgresOptions{IdleSessionTimeout: 200 * time.Millisecond})
 	dir := pg.Dir()
 	c1 := pgConnect(t, pg)

@@ -51,6 +51,9 @@ func redisTime(t *testing.T, r *Redis) time.Time {
 func within(d, want, tol time.Duration) bool { return d >= want-tol && d <= want+tol }
 
 func TestRedisTimeFollowsOffset(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startTestRedis(t, RedisOptions{})
 	t0 := redisTime(t, r)
 	if d := t0.Sub(time.Now()); !within(d, 0, 2*time.Second) {
@@ -67,7 +70,12 @@ func TestRedisTimeFollowsOffset(t *testing.T) {
 	}
 }
 
-func TestRedisKeyExpiresOnClockJump(t *testing.T) { redisKeyExpiresOnClockJump(t, RedisOptions{}) }
+func TestRedisKeyExpiresOnClockJump(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
+	redisKeyExpiresOnClockJump(t, RedisOptions{})
+}
 
 // redisKeyExpiresOnClockJump: a +60 s jump of the shim's clock expires a
 // 30 s key at once, as Redis sees it (o: local or in a container).
@@ -102,6 +110,9 @@ func redisKeyExpiresOnClockJump(t *testing.T, o RedisOptions) {
 }
 
 func TestRedisTimeRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startTestRedis(t, RedisOptions{})
 	r.Clock.SetRate(1.5)
 	r0, real0 := redisTime(t, r), time.Now()
@@ -119,7 +130,12 @@ func TestRedisTimeRate(t *testing.T) {
 	}
 }
 
-func TestRedisCrashRestartPersistence(t *testing.T) { redisCrashRestartPersistence(t, RedisOptions{}) }
+func TestRedisCrashRestartPersistence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
+	redisCrashRestartPersistence(t, RedisOptions{})
+}
 
 // redisCrashRestartPersistence: a kill -9 loses the data without
 // persistence and keeps it with appendfsync always.
@@ -161,6 +177,9 @@ func redisCrashRestartPersistence(t *testing.T, o RedisOptions) {
 }
 
 func TestRedisRestartKeepsClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startTestRedis(t, RedisOptions{})
 	r.Clock.SetOffset(time.Hour)
 	if err := r.Restart(context.Background()); err != nil {
@@ -171,7 +190,12 @@ func TestRedisRestartKeepsClock(t *testing.T) {
 	}
 }
 
-func TestRedisPause(t *testing.T) { redisPause(t, RedisOptions{}) }
+func TestRedisPause(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
+	redisPause(t, RedisOptions{})
+}
 
 // redisPause: a paused server answers nothing and keeps its connections.
 func redisPause(t *testing.T, o RedisOptions) {
@@ -209,6 +233,9 @@ func redisPause(t *testing.T, o RedisOptions) {
 }
 
 func TestRedisStopAndCleanup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startTestRedis(t, RedisOptions{})
 	pid := r.Proc().Pid()
 	if err := syscall.Kill(pid, 0); err != nil {
@@ -245,6 +272,9 @@ func TestRedisStopAndCleanup(t *testing.T) {
 }
 
 func TestRedisReset(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startTestRedis(t, RedisOptions{})
 	ctx := context.Background()
 	c := r.Client()
@@ -271,6 +301,9 @@ func TestRedisReset(t *testing.T) {
 }
 
 func TestRedisReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	dir := t.TempDir()
 	a := startTestRedis(t, RedisOptions{Name: "A", Dir: dir})
 	b := startTestRedis(t, RedisOptions{Name: "B", Dir: dir, ReplicaOf: a.Addr})
@@ -313,6 +346,9 @@ func TestRedisBadOptions(t *testing.T) {
 }
 
 func TestRedisStartFailureShowsLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server (on a bad config)")
+	}
 	needRedis(t)
 	// "replicaof 127.0.0.1 bad port" has a wrong argument count: Redis
 	// reports the config error on stderr and exits.

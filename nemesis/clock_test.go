@@ -16,6 +16,9 @@ import (
 // TestClockJumpExpiresKey: a +60s ClockJump on a server moves its TIME by
 // 60s (±2s) and expires a 30s key at once; Heal brings TIME back.
 func TestClockJumpExpiresKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startRedis(t, env.RedisOptions{Name: "A"})
 	tg := &Target{Redis: map[string]*env.Redis{"A": r}}
 	ctx := ctxT(t, 10*time.Second)
@@ -45,6 +48,9 @@ func TestClockJumpExpiresKey(t *testing.T) {
 // TestClockDriftRate: at Rate 1.5, Redis TIME advances 1.5s (±0.05s) per
 // real second, measured over ~1s; Heal restores real time (±0.1s).
 func TestClockDriftRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startRedis(t, env.RedisOptions{Name: "A"})
 	tg := &Target{Redis: map[string]*env.Redis{"A": r}}
 	f := &ClockDrift{Node: "A", Rate: 1.5}

@@ -13,6 +13,9 @@ import (
 // persistence none the key written before the crash is gone; with AOF
 // always it is kept.
 func TestCrashRestartPersistence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	for _, tc := range []struct {
 		p    env.Persistence
 		kept bool
@@ -47,6 +50,9 @@ func TestCrashRestartPersistence(t *testing.T) {
 // and the server is down; Heal cuts the delay short and returns with the
 // server running (well before the 2s). NoRestart: down until Heal.
 func TestCrashDelayedRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startRedis(t, env.RedisOptions{Name: "A"})
 	tg := &Target{Redis: map[string]*env.Redis{"A": r}}
 	for _, f := range []*Crash{{Node: "A", RestartAfter: 2 * time.Second}, {Node: "A", NoRestart: true}} {

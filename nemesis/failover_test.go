@@ -46,6 +46,9 @@ func waitReplicated(t *testing.T, primary, replica *env.Redis, key string) {
 // is microseconds on loopback and cannot be hit by timing a kill -9. A
 // lagging replication link is the same state, opened wide and on purpose.
 func TestFailoverLosesUnreplicatedKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server (a primary and a replica)")
+	}
 	primary := startRedis(t, env.RedisOptions{Name: "A"})
 	n := newNetwork(t)
 	repl, err := n.AddLink("repl-A", primary.Addr)

@@ -12,6 +12,9 @@ import (
 // TestRefusesForeignTargets: every fault refuses a node, client or link
 // that is not this run's, with an error naming it, and changes nothing.
 func TestRefusesForeignTargets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startRedis(t, env.RedisOptions{Name: "A"})
 	n := newNetwork(t)
 	addLink(t, n, 1, "A", r.Addr)
@@ -53,6 +56,9 @@ func TestRefusesForeignTargets(t *testing.T) {
 // Heal does nothing. A Latency naming one missing link among good ones
 // is refused and leaves no toxic on the good one.
 func TestGuardInjectTwiceHealBefore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startRedis(t, env.RedisOptions{Name: "A"})
 	tg := &Target{Redis: map[string]*env.Redis{"A": r}}
 	f := &ClockJump{Node: "A", By: 10 * time.Second}

@@ -68,6 +68,9 @@ var redisImage string
 // image): the freezer for a pause, a forced remove for a crash, the shim
 // mounted for a clock jump, a replica container for a failover.
 func TestFaultsOnContainers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs a docker engine and the locksim images")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := env.CheckImage(ctx, env.DefaultRedisImage); err != nil {

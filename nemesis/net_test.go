@@ -35,6 +35,9 @@ func pingRTTs(t *testing.T, addr string, n int) []time.Duration {
 // the median of 5 PINGs through the proxy; 50ms on both streams adds
 // 100ms ±30ms too; Heal takes it away (median back under 30ms).
 func TestLatencyAddsRTT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startRedis(t, env.RedisOptions{Name: "A"})
 	n := newNetwork(t)
 	l := addLink(t, n, 1, "A", r.Addr)
@@ -60,6 +63,9 @@ func TestLatencyAddsRTT(t *testing.T) {
 // link to A times out (300ms timeout) while its link to B answers; after
 // Heal, A answers again.
 func TestPartitionTimesOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	a := startRedis(t, env.RedisOptions{Name: "A"})
 	b := startRedis(t, env.RedisOptions{Name: "B"})
 	n := newNetwork(t)
@@ -97,6 +103,9 @@ func TestPartitionTimesOut(t *testing.T) {
 // server ends its session, and the direct session takes the lock within
 // 1s. After Heal a new session through the proxy works.
 func TestConnResetFreesAdvisoryLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts PostgreSQL")
+	}
 	pg, l, tg, holder, other := pgLinkSetup(t)
 	ctx := ctxT(t, 15*time.Second)
 	if ok, err := tryLock(ctx, holder, 7); err != nil || !ok {
@@ -129,6 +138,9 @@ func TestConnResetFreesAdvisoryLock(t *testing.T) {
 // TestConnDropFreesAdvisoryLockAtOnce: closing an idle holder's connection
 // frees its session lock without the holder speaking.
 func TestConnDropFreesAdvisoryLockAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts PostgreSQL")
+	}
 	pg, l, tg, holder, other := pgLinkSetup(t)
 	ctx := ctxT(t, 15*time.Second)
 	if ok, err := tryLock(ctx, holder, 8); err != nil || !ok {

@@ -15,6 +15,9 @@ import (
 // if renewals went on). After Heal (SIGCONT), it is back above 800ms
 // within 500ms.
 func TestPauseClientStopsRenewing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startRedis(t, env.RedisOptions{Name: "A"})
 	ctx := ctxT(t, 20*time.Second)
 	c := r.Client()
@@ -72,6 +75,9 @@ func waitTTLAbove(t *testing.T, pttl func() time.Duration, min, within time.Dura
 // and only after >= 250ms; Inject returns at once (< 100ms). Heal after
 // the timer is harmless.
 func TestPauseServerAnswersAfterResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	r := startRedis(t, env.RedisOptions{Name: "A"})
 	tg := &Target{Redis: map[string]*env.Redis{"A": r}}
 	c := newClient(r.Addr, 2*time.Second)

@@ -208,6 +208,9 @@ func consoleErrors(log string) []string {
 // its lanes, leases and overlap, the page logs no script error, and a
 // screenshot is saved (with -screenshot FILE, for the README).
 func TestReportInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts Chromium")
+	}
 	bin := chromium()
 	if bin == "" {
 		t.Fatal("chromium is not installed: make test installs it (apt-get install -y chromium); the HTML report was not rendered")

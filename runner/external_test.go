@@ -83,6 +83,9 @@ func checkClientProgramRan(t *testing.T, events []history.Event, argv []string) 
 // the same verdicts, every step's claim (granted by which nodes, refused
 // for which reason) holding, as with the Go worker.
 func TestClientProgramNodeRedlock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts node and redis-server")
+	}
 	argv := nodeClient(t)
 	for _, c := range []struct{ name, want string }{
 		{"redlock-clock-jump", checker.Unsafe},
@@ -102,6 +105,9 @@ func TestClientProgramNodeRedlock(t *testing.T) {
 // binary doubles as the Go worker) goes through the same path as any
 // client program: hello, init, the story's verdict.
 func TestClientProgramGoWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server and client processes")
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +181,9 @@ steps:
 // protocol with a v1 hello line fails the start with one line naming the
 // clients, the program and what was wrong.
 func TestClientProgramNotAClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server (the servers start before the client programs are refused)")
+	}
 	sc, err := scenarios.Find("redlock-clock-jump")
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +215,9 @@ func TestClientProgramNotAClient(t *testing.T) {
 // nanoseconds, the harness's clock: a reading taken by a node process
 // falls between two of the harness's taken around it.
 func TestNodeHrtimeIsMonotonic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts node")
+	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed")

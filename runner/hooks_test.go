@@ -14,6 +14,9 @@ import (
 // the Outcome carries the check and the run's facts, and the runner writes
 // the recording (history.jsonl) but no report.
 func TestStepHooksAndOutcome(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	sc, err := scenarios.Find("redis-unsafe-release")
 	if err != nil {
 		t.Fatal(err)

@@ -64,6 +64,9 @@ func value(t *testing.T, ctx context.Context, s *storage.Store) int64 {
 // TestPlainLostUpdate: plain storage accepts a stale read-modify-write,
 // which is the damage the checker looks for.
 func TestPlainLostUpdate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	ctx, s := open(t, storage.Plain, 2)
 	r1, _ := s[0].Read(ctx)
 	r2, _ := s[1].Read(ctx)
@@ -75,6 +78,9 @@ func TestPlainLostUpdate(t *testing.T) {
 }
 
 func TestFencedRefusesLowerAcceptsEqualOrHigher(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	ctx, s := open(t, storage.Fenced, 2)
 	write(t, ctx, s[0], 0, 1, 5, "", true)  // fence 5
 	write(t, ctx, s[1], 0, 1, 4, "", false) // stale token 4: refused
@@ -90,6 +96,9 @@ func TestFencedRefusesLowerAcceptsEqualOrHigher(t *testing.T) {
 // fence, so the old holder's write landing between that read and the new
 // holder's write is refused, and no update is lost.
 func TestFencedReadShutsOutTheOldHolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	ctx, s := open(t, storage.Fenced, 2)
 	old, err := s[0].ReadFenced(ctx, 1)
 	if err != nil {
@@ -108,6 +117,9 @@ func TestFencedReadShutsOutTheOldHolder(t *testing.T) {
 }
 
 func TestTokenCASRefusesAfterAnotherClaim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	ctx, s := open(t, storage.TokenCAS, 2)
 	if err := s[0].Claim(ctx, "tokA"); err != nil {
 		t.Fatal(err)
@@ -132,6 +144,9 @@ func TestTokenCASRefusesAfterAnotherClaim(t *testing.T) {
 }
 
 func TestIdempotentRefusesDuplicatePeriod(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	ctx, s := open(t, storage.Idempotent, 2)
 	r1, _ := s[0].Read(ctx)
 	r2, _ := s[1].Read(ctx) // both read 0: the same period
@@ -150,6 +165,9 @@ func TestIdempotentRefusesDuplicatePeriod(t *testing.T) {
 // TestWithTxCommitsWithTheTransaction: a view's writes are part of the
 // given transaction (a refused duplicate does not abort it).
 func TestWithTxCommitsWithTheTransaction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	ctx, s := open(t, storage.Idempotent, 1)
 	conn, err := pgxConnect(ctx)
 	if err != nil {
@@ -181,6 +199,9 @@ func TestWithTxCommitsWithTheTransaction(t *testing.T) {
 // TestBrokenConnectionIsAnError: a write on a session the server ended is
 // an error, never a refusal; the store reconnects for the next call.
 func TestBrokenConnectionIsAnError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	ctx, s := open(t, storage.Fenced, 1)
 	if _, err := s[0].Read(ctx); err != nil {
 		t.Fatal(err)
@@ -215,6 +236,9 @@ func pgxConnect(ctx context.Context) (*pgx.Conn, error) {
 // a fence of 0 (the lowest token is accepted again), no runs, and the
 // sequence's next token 1; the stores opened before it go on working.
 func TestResetRestoresSetupsState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	ctx, s := open(t, storage.Fenced, 1)
 	idem, err := storage.Open(ctx, testPG.DSN(testPG.Addr()), storage.Idempotent)
 	if err != nil {

@@ -101,6 +101,9 @@ func playWithCounterfactual(t *testing.T, name string, args ...string) (string, 
 // about the run must hold (else the run exits 2), and the same story
 // without its cause (or with its defence broken) must flip the verdict.
 func TestCatalogue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server, PostgreSQL, pgbouncer and etcd")
+	}
 	all, err := scenarios.Catalogue()
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +147,9 @@ func TestCatalogue(t *testing.T) {
 // says is a harness failure, with one line naming the step, the claim and
 // what happened; never a verdict.
 func TestStoryContradictionExits2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	story := filepath.Join(t.TempDir(), "false.yaml")
 	os.WriteFile(story, []byte(`name: false-claim
 title: claims client 2 gets a held lock
@@ -173,6 +179,9 @@ steps:
 
 // TestExpectMismatchExits1: --expect that differs from the verdict fails.
 func TestExpectMismatchExits1(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	code, out, _ := sim(t, "run", "redlock-clock-jump-control", "--expect", "unsafe", "-q", "--out", t.TempDir())
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; stdout %q", code, out)
@@ -262,6 +271,9 @@ func markedProcs(mark string, dirs ...string) []string {
 // and checks that no server or client it started is left, and (after
 // SIGINT) no temp dir.
 func TestInterruptLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			tmp := t.TempDir()

@@ -13,6 +13,9 @@ import (
 // TestCatalogue requires of local processes, the run must name its
 // images, and no container may outlive it.
 func TestCatalogueDocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs a docker engine and the locksim images")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, img := range []string{env.DefaultRedisImage, env.DefaultPostgresImage, env.DefaultEtcdImage} {

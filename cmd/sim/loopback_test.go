@@ -19,6 +19,9 @@ import (
 // (/proc/PID/fd against /proc/net/{tcp,tcp6,udp,udp6}), and fails on any
 // address, local or remote, outside 127.0.0.0/8 and ::1.
 func TestLoopbackOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	cmd := exec.Command(os.Args[0], "run", "redlock-pause-during-acquire", "-q", "--out", filepath.Join(t.TempDir(), "run"))
 	cmd.Env = append(os.Environ(), simMainEnv+"=1")
 	if err := cmd.Start(); err != nil {

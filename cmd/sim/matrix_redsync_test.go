@@ -12,6 +12,9 @@ import (
 // as they break Redlock, and check-and-set storage saves it. Every cell
 // must end as the story expects, its counterfactual flipped.
 func TestMatrixRedsync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	stories := []string{"redlock-clock-jump", "redlock-crash-restart", "redlock-pause-after-acquire", "redlock-token-cas"}
 	var out, errb string
 	for attempt := 1; ; attempt++ {

@@ -34,6 +34,9 @@ type junitDoc struct {
 // the Markdown table has both runs; then sim check and sim report work on
 // the run directories offline.
 func TestRunRegexWritesCIOutputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "runs")
 	junit := filepath.Join(dir, "ci", "junit.xml")
@@ -199,6 +202,9 @@ func TestStepNeedsOneScenario(t *testing.T) {
 // Enter pressed for every step: before client 2 acquires, the state says
 // client 1 holds A, B and C and C's clock has jumped.
 func TestStepWorkshopMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
 	var stdout, stderr strings.Builder
 	enter := strings.NewReader(strings.Repeat("\n", 20))
 	code := Main([]string{"run", "redlock-clock-jump", "--step", "--out", t.TempDir()}, enter, &stdout, &stderr)

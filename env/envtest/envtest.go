@@ -5,6 +5,7 @@ package envtest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -18,7 +19,17 @@ import (
 // code for os.Exit. A cluster that will not start (PostgreSQL missing
 // included) fails the test binary: these tests assert against a real
 // server, and passing without one would claim what was not checked.
+// Under -short (go test -short, make unit) it starts nothing and leaves *pg
+// nil: the tests that need the cluster skip themselves under -short.
 func RunWithPostgres(m *testing.M, pg **env.Postgres) int {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if testing.Short() {
+		code := m.Run()
+		env.Cleanup()
+		return code
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	started := time.Now()
 	p, err := env.StartPostgres(ctx, "", env.PostgresOptions{})
