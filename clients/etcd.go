@@ -26,7 +26,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "etcd", Backend: "etcd",
+	Register(Spec{Name: "etcd", Backend: "etcd", Fences: true,
 		Doc: "etcd clientv3 concurrency.Mutex (TryLock) on a session lease kept alive in the background; the lock key's revision is its fencing token",
 		New: func(cfg Config) (Lock, error) { return NewEtcd(cfg) }})
 }

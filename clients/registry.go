@@ -57,6 +57,10 @@ type Spec struct {
 	// Nodes is how many Redis servers a scenario starts for this lock
 	// when it does not say (0: one for a redis backend).
 	Nodes int
+	// Fences says that the lock's own leases carry a fencing token (etcd's
+	// revision), so a scenario can claim a grant's token with no fence
+	// source of its own.
+	Fences bool
 	// Mutant, when set, names the defence this lock deliberately breaks:
 	// it exists so that a scenario can prove it catches the breakage, and
 	// `sim locks` lists it only when asked.

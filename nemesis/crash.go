@@ -14,8 +14,10 @@ import (
 // Crash kills one Redis server with SIGKILL: no shutdown, no final fsync,
 // every connection reset. What survives is what the server had on disk,
 // which is its Persistence option (set when the runner started it):
-// env.PersistNone loses every key, env.PersistEverysec can lose the last
-// second of writes, env.PersistAlways loses nothing that was acknowledged.
+// env.PersistNone loses every key; env.PersistEverysec loses nothing to a
+// kill -9 (the appended writes are in the OS page cache; an OS crash or a
+// power loss, which this fault is not, could lose the last second);
+// env.PersistAlways loses nothing that was acknowledged.
 // A lock node that comes back empty lets a second client take a lock the
 // first still holds.
 //

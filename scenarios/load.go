@@ -285,8 +285,8 @@ func (s *Scenario) validate() error {
 	if s.NodeTimeout.Duration <= 0 {
 		return s.errAt("node_timeout", "expected a positive duration, got %v", s.NodeTimeout)
 	}
-	if !contains([]string{"", "plain", "fenced", "token-cas", "idempotent"}, s.Storage) {
-		return s.errAt("storage", "expected plain, fenced, token-cas or idempotent, got %q", s.Storage)
+	if !contains([]string{"", "plain", "fenced", "fenced-write", "token-cas", "idempotent"}, s.Storage) {
+		return s.errAt("storage", "expected plain, fenced, fenced-write, token-cas or idempotent, got %q", s.Storage)
 	}
 	if !contains([]string{"", "postgres", "redis-incr", "redlock-incr"}, s.Fence) {
 		return s.errAt("fence", "expected postgres, redis-incr or redlock-incr, got %q", s.Fence)

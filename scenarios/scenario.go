@@ -47,8 +47,10 @@ type Scenario struct {
 	Key string `yaml:"key"`
 	// Storage is the protected resource, a counter row in PostgreSQL
 	// written by `write` steps: plain, fenced (refuses a fence lower than
-	// one it accepted), token-cas (writes only while the row carries this
-	// lease's token) or idempotent (unique (job, period)). Empty: none.
+	// one it accepted, and a read raises the fence), fenced-write (the
+	// fence checked at the write only, a mutant), token-cas (writes only
+	// while the row carries this lease's token) or idempotent (unique
+	// (job, period)). Empty: none.
 	Storage string `yaml:"storage"`
 	// Fence is the fencing-token source handed out with each grant:
 	// postgres (a sequence), redis-incr (INCR on node A) or redlock-incr

@@ -88,8 +88,8 @@ func (s *Scenario) validateStory(i int, at func(field, format string, args ...an
 		if st.Read != nil && (st.Do != "write" || st.Expect == "unknown") {
 			return at("read", "a value read goes with a write that is accepted or refused")
 		}
-		if st.Fence != 0 && (st.Expect != "granted" || s.Fence == "") {
-			return at("fence", "a fencing token goes with expect: granted, in a scenario with a fence source")
+		if st.Fence != 0 && (st.Expect != "granted" || (s.Fence == "" && !lockFences(s.Lock))) {
+			return at("fence", "a fencing token goes with expect: granted, in a scenario with a fence source or a lock whose leases carry one (etcd)")
 		}
 		for _, n := range st.GrantedBy {
 			if len(n) != 1 || n[0] < 'A' || int(n[0]-'A') >= s.Nodes {
@@ -107,6 +107,13 @@ func (s *Scenario) validateStory(i int, at func(field, format string, args ...an
 		return at("cause", "the scenario has no counterfactual block to say what it changes")
 	}
 	return nil
+}
+
+// lockFences says whether the named lock's own leases carry a fencing
+// token (clients.Spec.Fences).
+func lockFences(lock string) bool {
+	spec, err := clients.Lookup(lock)
+	return err == nil && spec.Fences
 }
 
 // Opposite is the verdict a counterfactual flips to by default.

@@ -31,6 +31,13 @@ const (
 	// Fenced writes only with a fencing token at least the last one seen:
 	// UPDATE ... WHERE fence <= $fence (Kleppmann's fencing).
 	Fenced Mode = "fenced"
+	// FencedWrite checks the fencing token at the write only, as Fenced
+	// does, but its read does not raise the fence: the mutant of
+	// ReadFenced, and how locksim's fenced storage first worked. In a
+	// read-modify-write a stale holder's write that lands between the new
+	// holder's read and its write still carries the highest token the
+	// storage has seen, so both writes are accepted.
+	FencedWrite Mode = "fenced-write"
 	// TokenCAS is antirez's answer to fencing: Claim records the lease's
 	// random token on the row at the start of the critical section, and a
 	// write succeeds only while the row still carries that token.
@@ -42,7 +49,7 @@ const (
 )
 
 // Modes lists the valid modes.
-func Modes() []Mode { return []Mode{Plain, Fenced, TokenCAS, Idempotent} }
+func Modes() []Mode { return []Mode{Plain, Fenced, FencedWrite, TokenCAS, Idempotent} }
 
 // ParseMode checks a mode name ("" means plain).
 func ParseMode(s string) (Mode, error) {
@@ -54,7 +61,7 @@ func ParseMode(s string) (Mode, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("unknown storage mode %q (known: plain, fenced, token-cas, idempotent)", s)
+	return "", fmt.Errorf("unknown storage mode %q (known: %v)", s, Modes())
 }
 
 // Setup (re)creates the tables, dropping any previous state:
@@ -196,7 +203,8 @@ func (s *Store) Read(ctx context.Context) (int64, error) {
 // from now on a holder with a lower token cannot write: fencing the write
 // alone is not enough for a read-modify-write, because a stale holder's
 // write could land between the new holder's read and its write, and both
-// would be accepted. In the other modes it is Read.
+// would be accepted (FencedWrite is that mistake). In the other modes it
+// is Read.
 func (s *Store) ReadFenced(ctx context.Context, fence int64) (int64, error) {
 	if s.mode != Fenced || fence == 0 {
 		return s.Read(ctx)
@@ -249,7 +257,8 @@ func (s *Store) Claim(ctx context.Context, token string) error {
 // Write stores value, the result of a read-modify-write that read `read`,
 // as the mode allows:
 //   - plain: always;
-//   - fenced: only if fence is at least the row's fence, which becomes fence;
+//   - fenced (and fenced-write): only if fence is at least the row's
+//     fence, which becomes fence;
 //   - token-cas: only while the row's owner is token (see Claim);
 //   - idempotent: only if no run of (Job, period) is recorded, where the
 //     period is the value read: each increment of the counter is one
@@ -268,7 +277,7 @@ func (s *Store) Write(ctx context.Context, read, value int64, fence int64, token
 	switch s.mode {
 	case Plain:
 		tag, err = q.Exec(ctx, `UPDATE counter SET value = $1 WHERE id = 1`, value)
-	case Fenced:
+	case Fenced, FencedWrite:
 		tag, err = q.Exec(ctx, `UPDATE counter SET value = $1, fence = $2 WHERE id = 1 AND fence <= $2`, value, fence)
 	case TokenCAS:
 		tag, err = q.Exec(ctx, `UPDATE counter SET value = $1 WHERE id = 1 AND owner = $2`, value, token)

@@ -544,7 +544,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	fmt.Fprintf(stdout, "%s\n%s\n\n", sc.Name, sc.Title)
-	fmt.Fprintf(stdout, "Lock: %s, %d node(s), %d client(s), TTL %v. Expected verdict: %s.\n", sc.Lock, sc.Nodes, sc.Clients, sc.TTL, sc.Expected)
+	fmt.Fprintf(stdout, "Lock: %s, %s. Expected verdict: %s.\n", sc.Lock, lockShape(sc), sc.Expected)
 	fmt.Fprintf(stdout, "Source: %s\n\n%s\n", sc.Source, strings.TrimSpace(sc.Explain))
 	if c := sc.Counterfactual; c != nil {
 		fmt.Fprintf(stdout, "\nCounterfactual (sim run %s --counterfactual): %s, it must end %s.\n", sc.Name, c.Change, c.Expected)
@@ -571,6 +571,24 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  - %s\n", line)
 	}
 	return exitOK
+}
+
+// lockShape says what servers a scenario's lock runs on, how many
+// clients take part and how long a lease lasts, in the lock's own terms:
+// an advisory lock has no TTL (it lasts as long as its session or
+// transaction), and etcd's TTL is its session lease's.
+func lockShape(sc *scenarios.Scenario) string {
+	backend := ""
+	if spec, err := clients.Lookup(sc.Lock); err == nil {
+		backend = spec.Backend
+	}
+	switch backend {
+	case "postgres":
+		return fmt.Sprintf("one PostgreSQL server, %d client(s), no TTL (the lock lasts as long as its session or transaction)", sc.Clients)
+	case "etcd":
+		return fmt.Sprintf("%d etcd member(s), %d client(s), session lease TTL %v", sc.Nodes, sc.Clients, sc.TTL)
+	}
+	return fmt.Sprintf("%d Redis node(s), %d client(s), TTL %v", sc.Nodes, sc.Clients, sc.TTL)
 }
 
 func (c *cli) locksCmd() *cobra.Command {
