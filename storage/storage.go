@@ -69,14 +69,7 @@ func ParseMode(s string) (Mode, error) {
 // runs(job, period) unique; and the sequence fence_seq that the PostgreSQL
 // fencing-token source draws from.
 func Setup(ctx context.Context, dsn string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return fmt.Errorf("storage setup: %v", err)
-	}
-	defer conn.Close(context.Background())
-	// One simple-protocol round trip runs the whole script in one
-	// implicit transaction.
-	_, err = conn.Exec(ctx, `
+	return script(ctx, dsn, "setup", `
 DROP TABLE IF EXISTS counter, runs;
 DROP SEQUENCE IF EXISTS fence_seq;
 CREATE TABLE counter (id int PRIMARY KEY, value bigint NOT NULL, fence bigint NOT NULL, owner text);
@@ -84,33 +77,34 @@ INSERT INTO counter (id, value, fence, owner) VALUES (1, 0, 0, NULL);
 CREATE TABLE runs (job text NOT NULL, period text NOT NULL, UNIQUE (job, period));
 CREATE SEQUENCE fence_seq;
 `)
-	if err != nil {
-		return fmt.Errorf("storage setup: %v", err)
-	}
-	return nil
 }
 
-// Reset puts the state Setup made back as Setup leaves it (value 0, fence
-// 0, no owner, no runs, the fence sequence restarted) without dropping
-// anything: generator trials reset the storage before every trial, and
-// after a DROP and CREATE the first statement of each client's connection
-// meets a table it has never seen (its prepared statements and the
-// server's caches refer to the old one). On a busy 2-core machine that
-// first write took 54 to 270ms, longer than a trial's 50ms lease: a lost
-// update in a trial no fault had struck.
+// Reset puts back the state Setup leaves (value 0, fence 0, no owner, no
+// runs, the fence sequence's next value 1) without dropping anything:
+// generator trials reset the storage before every trial, and a DROP and
+// CREATE each time would make every client's first statement of a trial
+// meet a table it has never seen (its prepared statements refer to the
+// old one). Not measured to matter on its own: on a loaded machine the
+// first write of a trial still took up to 888ms after it, which is the
+// machine's, not the storage's (runner.unattributed).
 func Reset(ctx context.Context, dsn string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return fmt.Errorf("storage reset: %v", err)
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, `
+	return script(ctx, dsn, "reset", `
 UPDATE counter SET value = 0, fence = 0, owner = NULL WHERE id = 1;
 DELETE FROM runs;
 SELECT setval('fence_seq', 1, false);
 `)
+}
+
+// script runs sql on a connection of its own: one simple-protocol round
+// trip runs the whole script in one implicit transaction.
+func script(ctx context.Context, dsn, what, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return fmt.Errorf("storage reset: %v", err)
+		return fmt.Errorf("storage %s: %v", what, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("storage %s: %v", what, err)
 	}
 	return nil
 }

@@ -218,14 +218,7 @@ func TestConformance(t *testing.T) {
 			if !ok {
 				t.Fatalf("lock %s: backend %q: this test cannot start a server for it (add a case to servers.setup)", name, spec.Backend)
 			}
-			newLock := func(t testing.TB) clients.Lock {
-				l, err := spec.New(cfg)
-				if err != nil {
-					t.Fatalf("new %s: %v", spec.Name, err)
-				}
-				t.Cleanup(func() { l.Close() })
-				return l
-			}
+			newLock := lockMaker(spec, cfg)
 			start := time.Now()
 			rs := locktest.Run(t, newLock, opts)
 			took := time.Since(start)
@@ -326,14 +319,7 @@ func BenchmarkConformance(b *testing.B) {
 			b.Fatalf("lock %s: backend %q: this benchmark cannot start a server for it (add a case to servers.setup)", name, spec.Backend)
 		}
 		b.Run(name, func(b *testing.B) {
-			newLock := func(t testing.TB) clients.Lock {
-				l, err := spec.New(cfg)
-				if err != nil {
-					t.Fatalf("new %s: %v", spec.Name, err)
-				}
-				t.Cleanup(func() { l.Close() })
-				return l
-			}
+			newLock := lockMaker(spec, cfg)
 			b.ResetTimer()
 			start := time.Now()
 			for i := 0; i < b.N; i++ {
@@ -342,5 +328,18 @@ func BenchmarkConformance(b *testing.B) {
 			b.ReportMetric(time.Since(start).Seconds()/float64(b.N), "s/suite")
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// lockMaker returns a function that makes a lock of spec on cfg's servers
+// and closes it when the test that asked for it ends.
+func lockMaker(spec clients.Spec, cfg clients.Config) func(t testing.TB) clients.Lock {
+	return func(t testing.TB) clients.Lock {
+		l, err := spec.New(cfg)
+		if err != nil {
+			t.Fatalf("new %s: %v", spec.Name, err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
 	}
 }
