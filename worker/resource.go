@@ -140,7 +140,7 @@ func (s *state) stillHeld(l clients.Lease) bool {
 // refusalReason is why storage in mode m refuses a write.
 func refusalReason(m storage.Mode) string {
 	switch m {
-	case storage.Fenced:
+	case storage.Fenced, storage.FencedWrite:
 		return history.ReasonFence
 	case storage.TokenCAS:
 		return history.ReasonToken

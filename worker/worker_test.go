@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"locksim/storage"
 	"strings"
 	"sync"
 	"testing"
@@ -199,5 +200,15 @@ func TestWallClockLeaseEnd(t *testing.T) {
 	end := s.leaseEnd(l)
 	if d := time.Duration(end - now); d < 3*time.Second-50*time.Millisecond || d > 3*time.Second+50*time.Millisecond {
 		t.Fatalf("lease end %v after now, want about 3s (the wall-clock deadline), not the 1s validity", d)
+	}
+}
+
+// TestEveryRefusingModeSaysWhy: a write refused by any storage mode but
+// plain (which refuses nothing) carries the reason a story's claim names.
+func TestEveryRefusingModeSaysWhy(t *testing.T) {
+	for _, m := range storage.Modes() {
+		if got := refusalReason(m); (got == "") != (m == storage.Plain) {
+			t.Errorf("storage mode %s: refusal reason %q", m, got)
+		}
 	}
 }
