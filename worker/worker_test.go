@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"locksim/storage"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"locksim/clients"
 	"locksim/history"
+	"locksim/storage"
 )
 
 // memLock is an in-memory lock for testing the worker's protocol alone:
