@@ -1,6 +1,6 @@
 // Package clients holds the lock algorithms under test, each one
-// implementation of Lock, and the worker that runs a lock client as a
-// separate OS process driven over a pipe.
+// implementation of Lock, and their registry. The worker that runs a lock
+// client as a separate OS process, driven over a pipe, is package worker.
 package clients
 
 import (

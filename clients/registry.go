@@ -50,7 +50,7 @@ type Spec struct {
 	Name string
 	// Doc is one line for `sim list` and the README.
 	Doc string
-	// Backend is "redis" or "postgres": what servers it needs.
+	// Backend is "redis", "postgres" or "etcd": what servers it needs.
 	Backend string
 	// New builds one client.
 	New Constructor

@@ -1,5 +1,5 @@
-// svg.go draws a Timeline as SVG in the manner of the diagrams in seed
-// 001: time runs left to right, the lock nodes on top, one line per
+// svg.go draws a Timeline as SVG in the manner of the diagrams of Martin
+// Kleppmann's "How to do distributed locking" (2016): time runs left to right, the lock nodes on top, one line per
 // client process below them with its lease drawn along it, the storage
 // at the bottom with an arrow for every write that reached it. Every
 // string from a history or a scenario goes through esc.

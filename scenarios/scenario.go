@@ -33,9 +33,10 @@ type Scenario struct {
 	Lock string `yaml:"lock"`
 	// Fault is a short description of the fault, for `sim list`.
 	Fault string `yaml:"fault"`
-	// Nodes is how many Redis servers to start (A, B, C...). Default: the
-	// lock's registration says (5 for the Redlock family), else 1 for a
-	// Redis lock, 0 otherwise.
+	// Nodes is how many Redis servers (or etcd members, for an etcd lock)
+	// to start, named A, B, C... Default: what the lock's registration says
+	// (5 for the Redlock family), else 1 for a Redis or etcd lock; 0 for a
+	// PostgreSQL lock, which has one server.
 	Nodes int `yaml:"nodes"`
 	// Clients is how many client processes take part. Default 2.
 	Clients int `yaml:"clients"`

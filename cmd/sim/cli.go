@@ -441,8 +441,10 @@ and segments; a run on the docker backend, for containers.`,
 }
 
 // cmdClean removes, and lists, what runs killed before they could clean
-// up left behind: temp dirs whose owner process is gone, and their
-// PostgreSQL's SysV shared memory. Run directories are never touched.
+// up left behind: temp dirs whose owner process is gone, their
+// PostgreSQL's SysV shared memory, and (when a Docker engine answers) the
+// docker backend's containers of harnesses that are gone. Run directories
+// are never touched.
 func cmdClean(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		fmt.Fprintln(stderr, "sim: usage: sim clean")
