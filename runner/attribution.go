@@ -19,8 +19,9 @@ import (
 // of the operation in the finding) when its span, from its injection to
 // its heal (or the trial's end), overlaps the section and it hits that
 // client or no client in particular (a node's clock, a server); and, when
-// the fault has a size (a pause's length, a clock jump, a delay), the
-// section less that size still fits in its lease: a section that overran
+// the fault has a size that bounds what it does to a hold (a pause's
+// length, a clock jump; not a network delay, which acts on every message),
+// the section less that size still fits in its lease: a section that overran
 // its lease by more than the fault can account for was stretched by the
 // machine (a pause of 15ms in a 50ms lease does not explain a hold of
 // 70ms).
@@ -40,7 +41,14 @@ func unattributed(events []history.Event, res checker.Result) (string, bool) {
 		}
 		w := window{from: e.Time, to: end}
 		if e.Fault != nil {
-			w.client, w.size = e.Fault.Client, e.Fault.Size
+			w.client = e.Fault.Client
+			if e.Fault.Effect != history.EffectNetwork {
+				// A pause stretches a hold by its length, a clock jump
+				// shortens a lease by its size; a delay acts on every
+				// message of the hold (a read-modify-write is two round
+				// trips: a 300ms delay both ways stretched one by 1.2s).
+				w.size = e.Fault.Size
+			}
 		}
 		for _, h := range events[i+1:] {
 			if h.Type == history.Heal && h.Op == e.Op && h.Target == e.Target {

@@ -50,6 +50,12 @@ func sized(at int64, client int, node string, size int64) history.Event {
 		Fault: &history.FaultFields{Effect: history.EffectPause, Client: client, Node: node, Size: size * int64(time.Millisecond)}}
 }
 
+// delayed makes f a network fault.
+func delayed(f history.Event) history.Event {
+	f.Fault.Effect = history.EffectNetwork
+	return f
+}
+
 func heal(at int64) history.Event {
 	return history.Event{Time: at * int64(time.Millisecond), Type: history.Heal, Op: "pause", Target: "x"}
 }
@@ -74,6 +80,8 @@ func TestUnattributed(t *testing.T) {
 		// leaves 54ms unexplained, one of 19ms or more explains it.
 		{"a pause too short for the overrun", []history.Event{sized(3, 1, "", 15), heal(18)}, true},
 		{"a pause long enough", []history.Event{sized(3, 1, "", 19), heal(22)}, false},
+		// A delay acts on every message: its size does not bound the overrun.
+		{"a short delay on client 1's link", []history.Event{delayed(sized(3, 1, "", 15)), heal(70)}, false},
 	} {
 		events := lostUpdate(c.faults...)
 		res, err := checker.Check(events, checker.Options{})
