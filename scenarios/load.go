@@ -285,16 +285,16 @@ func (s *Scenario) validate() error {
 	if s.NodeTimeout.Duration <= 0 {
 		return s.errAt("node_timeout", "expected a positive duration, got %v", s.NodeTimeout)
 	}
-	if !contains([]string{"", "plain", "fenced", "fenced-write", "token-cas", "idempotent"}, s.Storage) {
+	if !contains(StorageModes, s.Storage) {
 		return s.errAt("storage", "expected plain, fenced, fenced-write, token-cas or idempotent, got %q", s.Storage)
 	}
-	if !contains([]string{"", "postgres", "redis-incr", "redlock-incr"}, s.Fence) {
+	if !contains(FenceSources, s.Fence) {
 		return s.errAt("fence", "expected postgres, redis-incr or redlock-incr, got %q", s.Fence)
 	}
 	if (s.Fence == "redis-incr" || s.Fence == "redlock-incr") && s.Nodes == 0 {
 		return s.errAt("fence", "%s needs Redis nodes: set nodes", s.Fence)
 	}
-	if !contains([]string{"", "token", "pexpire"}, s.Watchdog) {
+	if !contains(Watchdogs, s.Watchdog) {
 		return s.errAt("watchdog", "expected token or pexpire, got %q", s.Watchdog)
 	}
 	if s.backend() == "etcd" {
@@ -307,13 +307,13 @@ func (s *Scenario) validate() error {
 			return s.errAt("fence", "%s counts on Redis nodes; the etcd lock hands out its key's revision as its fencing token", s.Fence)
 		}
 	}
-	if !contains([]string{"", "none", "everysec", "always"}, s.Persistence) {
+	if !contains(PersistenceModes, s.Persistence) {
 		return s.errAt("persistence", "expected none, everysec or always, got %q", s.Persistence)
 	}
 	if !contains(ServerBackends, s.ServerBackend) {
 		return s.errAt("backend", "expected local or docker (where the servers run), got %q", s.ServerBackend)
 	}
-	if !contains([]string{"", "transaction", "session"}, s.Pgbouncer) {
+	if !contains(PoolModes, s.Pgbouncer) {
 		return s.errAt("pgbouncer", "expected transaction or session (pgbouncer's pool_mode), got %q", s.Pgbouncer)
 	}
 	if s.IdleInTransactionSessionTimeout.Duration < 0 {
@@ -436,7 +436,7 @@ func (s *Scenario) validateGenerator() error {
 	if g.WorkDist == "" {
 		g.WorkDist = "uniform"
 	}
-	if !contains([]string{"uniform", "exponential", "fixed"}, g.WorkDist) {
+	if !contains(WorkDists, g.WorkDist) {
 		return at("work_dist", "expected uniform, exponential or fixed, got %q", g.WorkDist)
 	}
 	if g.Fault == "" {

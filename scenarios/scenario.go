@@ -17,6 +17,17 @@ var Verdicts = []string{"safe", "unsafe", "leaked"}
 // ServerBackends are the values of a scenario's backend field ("" is local).
 var ServerBackends = []string{"", "local", "docker"}
 
+// The values of the scenario's other closed fields ("" is their default):
+// the loader checks against them and the schema (schema.go) lists them.
+var (
+	StorageModes     = []string{"", "plain", "fenced", "fenced-write", "token-cas", "idempotent"}
+	FenceSources     = []string{"", "postgres", "redis-incr", "redlock-incr"}
+	Watchdogs        = []string{"", "token", "pexpire"}
+	PersistenceModes = []string{"", "none", "everysec", "always"}
+	PoolModes        = []string{"", "transaction", "session"}
+	WorkDists        = []string{"", "uniform", "exponential", "fixed"}
+)
+
 // Scenario is one story of the Redlock debate, as data.
 type Scenario struct {
 	// Name is unique in the catalogue; families share a prefix

@@ -24,14 +24,22 @@ type Counterfactual struct {
 	// safe).
 	Expected string `yaml:"expected"`
 
-	Lock               *string   `yaml:"lock"`
-	Storage            *string   `yaml:"storage"`
-	Fence              *string   `yaml:"fence"`
-	Watchdog           *string   `yaml:"watchdog"`
-	Persistence        *string   `yaml:"persistence"`
-	CheckLease         *bool     `yaml:"check_lease"`
+	// Lock replaces the scenario's lock.
+	Lock *string `yaml:"lock"`
+	// Storage replaces the storage mode ("": no protected storage).
+	Storage *string `yaml:"storage"`
+	// Fence replaces the fencing-token source ("": no fencing token).
+	Fence *string `yaml:"fence"`
+	// Watchdog replaces the renewal ("": no watchdog).
+	Watchdog *string `yaml:"watchdog"`
+	// Persistence replaces the Redis nodes' persistence.
+	Persistence *string `yaml:"persistence"`
+	// CheckLease replaces whether writes check their lease first.
+	CheckLease *bool `yaml:"check_lease"`
+	// IdleSessionTimeout replaces PostgreSQL's idle_session_timeout.
 	IdleSessionTimeout *Duration `yaml:"idle_session_timeout"`
-	Pgbouncer          *string   `yaml:"pgbouncer"`
+	// Pgbouncer replaces the pgbouncer pool mode ("": no pgbouncer).
+	Pgbouncer *string `yaml:"pgbouncer"`
 	// GeneratorFault replaces generator.fault (none: no fault at all).
 	GeneratorFault *string `yaml:"generator_fault"`
 

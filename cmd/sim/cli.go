@@ -117,7 +117,7 @@ func (c *cli) root() *cobra.Command {
 	root.Flags().BoolP("version", "v", false, "the version and the commit it was built from")
 	root.AddCommand(
 		c.listCmd(), c.explainCmd(), c.runCmd(), c.matrixCmd(), c.reportCmd(), c.checkCmd(),
-		c.locksCmd(), c.sweepCmd(), c.cleanCmd(),
+		c.locksCmd(), c.schemaCmd(), c.sweepCmd(), c.cleanCmd(),
 		&cobra.Command{Use: "version", Short: "the version and the commit it was built from", Hidden: true,
 			Args: cobra.NoArgs, Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(c.stdout, version()) }},
 	)
