@@ -250,10 +250,45 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	loopsDone := make(chan struct{})
 	var schedErr error
 	schedDone := make(chan struct{})
+	loopsFrom := time.Now()
+	var quiet time.Time // when the struck faults have run their course
 	go func() {
 		defer close(schedDone)
-		tr.Injected, schedErr = t.strike(ctx, g, tr.Plan, loopsDone, func(c int) <-chan struct{} { return arm(enter, c) },
+		tr.Injected, quiet, schedErr = t.strike(ctx, g, tr.Plan, loopsDone, func(c int) <-chan struct{} { return arm(enter, c) },
 			func(c int) <-chan struct{} { return arm(leave, c) })
+	}()
+	// The loops are timed for the latest a fault may strike (loopDuration);
+	// once the schedule is done and its faults have run their course and
+	// settled, they are stopped: a fault that struck early leaves no idle
+	// looping behind it.
+	stopErr := make(chan error, 1)
+	go func() {
+		select {
+		case <-schedDone:
+		case <-loopsDone:
+			stopErr <- nil
+			return
+		}
+		stopAt := loopsFrom.Add(g.Duration.Duration)
+		if at := quiet.Add(settle); at.After(stopAt) {
+			stopAt = at
+		}
+		select {
+		case <-time.After(time.Until(stopAt)):
+		case <-loopsDone:
+			stopErr <- nil
+			return
+		case <-ctx.Done():
+			stopErr <- nil
+			return
+		}
+		var errs []error
+		for _, c := range r.clients {
+			if err := c.StopLoop(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("client %d: stopping its loop: %w", c.ID, err))
+			}
+		}
+		stopErr <- errors.Join(errs...)
 	}()
 	var (
 		wg   sync.WaitGroup
@@ -277,6 +312,9 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	wg.Wait()
 	close(loopsDone)
 	<-schedDone
+	if err := <-stopErr; err != nil {
+		errs = append(errs, err)
+	}
 	r.worst, r.worstAt = guard.Stop()
 	r.storyTo = rec.Now()
 	r.cpuTo, _ = cpuStall()
@@ -318,24 +356,24 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 
 // strike carries out the plan: for each fault, wait until its time, then
 // (for client faults) until its client's next critical section starts,
-// at most armWait after its time, and inject it. A latency is healed when the delayed write completes;
-// every other fault is healed with the trial. It returns how many faults
-// struck.
-func (t *Trials) strike(ctx context.Context, g scenarios.Generator, plan []Planned, loopsDone <-chan struct{}, enter, leave func(int) <-chan struct{}) (int, error) {
+// at most armWait after its time, and inject it. A latency is healed when
+// the delayed write completes; every other fault is healed with the
+// trial. It returns how many faults struck, and quiet: when the last of
+// them has run its course (a pause ended, a delayed write landed).
+func (t *Trials) strike(ctx context.Context, g scenarios.Generator, plan []Planned, loopsDone <-chan struct{}, enter, leave func(int) <-chan struct{}) (struck int, quiet time.Time, err error) {
 	r := t.r
 	start := time.Now()
-	struck := 0
 	for _, p := range plan {
 		select {
 		case <-time.After(time.Until(start.Add(p.At))):
 		case <-loopsDone:
-			return struck, nil
+			return struck, quiet, nil
 		case <-ctx.Done():
-			return struck, ctx.Err()
+			return struck, quiet, ctx.Err()
 		}
 		gen := scenarios.Generator{Fault: p.Fault}.Generated()
 		if gen == nil {
-			return struck, fmt.Errorf("the generator does not know fault %q", p.Fault)
+			return struck, quiet, fmt.Errorf("the generator does not know fault %q", p.Fault)
 		}
 		f := gen.Build(p.Client, p.Node, p.Size, p.Rate)
 		var left <-chan struct{}
@@ -347,28 +385,36 @@ func (t *Trials) strike(ctx context.Context, g scenarios.Generator, plan []Plann
 			case <-time.After(time.Until(start.Add(p.At + armWait(g)))):
 				continue // its client did not enter a critical section in time: it escapes
 			case <-loopsDone:
-				return struck, nil
+				return struck, quiet, nil
 			case <-ctx.Done():
-				return struck, ctx.Err()
+				return struck, quiet, ctx.Err()
 			}
 		}
 		if err := r.inject(ctx, f); err != nil {
-			return struck, err
+			return struck, quiet, err
 		}
 		struck++
+		course := time.Now()
+		if gen.Outlasts != nil {
+			course = course.Add(gen.Outlasts(p.Size))
+		}
 		if gen.UntilSectionEnds {
 			select {
 			case <-left:
 			case <-loopsDone:
 			case <-ctx.Done():
-				return struck, ctx.Err()
+				return struck, quiet, ctx.Err()
 			}
 			if err := r.heal(ctx, func(g nemesis.Fault) bool { return g == f }); err != nil {
-				return struck, err
+				return struck, quiet, err
 			}
+			course = time.Now()
+		}
+		if course.After(quiet) {
+			quiet = course
 		}
 	}
-	return struck, nil
+	return struck, quiet, nil
 }
 
 // aimedAt lists the clients whose critical sections the plan aims a fault

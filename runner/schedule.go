@@ -127,5 +127,8 @@ func loopDuration(g scenarios.Generator, plan []Planned, settle time.Duration) t
 // stopped before the paused holder's lease ran out, and the trial showed
 // no damage at a pause of 3 TTLs. With one trial length (60ms), 8 of 30
 // trials of gen-pause at 3 TTLs escaped (a client that keeps losing the
-// race for the lock); with three, none of 30.
+// race for the lock); with three, none of 30. The loops are timed for
+// the latest strike but stopped once the faults have run their course
+// (Play, worker.OpStopLoop), so the wait costs nothing when a fault
+// strikes early.
 func armWait(g scenarios.Generator) time.Duration { return 3 * g.Duration.Duration }

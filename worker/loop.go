@@ -16,8 +16,15 @@ import (
 	"locksim/history"
 )
 
-// OpLoop is the command that runs a generator loop (Command.Loop).
-const OpLoop = "loop"
+// OpLoop is the command that runs a generator loop (Command.Loop);
+// OpStopLoop ends the running one after its current cycle, before its
+// Duration: the harness stops the loops once the trial's faults have run
+// their course, so that a loop timed for a fault that could strike late
+// does not run on idle when it struck early.
+const (
+	OpLoop     = "loop"
+	OpStopLoop = "stop-loop"
+)
 
 // Loop configures one generator loop.
 type Loop struct {
@@ -75,7 +82,7 @@ func (s *state) loop(ctx context.Context, c Command) error {
 	rng := rand.New(rand.NewPCG(l.Seed, l.Seed^0x9e3779b97f4a7c15))
 	deadline := time.Now().Add(l.Duration)
 	cycles := 0
-	for time.Now().Before(deadline) && (l.MaxCycles == 0 || cycles < l.MaxCycles) {
+	for time.Now().Before(deadline) && (l.MaxCycles == 0 || cycles < l.MaxCycles) && !s.stopLoop.Load() {
 		s.acquire(ctx, Command{ID: c.ID, Op: history.OpAcquire, Key: c.Key, TTL: c.TTL})
 		if _, held := s.lease(c.Key); !held {
 			if l.Backoff > 0 {
@@ -95,6 +102,13 @@ func (s *state) loop(ctx context.Context, c Command) error {
 // Loop runs a generator loop on the worker and waits for it to finish.
 func (c *Client) Loop(ctx context.Context, key string, ttl time.Duration, l Loop) error {
 	return c.Do(ctx, Command{Op: OpLoop, Key: key, TTL: ttl, Loop: &l})
+}
+
+// StopLoop ends the worker's running loop after its current cycle and
+// returns once it has (at once when none runs). Loop, waiting in another
+// goroutine, then returns too.
+func (c *Client) StopLoop(ctx context.Context) error {
+	return c.Do(ctx, Command{Op: OpStopLoop})
 }
 
 // SetRecorder sends the worker's events to rec from now on, so that one

@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"locksim/clients"
@@ -182,6 +183,9 @@ type state struct {
 	dogs map[string]func()
 	// wall is the client's wall clock (Init.ClockFile, or time.Now).
 	wall func() time.Time
+	// stopLoop ends the running generator loop after its current cycle
+	// (OpStopLoop).
+	stopLoop atomic.Bool
 }
 
 // send writes a reply. Replies the harness acts on go out at once: the
@@ -249,18 +253,37 @@ func Serve(in io.Reader, out io.Writer) int {
 	go func() { defer bg.Done(); s.watchStalls(stop) }()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	var loops sync.WaitGroup // the generator loop running, if any
 	for sc.Scan() {
 		var c Command
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
 			s.send(Reply{Done: true, Error: fmt.Sprintf("bad command: %v", err)})
 			continue
 		}
-		if err := s.do(context.Background(), c); err != nil {
-			s.send(Reply{ID: c.ID, Done: true, Error: err.Error()})
+		switch {
+		case c.Op == OpStopLoop:
+			// The running loop ends after its current cycle; its own
+			// done goes out first.
+			s.stopLoop.Store(true)
+			loops.Wait()
+			s.send(Reply{ID: c.ID, Done: true})
+			continue
+		case c.Op == OpLoop:
+			// A loop runs while the worker reads on, so that a stop can
+			// end it early; any other command waits for it.
+			loops.Wait()
+			s.stopLoop.Store(false)
+			loops.Add(1)
+			go func() {
+				defer loops.Done()
+				s.reply(c, s.do(context.Background(), c))
+			}()
 			continue
 		}
-		s.send(Reply{ID: c.ID, Done: true})
+		loops.Wait()
+		s.reply(c, s.do(context.Background(), c))
 	}
+	loops.Wait()
 	if err := sc.Err(); err != nil {
 		s.send(Reply{Done: true, Error: fmt.Sprintf("reading commands: %v", err)})
 	}
@@ -274,6 +297,15 @@ func Serve(in io.Reader, out io.Writer) int {
 		s.store.Close()
 	}
 	return 0
+}
+
+// reply ends command c: done, with err when it could not be carried out.
+func (s *state) reply(c Command, err error) {
+	if err != nil {
+		s.send(Reply{ID: c.ID, Done: true, Error: err.Error()})
+		return
+	}
+	s.send(Reply{ID: c.ID, Done: true})
 }
 
 func (s *state) do(ctx context.Context, c Command) error {

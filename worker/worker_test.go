@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -210,5 +211,38 @@ func TestEveryRefusingModeSaysWhy(t *testing.T) {
 		if got := refusalReason(m); (got == "") != (m == storage.Plain) {
 			t.Errorf("storage mode %s: refusal reason %q", m, got)
 		}
+	}
+}
+
+// TestStopLoopEndsTheLoop: a loop timed for a minute ends at a stop-loop
+// after its current cycle; the loop's done goes out before the stop's,
+// and a stop with no loop running is done at once.
+func TestStopLoopEndsTheLoop(t *testing.T) {
+	done := make(chan []Reply, 1)
+	go func() {
+		done <- serve(t,
+			Command{ID: 1, Op: "init", Init: &Init{Lock: "test-mem"}},
+			Command{ID: 2, Op: OpLoop, Key: "S", TTL: time.Second, Loop: &Loop{Duration: time.Minute}},
+			Command{ID: 3, Op: OpStopLoop},
+			Command{ID: 4, Op: OpStopLoop},
+		)
+	}()
+	var replies []Reply
+	select {
+	case replies = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the loop timed for a minute did not stop")
+	}
+	var order []int64
+	for _, r := range replies {
+		if r.Done {
+			if r.Error != "" {
+				t.Fatalf("command %d: %s", r.ID, r.Error)
+			}
+			order = append(order, r.ID)
+		}
+	}
+	if fmt.Sprint(order) != "[1 2 3 4]" {
+		t.Fatalf("commands done in the order %v, want [1 2 3 4]", order)
 	}
 }
