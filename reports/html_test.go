@@ -67,7 +67,7 @@ func TestReportEscapesMarkup(t *testing.T) {
 	}
 	events[0].Key = markup
 	sc := &scenarios.Scenario{Name: "evil" + markup, Title: "title " + markup, Explain: "explain " + markup,
-		Source: "source " + markup, Lock: "redis" + markup, Fault: markup, Nodes: 1, Clients: 2}
+		Source: "source " + markup, Fault: markup, Conditions: scenarios.Conditions{Lock: "redis" + markup, Nodes: 1, Clients: 2}}
 	r := &Run{Scenario: sc, Dir: t.TempDir(), Seed: 1, Expected: "safe", Check: check(t, events), Events: events}
 	if err := WriteRunDir(r); err != nil {
 		t.Fatal(err)
@@ -93,8 +93,9 @@ func TestReportEscapesMarkup(t *testing.T) {
 // TestLoadRunScenarioGone: a run directory whose scenario is no longer in
 // the catalogue is reported from result.json's fields.
 func TestLoadRunScenarioGone(t *testing.T) {
-	sc := &scenarios.Scenario{Name: "gone-from-the-catalogue", Title: "A story that was removed", Lock: "redlock",
-		Explain: "Why it mattered.", Source: "seeds/001", Nodes: 5, Clients: 2, Expected: "unsafe"}
+	sc := &scenarios.Scenario{Name: "gone-from-the-catalogue", Title: "A story that was removed",
+		Explain: "Why it mattered.", Source: "seeds/001", Expected: "unsafe",
+		Conditions: scenarios.Conditions{Lock: "redlock", Nodes: 5, Clients: 2}}
 	r := writeRun(t, sc, "redlock-clock-jump", "unsafe")
 	drawn := read(t, filepath.Join(r.Dir, "history.html")) // from the check's own linearization
 	back, res, err := LoadRun(r.Dir)

@@ -239,8 +239,9 @@ func LoadRun(dir string) (*Run, Result, error) {
 		return nil, res, err
 	}
 	sc := &scenarios.Scenario{
-		Name: res.Scenario, Title: res.Title, Lock: res.Lock, Fault: res.Fault, Source: res.Source,
-		Explain: res.Explain, Nodes: res.Nodes, Clients: res.Clients, Expected: res.Expected, File: res.File,
+		Name: res.Scenario, Title: res.Title, Fault: res.Fault, Source: res.Source,
+		Explain: res.Explain, Expected: res.Expected, File: res.File,
+		Conditions: scenarios.Conditions{Lock: res.Lock, Nodes: res.Nodes, Clients: res.Clients},
 	}
 	if known, err := scenarios.Match("^" + regexp.QuoteMeta(res.Scenario) + "$"); err == nil && len(known) == 1 {
 		k := known[0]

@@ -48,7 +48,7 @@ const benchBackoff = 100 * time.Microsecond
 // write and release. It reports the medians of cycles/s for each side and
 // their ratio (target: generator >= 80% of the floor; README, Benchmarks).
 func BenchmarkGeneratorThroughput(b *testing.B) {
-	sc := &scenarios.Scenario{Name: "bench-generator", Lock: "redis", Nodes: 1, Clients: 4, Key: "L", Storage: "plain",
+	sc := &scenarios.Scenario{Name: "bench-generator", Conditions: scenarios.Conditions{Lock: "redis", Nodes: 1, Clients: 4, Key: "L", Storage: "plain"},
 		Generator: &scenarios.Generator{Fault: "none", WorkDist: "fixed"}}
 	sc.TTL.Duration = time.Second
 	sc.NodeTimeout.Duration = 200 * time.Millisecond

@@ -63,16 +63,12 @@ func decodeStrict(n *yaml.Node, v any, what string) (map[string]int, error) {
 		return nil, &Error{Line: n.Line, Field: what, Msg: "expected a mapping of field: value"}
 	}
 	rv := reflect.ValueOf(v).Elem()
-	rt := rv.Type()
-	fields := map[string]int{}
+	fields := map[string][]int{}
 	var known []string
-	for i := 0; i < rt.NumField(); i++ {
-		tag := strings.Split(rt.Field(i).Tag.Get("yaml"), ",")[0]
-		if tag != "" && tag != "-" {
-			fields[tag] = i
-			known = append(known, tag)
-		}
-	}
+	yamlFields(rv.Type(), nil, func(tag string, index []int) {
+		fields[tag] = index
+		known = append(known, tag)
+	})
 	lines := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -88,11 +84,27 @@ func decodeStrict(n *yaml.Node, v any, what string) (map[string]int, error) {
 			return nil, &Error{Line: k.Line, Field: what + k.Value, Msg: "field given twice"}
 		}
 		lines[k.Value] = k.Line
-		if err := val.Decode(rv.Field(idx).Addr().Interface()); err != nil {
+		if err := val.Decode(rv.FieldByIndex(idx).Addr().Interface()); err != nil {
 			return nil, fieldError(err, val, what+k.Value)
 		}
 	}
 	return lines, nil
+}
+
+// yamlFields calls field with the yaml name and index path of every field
+// of t, those of an embedded `yaml:",inline"` struct (Conditions) included.
+func yamlFields(t reflect.Type, at []int, field func(tag string, index []int)) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		index := append(append([]int(nil), at...), i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case f.Anonymous && name == "" && opts == "inline":
+			yamlFields(f.Type, index, field)
+		case name != "" && name != "-":
+			field(name, index)
+		}
+	}
 }
 
 var (

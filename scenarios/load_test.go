@@ -3,6 +3,7 @@ package scenarios
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"locksim/clients"
 )
@@ -43,7 +44,7 @@ func TestEveryMutantHasItsScenario(t *testing.T) {
 		}
 		var by []string
 		for _, sc := range all {
-			if c := sc.Counterfactual; (c != nil && c.Lock != nil && *c.Lock == name && sc.Expected == "safe") ||
+			if c := sc.Counterfactual; (c != nil && c.Given("lock") && c.Lock == name && sc.Expected == "safe") ||
 				(sc.Lock == name && sc.Expected == "unsafe") {
 				by = append(by, sc.Name)
 			}
@@ -96,6 +97,27 @@ steps:
 	}
 }
 
+// TestCounterfactualReplacesAnyCondition: a counterfactual block may
+// replace any of the scenario's conditions, not only a listed few: here
+// the TTL and a PostgreSQL timeout, which it once could not.
+func TestCounterfactualReplacesAnyCondition(t *testing.T) {
+	sc, err := Parse("x.yaml", []byte(good+"ttl: 2s\nidle_in_transaction_session_timeout: 1s\n"+
+		"counterfactual:\n  change: longer\n  expected: safe\n  ttl: 30s\n  idle_in_transaction_session_timeout: 0s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := sc.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.TTL.Duration != 30*time.Second || cf.IdleInTransactionSessionTimeout.Duration != 0 || sc.TTL.Duration != 2*time.Second {
+		t.Fatalf("counterfactual ttl %v, timeout %v; story ttl %v", cf.TTL, cf.IdleInTransactionSessionTimeout, sc.TTL)
+	}
+	if got := strings.Join(sc.CounterfactualChanges(), "; "); !strings.Contains(got, "ttl") || !strings.Contains(got, "idle_in_transaction_session_timeout") {
+		t.Fatalf("changes %q do not name both fields", got)
+	}
+}
+
 const good = `name: t
 title: a test
 lock: redlock
@@ -126,6 +148,8 @@ func TestParseErrors(t *testing.T) {
 		{"read on an acquire", strings.Replace(good, "client: 1", "client: 1\n    expect: granted\n    read: 0", 1), "steps[0].read: a value read goes with a write"},
 		{"cause without counterfactual", strings.Replace(good, "client: 1", "client: 1\n    cause: true", 1), "steps[0].cause: the scenario has no counterfactual block"},
 		{"counterfactual that changes nothing", good + "counterfactual:\n  change: nothing\n", "counterfactual.change: the counterfactual changes nothing"},
+		{"counterfactual of the story's text", good + "counterfactual:\n  change: x\n  title: other\n", "x.yaml:10: counterfactual.title: unknown field"},
+		{"counterfactual of a misspelt field", good + "counterfactual:\n  change: x\n  tll: 1s\n", "x.yaml:10: counterfactual.tll: unknown field"},
 		{"counterfactual that does not flip", good + "counterfactual:\n  change: x\n  expected: unsafe\n  lock: redis\n", "counterfactual.expected: the counterfactual must flip the verdict"},
 	}
 	for _, c := range cases {

@@ -40,10 +40,41 @@ type Scenario struct {
 	Source string `yaml:"source"`
 	// Explain is the paragraph `sim explain` prints: what happens and why.
 	Explain string `yaml:"explain"`
-	// Lock names a registered lock algorithm (see `sim locks`).
-	Lock string `yaml:"lock"`
 	// Fault is a short description of the fault, for `sim list`.
 	Fault string `yaml:"fault"`
+	// Conditions are what the story runs on and with: the lock, its
+	// servers, the clients, the storage and the timing. A counterfactual
+	// block may replace any of them.
+	Conditions `yaml:",inline"`
+	// Expected is the verdict the story should end in: safe, unsafe or leaked.
+	Expected string `yaml:"expected"`
+	// Steps is the story, in order.
+	Steps []Step `yaml:"steps"`
+	// Counterfactual is the same story without its cause, or with its
+	// defence removed: `sim run --counterfactual` plays it too and
+	// requires the verdict to flip (see story.go).
+	Counterfactual *Counterfactual `yaml:"counterfactual"`
+	// Generator makes this a generator scenario instead of a scripted
+	// story: the clients loop acquire -> read-modify-write -> release while
+	// a schedule drawn from the seed injects the fault (see Generator).
+	// A scenario has either steps or a generator.
+	Generator *Generator `yaml:"generator"`
+
+	// File is where the scenario was loaded from.
+	File string `yaml:"-"`
+	// IsCounterfactual marks the changed story CounterfactualScenario
+	// builds: its steps assert nothing.
+	IsCounterfactual bool `yaml:"-"`
+	// lines maps field names to their line in File.
+	lines map[string]int
+}
+
+// Conditions are the fields of a scenario that say what its story runs on
+// and with (everything but its text, its verdict, its steps or generator
+// and its counterfactual); a counterfactual block may replace any of them.
+type Conditions struct {
+	// Lock names a registered lock algorithm (see `sim locks`).
+	Lock string `yaml:"lock"`
 	// Nodes is how many Redis servers (or etcd members, for an etcd lock)
 	// to start, named A, B, C... Default: what the lock's registration says
 	// (5 for the Redlock family), else 1 for a Redis or etcd lock; 0 for a
@@ -106,27 +137,6 @@ type Scenario struct {
 	// ServerBackend is where the servers run: local (child processes, the
 	// default) or docker (containers; `sim run --backend` overrides it).
 	ServerBackend string `yaml:"backend"`
-	// Expected is the verdict the story should end in: safe, unsafe or leaked.
-	Expected string `yaml:"expected"`
-	// Steps is the story, in order.
-	Steps []Step `yaml:"steps"`
-	// Counterfactual is the same story without its cause, or with its
-	// defence removed: `sim run --counterfactual` plays it too and
-	// requires the verdict to flip (see story.go).
-	Counterfactual *Counterfactual `yaml:"counterfactual"`
-	// Generator makes this a generator scenario instead of a scripted
-	// story: the clients loop acquire -> read-modify-write -> release while
-	// a schedule drawn from the seed injects the fault (see Generator).
-	// A scenario has either steps or a generator.
-	Generator *Generator `yaml:"generator"`
-
-	// File is where the scenario was loaded from.
-	File string `yaml:"-"`
-	// IsCounterfactual marks the changed story CounterfactualScenario
-	// builds: its steps assert nothing.
-	IsCounterfactual bool `yaml:"-"`
-	// lines maps field names to their line in File.
-	lines map[string]int
 }
 
 // Generator is the load and fault schedule of a generator scenario: every

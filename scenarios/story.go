@@ -13,8 +13,8 @@ import (
 // Counterfactual is a scenario's cause, named so that it can be taken
 // away: the steps marked cause are left out, the steps with a
 // counterfactual block are changed, and the fields given here replace the
-// scenario's (a lock, a storage mode, a watchdog...). The verdict must
-// then flip to Expected.
+// scenario's (any of its Conditions: a lock, a storage mode, a watchdog,
+// a timeout...). The verdict must then flip to Expected.
 type Counterfactual struct {
 	// Change says in words what the counterfactual changes, for the
 	// sentence "without the clock jump on C: safe".
@@ -24,22 +24,10 @@ type Counterfactual struct {
 	// safe).
 	Expected string `yaml:"expected"`
 
-	// Lock replaces the scenario's lock.
-	Lock *string `yaml:"lock"`
-	// Storage replaces the storage mode ("": no protected storage).
-	Storage *string `yaml:"storage"`
-	// Fence replaces the fencing-token source ("": no fencing token).
-	Fence *string `yaml:"fence"`
-	// Watchdog replaces the renewal ("": no watchdog).
-	Watchdog *string `yaml:"watchdog"`
-	// Persistence replaces the Redis nodes' persistence.
-	Persistence *string `yaml:"persistence"`
-	// CheckLease replaces whether writes check their lease first.
-	CheckLease *bool `yaml:"check_lease"`
-	// IdleSessionTimeout replaces PostgreSQL's idle_session_timeout.
-	IdleSessionTimeout *Duration `yaml:"idle_session_timeout"`
-	// Pgbouncer replaces the pgbouncer pool mode ("": no pgbouncer).
-	Pgbouncer *string `yaml:"pgbouncer"`
+	// Conditions are any of the scenario's conditions (lock, storage,
+	// fence, watchdog, ttl, nodes, persistence, a PostgreSQL timeout...):
+	// each one given replaces the scenario's.
+	Conditions `yaml:",inline"`
 	// GeneratorFault replaces generator.fault (none: no fault at all).
 	GeneratorFault *string `yaml:"generator_fault"`
 
@@ -154,7 +142,7 @@ func (s *Scenario) CounterfactualScenario() (*Scenario, error) {
 	// A story whose node count came from its own lock's registration
 	// would run the counterfactual's lock on the wrong number of nodes; a
 	// story that sets nodes itself runs both locks on that many.
-	if _, explicit := s.lines["nodes"]; c.Lock != nil && s.Nodes > 0 && !explicit {
+	if _, explicit := s.lines["nodes"]; c.Given("lock") && !c.Given("nodes") && s.Nodes > 0 && !explicit {
 		if spec, err := clients.Lookup(cf.Lock); err == nil && spec.Backend == "redis" && spec.Nodes > s.Nodes {
 			return nil, s.errAt("counterfactual", "lock %s wants %d nodes, the story has %d: a counterfactual changes one thing", cf.Lock, spec.Nodes, s.Nodes)
 		}
@@ -268,23 +256,16 @@ type override struct {
 // it changed.
 func (c *Counterfactual) overrides(s *Scenario) []override {
 	var out []override
-	text := func(name string, v *string, field func(*Scenario) *string) {
-		if v != nil {
-			out = append(out, override{name, *field(s), *v, func(cf *Scenario) { *field(cf) = *v }})
+	from, to := reflect.ValueOf(&s.Conditions).Elem(), reflect.ValueOf(c.Conditions)
+	yamlFields(to.Type(), nil, func(tag string, index []int) {
+		if _, given := c.lines[tag]; !given {
+			return
 		}
-	}
-	text("lock", c.Lock, func(x *Scenario) *string { return &x.Lock })
-	text("storage", c.Storage, func(x *Scenario) *string { return &x.Storage })
-	text("fence", c.Fence, func(x *Scenario) *string { return &x.Fence })
-	text("watchdog", c.Watchdog, func(x *Scenario) *string { return &x.Watchdog })
-	text("persistence", c.Persistence, func(x *Scenario) *string { return &x.Persistence })
-	text("pgbouncer", c.Pgbouncer, func(x *Scenario) *string { return &x.Pgbouncer })
-	if v := c.CheckLease; v != nil {
-		out = append(out, override{"check_lease", fmt.Sprint(s.CheckLease), fmt.Sprint(*v), func(cf *Scenario) { cf.CheckLease = *v }})
-	}
-	if v := c.IdleSessionTimeout; v != nil {
-		out = append(out, override{"idle_session_timeout", s.IdleSessionTimeout.String(), v.String(), func(cf *Scenario) { cf.IdleSessionTimeout = *v }})
-	}
+		v := to.FieldByIndex(index)
+		out = append(out, override{tag, condition(from.FieldByIndex(index)), condition(v), func(cf *Scenario) {
+			reflect.ValueOf(&cf.Conditions).Elem().FieldByIndex(index).Set(v)
+		}})
+	})
 	if v := c.GeneratorFault; v != nil {
 		from := ""
 		if s.Generator != nil {
@@ -301,6 +282,16 @@ func (c *Counterfactual) overrides(s *Scenario) []override {
 		}})
 	}
 	return out
+}
+
+// condition prints a condition's value for "what changed".
+func condition(v reflect.Value) string { return fmt.Sprint(v.Interface()) }
+
+// Given says whether the counterfactual block gives the field (its yaml
+// name) and so replaces the scenario's.
+func (c *Counterfactual) Given(field string) bool {
+	_, ok := c.lines[field]
+	return ok
 }
 
 func orNone(s string) string {

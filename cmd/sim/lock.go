@@ -81,8 +81,8 @@ func withLock(sc *scenarios.Scenario, name string) (variant, error) {
 			return v, &inapplicable{fmt.Sprintf("scenario %s names node %s (%s); lock %s runs on %s", sc.Name, scenarios.NodeName(n), where, name, has)}
 		}
 	}
-	if c := sc.Counterfactual; c != nil && c.Lock != nil {
-		v.skipCF = fmt.Sprintf("it changes the lock (%s -> %s: %s), which means nothing for lock %s", sc.Lock, *c.Lock, c.Change, name)
+	if c := sc.Counterfactual; c != nil && c.Given("lock") {
+		v.skipCF = fmt.Sprintf("it changes the lock (%s -> %s: %s), which means nothing for lock %s", sc.Lock, c.Lock, c.Change, name)
 		cp.Counterfactual = nil
 	}
 	v.sc = &cp

@@ -298,7 +298,7 @@ func playCell(ctx context.Context, c *matrixCell, v variant, seed int64, base ru
 	default:
 		c.Ran = true
 		c.Verdict, c.Expected, c.Summary = res.Check.Verdict, res.Expected, res.Check.Summary
-		c.Slow = res.Check.Verdict == checker.Unknown && strings.Contains(res.Check.Summary, "machine was too slow")
+		c.Slow = res.Check.Verdict == checker.Unknown && res.Machine != nil && res.Machine.Busy != ""
 		if cf := res.Counterfactual; cf != nil {
 			c.CF, c.CFFlipped = cf.Verdict, cf.Flipped
 		}
