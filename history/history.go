@@ -91,6 +91,11 @@ const (
 	ReasonRead = "read"
 )
 
+// Reasons lists every refusal reason above, for the loader's check of a
+// story step's reason: and the scenario schema.
+var Reasons = []string{ReasonHeld, ReasonQuorum, ReasonValidity, ReasonTimeout, ReasonNotHeld, ReasonNoLease,
+	ReasonExpired, ReasonFence, ReasonToken, ReasonDuplicate, ReasonRollback, ReasonRead}
+
 // Event is one line of history.jsonl.
 type Event struct {
 	// Seq numbers events in the order the harness recorded them.

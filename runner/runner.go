@@ -509,9 +509,9 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 // node letters.
 const (
 	// LinkPostgres carries the lock's connection (advisory locks).
-	LinkPostgres = "pg"
+	LinkPostgres = nemesis.PGNode
 	// LinkStorage carries the protected storage's connection.
-	LinkStorage = "storage"
+	LinkStorage = nemesis.StorageNode
 )
 
 // needsPostgres says whether the scenario needs a PostgreSQL cluster.

@@ -387,8 +387,8 @@ func (s *Scenario) validateStep(i int) error {
 	for _, n := range st.Nodes {
 		// A client's links: to Redis nodes, to PostgreSQL (pg) and to the
 		// protected storage (storage).
-		if !isNode(n) && n != "pg" && n != "storage" {
-			return at("nodes", "unknown node %q: expected a Redis node (A to %s), pg or storage", n, NodeName(max(s.Nodes-1, 0)))
+		if !isNode(n) && n != nemesis.PGNode && n != nemesis.StorageNode {
+			return at("nodes", "unknown node %q: expected a Redis node (A to %s), %s or %s", n, NodeName(max(s.Nodes-1, 0)), nemesis.PGNode, nemesis.StorageNode)
 		}
 	}
 	if k, ok := nemesis.LookupKind(st.Do); ok && k.Check != nil {

@@ -9,6 +9,7 @@ import (
 
 	"locksim/history"
 	"locksim/nemesis"
+	"locksim/storage"
 )
 
 // Verdicts a scenario can expect.
@@ -20,13 +21,22 @@ var ServerBackends = []string{"", "local", "docker"}
 // The values of the scenario's other closed fields ("" is their default):
 // the loader checks against them and the schema (schema.go) lists them.
 var (
-	StorageModes     = []string{"", "plain", "fenced", "fenced-write", "token-cas", "idempotent"}
+	StorageModes     = storageModes()
 	FenceSources     = []string{"", "postgres", "redis-incr", "redlock-incr"}
 	Watchdogs        = []string{"", "token", "pexpire"}
 	PersistenceModes = []string{"", "none", "everysec", "always"}
 	PoolModes        = []string{"", "transaction", "session"}
 	WorkDists        = []string{"", "uniform", "exponential", "fixed"}
 )
+
+// storageModes are storage's modes, and "" for none.
+func storageModes() []string {
+	out := []string{""}
+	for _, m := range storage.Modes() {
+		out = append(out, string(m))
+	}
+	return out
+}
 
 // Scenario is one story of the Redlock debate, as data.
 type Scenario struct {

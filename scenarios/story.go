@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"locksim/clients"
+	"locksim/history"
 )
 
 // Counterfactual is a scenario's cause, named so that it can be taken
@@ -56,10 +57,8 @@ var expectations = map[string][]string{
 	"renewal": {"ok", "refused"},
 }
 
-// Reasons lists the refusal reasons a step can assert (history's Reason
-// names).
-var Reasons = []string{"held", "quorum", "validity", "timeout", "not-held", "no-lease", "expired",
-	"fence", "token", "duplicate", "rollback", "read"}
+// Reasons lists the refusal reasons a step can assert (history's).
+var Reasons = history.Reasons
 
 // validateStory checks step i's assertions and counterfactual fields.
 func (s *Scenario) validateStory(i int, at func(field, format string, args ...any) error) error {
