@@ -40,7 +40,7 @@ func (f *ConnDrop) Heal(ctx context.Context, t *Target) error { return f.heal(ct
 
 func init() {
 	Register(Kind{Name: "drop", Doc: "close the client's connections to the nodes at once, both sides",
-		Needs: []string{"client", "nodes"},
+		Needs: []string{"client", "links"},
 		New:   func(p Params) Fault { return &ConnDrop{Client: p.Client, Nodes: p.Nodes} }})
 }
 

@@ -73,7 +73,7 @@ func (f *Latency) Heal(ctx context.Context, t *Target) error { return f.heal(ctx
 
 func init() {
 	Register(Kind{Name: "latency", Doc: "delay the client's traffic to the nodes by `delay` (± `jitter`)",
-		Needs: []string{"client", "nodes", "delay"},
+		Needs: []string{"client", "links", "delay"},
 		Check: func(p Params, _ Facts) *ParamError {
 			switch p.Stream {
 			case "", "upstream", "downstream", "both":

@@ -45,7 +45,7 @@ var bothStreams = []string{"upstream", "downstream"}
 
 func init() {
 	Register(Kind{Name: "partition", Doc: "cut the client's links to the nodes (packets dropped, no reply, no close passed on)",
-		Needs: []string{"client", "nodes"},
+		Needs: []string{"client", "links"},
 		New:   func(p Params) Fault { return &Partition{Client: p.Client, Nodes: p.Nodes} }})
 	// The replica's link to its primary is "client 0"'s link.
 	Register(Kind{Name: "replication-lag", Doc: "hold back the node's replication link, so writes do not reach its replica",

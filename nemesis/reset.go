@@ -42,7 +42,7 @@ func (f *ConnReset) Heal(ctx context.Context, t *Target) error { return f.heal(c
 
 func init() {
 	Register(Kind{Name: "reset", Doc: "TCP RST on the client's connections to the nodes when data next flows",
-		Needs: []string{"client", "nodes"},
+		Needs: []string{"client", "links"},
 		New:   func(p Params) Fault { return &ConnReset{Client: p.Client, Nodes: p.Nodes} }})
 }
 

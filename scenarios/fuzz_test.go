@@ -28,7 +28,7 @@ var fuzzBroken = []string{
 	// A mapping where a scalar or a list of scalars belongs put yaml's
 	// multi-line "unmarshal errors" in the error.
 	"name: x\nlock: redis\nexpected: unsafe\nsteps:\n  - do: acquire\n    client: {a: 1}\n",
-	"name: x\nlock: redis\nexpected: unsafe\nsteps:\n  - do: partition\n    client: 1\n    nodes: [{a: 1}, [b]]\n",
+	"name: x\nlock: redis\nexpected: unsafe\nsteps:\n  - do: partition\n    client: 1\n    links: [{a: 1}, [b]]\n",
 	"name: x\nlock: redis\nexpected: unsafe\nttl: [1s]\nsteps:\n  - do: sleep\n    for: 1s\n",
 	"name: x\nlock: redis\nexpected: unsafe\nttl: -1s\nsteps:\n  - do: sleep\n    for: 1s\n",
 	"name: x\nlock: redis\nexpected: unsafe\nclients: 0x7fffffffffffffff\nsteps:\n  - do: sleep\n    for: 1s\n",

@@ -74,6 +74,9 @@ func decodeStrict(n *yaml.Node, v any, what string) (map[string]int, error) {
 		k, val := n.Content[i], n.Content[i+1]
 		idx, ok := fields[k.Value]
 		if !ok {
+			if to, was := renamed[k.Value]; was && isStep(rv) {
+				return nil, &Error{Line: k.Line, Field: what + k.Value, Msg: fmt.Sprintf("renamed %s: %s", to.name, to.why)}
+			}
 			name := k.Value
 			if q := fmt.Sprintf("%q", name); name == "" || q[1:len(q)-1] != name {
 				name = q // a key with a line break or a control character, or none
@@ -89,6 +92,18 @@ func decodeStrict(n *yaml.Node, v any, what string) (map[string]int, error) {
 		}
 	}
 	return lines, nil
+}
+
+// renamed are a step's fields that were renamed so that each name means
+// one thing in a scenario file: the new name, and why.
+var renamed = map[string]struct{ name, why string }{
+	"nodes": {"links", "a step's list of the client's links a fault acts on (the scenario's nodes is how many servers it starts)"},
+	"fence": {"fencing_token", "the token a step's grant must carry (the scenario's fence is where tokens come from)"},
+}
+
+// isStep says whether rv is a step being decoded (type plain Step).
+func isStep(rv reflect.Value) bool {
+	return rv.Type().ConvertibleTo(reflect.TypeOf(Step{}))
 }
 
 // yamlFields calls field with the yaml name and index path of every field
@@ -388,7 +403,7 @@ func (s *Scenario) validateStep(i int) error {
 		// A client's links: to Redis nodes, to PostgreSQL (pg) and to the
 		// protected storage (storage).
 		if !isNode(n) && n != nemesis.PGNode && n != nemesis.StorageNode {
-			return at("nodes", "unknown node %q: expected a Redis node (A to %s), %s or %s", n, NodeName(max(s.Nodes-1, 0)), nemesis.PGNode, nemesis.StorageNode)
+			return at("links", "unknown node %q: expected a Redis node (A to %s), %s or %s", n, NodeName(max(s.Nodes-1, 0)), nemesis.PGNode, nemesis.StorageNode)
 		}
 	}
 	if k, ok := nemesis.LookupKind(st.Do); ok && k.Check != nil {

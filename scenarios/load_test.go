@@ -148,6 +148,8 @@ func TestParseErrors(t *testing.T) {
 		{"read on an acquire", strings.Replace(good, "client: 1", "client: 1\n    expect: granted\n    read: 0", 1), "steps[0].read: a value read goes with a write"},
 		{"cause without counterfactual", strings.Replace(good, "client: 1", "client: 1\n    cause: true", 1), "steps[0].cause: the scenario has no counterfactual block"},
 		{"counterfactual that changes nothing", good + "counterfactual:\n  change: nothing\n", "counterfactual.change: the counterfactual changes nothing"},
+		{"a step's old nodes", good + "  - do: partition\n    client: 1\n    nodes: [A]\n", "x.yaml:10: steps[1].nodes: renamed links: a step's list of the client's links"},
+		{"a step's old fence", strings.Replace(good, "client: 1", "client: 1\n    fence: 1", 1), "x.yaml:8: steps[0].fence: renamed fencing_token"},
 		{"counterfactual of the story's text", good + "counterfactual:\n  change: x\n  title: other\n", "x.yaml:10: counterfactual.title: unknown field"},
 		{"counterfactual of a misspelt field", good + "counterfactual:\n  change: x\n  tll: 1s\n", "x.yaml:10: counterfactual.tll: unknown field"},
 		{"counterfactual that does not flip", good + "counterfactual:\n  change: x\n  expected: unsafe\n  lock: redis\n", "counterfactual.expected: the counterfactual must flip the verdict"},

@@ -252,8 +252,10 @@ type Step struct {
 	Client int `yaml:"client"`
 	// Node is the server the step acts on (A, B, C...).
 	Node string `yaml:"node"`
-	// Nodes lists servers, for a partition.
-	Nodes []string `yaml:"nodes"`
+	// Links lists the client's links a network fault acts on, by the
+	// server at their other end: Redis nodes (A, B...), pg (the lock's
+	// PostgreSQL) or storage. (Not the scenario's nodes, a count.)
+	Nodes []string `yaml:"links"`
 	// Work is how long a write works between its read and its write.
 	Work Duration `yaml:"work"`
 	// By is the size of a clock jump (may be negative).
@@ -293,8 +295,9 @@ type Step struct {
 	Reason string `yaml:"reason"`
 	// GrantedBy lists exactly the nodes that must have granted an acquire.
 	GrantedBy []string `yaml:"granted_by"`
-	// Fence is the fencing token a granted acquire must carry.
-	Fence int64 `yaml:"fence"`
+	// FencingToken is the fencing token a granted acquire must carry.
+	// (Not the scenario's fence, the token source.)
+	Fence int64 `yaml:"fencing_token"`
 	// Read is the counter value a write must have read: the order of the
 	// critical sections, which a lost update depends on.
 	Read *int64 `yaml:"read"`

@@ -84,7 +84,7 @@ func (s *Scenario) validateStory(i int, at func(field, format string, args ...an
 			return at("read", "a value read goes with a write that is accepted or refused")
 		}
 		if st.Fence != 0 && (st.Expect != "granted" || (s.Fence == "" && !lockFences(s.Lock))) {
-			return at("fence", "a fencing token goes with expect: granted, in a scenario with a fence source or a lock whose leases carry one (etcd)")
+			return at("fencing_token", "a fencing token goes with expect: granted, in a scenario with a fence source or a lock whose leases carry one (etcd)")
 		}
 		for _, n := range st.GrantedBy {
 			if len(n) != 1 || n[0] < 'A' || int(n[0]-'A') >= s.Nodes {
