@@ -74,6 +74,13 @@ func setEnum(s *jsonschema.Schema, name string, values []any) {
 // and the values of the closed ones, from the lists the loader checks.
 func (Scenario) JSONSchemaExtend(s *jsonschema.Schema) {
 	s.Required = []string{"name", "title", "source", "explain", "lock", "expected"}
+	setEnum(s, "expected", enum(Verdicts...))
+	conditionValues(s)
+}
+
+// conditionValues gives the closed Conditions their values, in the
+// scenario and in a counterfactual block, which inline them both.
+func conditionValues(s *jsonschema.Schema) {
 	setEnum(s, "lock", enum(clients.Names()...))
 	setEnum(s, "storage", enum(StorageModes...))
 	setEnum(s, "fence", enum(FenceSources...))
@@ -81,7 +88,6 @@ func (Scenario) JSONSchemaExtend(s *jsonschema.Schema) {
 	setEnum(s, "persistence", enum(PersistenceModes...))
 	setEnum(s, "pgbouncer", enum(PoolModes...))
 	setEnum(s, "backend", enum(ServerBackends...))
-	setEnum(s, "expected", enum(Verdicts...))
 }
 
 // JSONSchemaExtend: a step names its action, and a refusal's reason is
@@ -107,13 +113,8 @@ func (Generator) JSONSchemaExtend(s *jsonschema.Schema) {
 // the fields they replace.
 func (Counterfactual) JSONSchemaExtend(s *jsonschema.Schema) {
 	setEnum(s, "expected", enum(Verdicts...))
-	setEnum(s, "lock", enum(clients.Names()...))
-	setEnum(s, "storage", enum(StorageModes...))
-	setEnum(s, "fence", enum(FenceSources...))
-	setEnum(s, "watchdog", enum(Watchdogs...))
-	setEnum(s, "persistence", enum(PersistenceModes...))
-	setEnum(s, "pgbouncer", enum(PoolModes...))
 	setEnum(s, "generator_fault", enum(GeneratorFaults...))
+	conditionValues(s)
 }
 
 // Reference is docs/scenarios.md, the scenario file's field reference,
