@@ -56,7 +56,7 @@ func MachineLine(m *history.Machine) string {
 		return ""
 	}
 	var parts []string
-	if m.CPUPressure > 0 || m.CPUPressureKnown {
+	if m.CPUPressureKnown {
 		parts = append(parts, fmt.Sprintf("tasks waited for a CPU %.0f%% of the time", 100*m.CPUPressure))
 	}
 	parts = append(parts, fmt.Sprintf("harness's worst stall %.0fms", m.HarnessStallMS))

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"time"
 
 	"locksim/checker"
 	"locksim/history"
@@ -119,8 +120,5 @@ func unattributed(events []history.Event, res checker.Result) (string, bool) {
 		}
 	}
 	return fmt.Sprintf("the lock broke where no fault struck: client %d's critical section from its grant at t=%.3fs to %s at t=%.3fs (%v) met no fault that could stretch it past its lease; the machine delayed it",
-		s.client, float64(s.from)/1e9, s.what, float64(s.to)/1e9, fmtMs(s.to-s.from)), true
+		s.client, float64(s.from)/1e9, s.what, float64(s.to)/1e9, time.Duration(s.to-s.from).Round(time.Millisecond)), true
 }
-
-// fmtMs prints a span in ns as milliseconds.
-func fmtMs(ns int64) string { return fmt.Sprintf("%.0fms", float64(ns)/1e6) }

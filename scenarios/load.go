@@ -58,7 +58,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // decodeStrict decodes a mapping node into the struct v field by field:
 // an unknown field or a value of the wrong type is an Error with its line.
 // It returns the line of each field present.
-func decodeStrict(n *yaml.Node, v any, what string) (map[string]int, error) {
+func decodeStrict(n *yaml.Node, v any, what string, renamed map[string]rename) (map[string]int, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, &Error{Line: n.Line, Field: what, Msg: "expected a mapping of field: value"}
 	}
@@ -74,7 +74,7 @@ func decodeStrict(n *yaml.Node, v any, what string) (map[string]int, error) {
 		k, val := n.Content[i], n.Content[i+1]
 		idx, ok := fields[k.Value]
 		if !ok {
-			if to, was := renamed[k.Value]; was && isStep(rv) {
+			if to, was := renamed[k.Value]; was {
 				return nil, &Error{Line: k.Line, Field: what + k.Value, Msg: fmt.Sprintf("renamed %s: %s", to.name, to.why)}
 			}
 			name := k.Value
@@ -94,16 +94,15 @@ func decodeStrict(n *yaml.Node, v any, what string) (map[string]int, error) {
 	return lines, nil
 }
 
-// renamed are a step's fields that were renamed so that each name means
-// one thing in a scenario file: the new name, and why.
-var renamed = map[string]struct{ name, why string }{
+// rename is a field's new name, and why it was renamed: decodeStrict
+// names it for the old one.
+type rename struct{ name, why string }
+
+// stepRenames are a step's fields that were renamed so that each name
+// means one thing in a scenario file.
+var stepRenames = map[string]rename{
 	"nodes": {"links", "a step's list of the client's links a fault acts on (the scenario's nodes is how many servers it starts)"},
 	"fence": {"fencing_token", "the token a step's grant must carry (the scenario's fence is where tokens come from)"},
-}
-
-// isStep says whether rv is a step being decoded (type plain Step).
-func isStep(rv reflect.Value) bool {
-	return rv.Type().ConvertibleTo(reflect.TypeOf(Step{}))
 }
 
 // yamlFields calls field with the yaml name and index path of every field
@@ -188,7 +187,7 @@ func itemIndex(seq *yaml.Node, line int) string {
 func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 	type plain Step
 	var p plain
-	lines, err := decodeStrict(n, &p, "")
+	lines, err := decodeStrict(n, &p, "", stepRenames)
 	if err != nil {
 		return err
 	}
@@ -201,7 +200,7 @@ func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 func (g *Generator) UnmarshalYAML(n *yaml.Node) error {
 	type plain Generator
 	var p plain
-	lines, err := decodeStrict(n, &p, "")
+	lines, err := decodeStrict(n, &p, "", nil)
 	if err != nil {
 		return err
 	}
@@ -228,7 +227,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	}
 	type plain Scenario
 	var p plain
-	lines, err := decodeStrict(doc.Content[0], &p, "")
+	lines, err := decodeStrict(doc.Content[0], &p, "", nil)
 	if err == nil {
 		sc := Scenario(p)
 		sc.File, sc.lines = file, lines

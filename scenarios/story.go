@@ -39,7 +39,7 @@ type Counterfactual struct {
 func (c *Counterfactual) UnmarshalYAML(n *yaml.Node) error {
 	type plain Counterfactual
 	var p plain
-	lines, err := decodeStrict(n, &p, "")
+	lines, err := decodeStrict(n, &p, "", nil)
 	if err != nil {
 		return err
 	}
@@ -172,14 +172,12 @@ func overlay(st, o Step) Step {
 	for k, v := range o.lines {
 		lines[k] = v
 	}
-	dst := reflect.ValueOf(&st).Elem()
-	src := reflect.ValueOf(o)
-	for i := 0; i < dst.NumField(); i++ {
-		tag := strings.Split(dst.Type().Field(i).Tag.Get("yaml"), ",")[0]
-		if _, given := o.lines[tag]; given && tag != "" && tag != "-" {
-			dst.Field(i).Set(src.Field(i))
+	dst, src := reflect.ValueOf(&st).Elem(), reflect.ValueOf(o)
+	yamlFields(dst.Type(), nil, func(tag string, index []int) {
+		if _, given := o.lines[tag]; given {
+			dst.FieldByIndex(index).Set(src.FieldByIndex(index))
 		}
-	}
+	})
 	st.lines = lines
 	return st
 }
@@ -261,7 +259,7 @@ func (c *Counterfactual) overrides(s *Scenario) []override {
 			return
 		}
 		v := to.FieldByIndex(index)
-		out = append(out, override{tag, condition(from.FieldByIndex(index)), condition(v), func(cf *Scenario) {
+		out = append(out, override{tag, fmt.Sprint(from.FieldByIndex(index).Interface()), fmt.Sprint(v.Interface()), func(cf *Scenario) {
 			reflect.ValueOf(&cf.Conditions).Elem().FieldByIndex(index).Set(v)
 		}})
 	})
@@ -282,9 +280,6 @@ func (c *Counterfactual) overrides(s *Scenario) []override {
 	}
 	return out
 }
-
-// condition prints a condition's value for "what changed".
-func condition(v reflect.Value) string { return fmt.Sprint(v.Interface()) }
 
 // Given says whether the counterfactual block gives the field (its yaml
 // name) and so replaces the scenario's.

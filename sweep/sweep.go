@@ -293,11 +293,12 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 					return nil, fmt.Errorf("%s, %s=%s, trial %d: %w", locks[li], param.Key, val.Format(param.Key), ti+1, err)
 				}
 				row.add(outcome(tr))
+				point := param.Key + "=" + val.Format(param.Key)
 				if tr.Check.Verdict == checker.Unknown && o.Unknown != nil {
-					o.Unknown(locks[li], param.Key+"="+val.Format(param.Key), ti+1, tr.Check.Summary)
+					o.Unknown(locks[li], point, ti+1, tr.Check.Summary)
 				}
 				if o.Progress != nil {
-					o.Progress.Step(fmt.Sprintf("%s %s=%s", locks[li], param.Key, val.Format(param.Key)))
+					o.Progress.Step(locks[li] + " " + point)
 				}
 			}
 			rows = append(rows, row)
