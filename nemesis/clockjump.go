@@ -25,12 +25,7 @@ type ClockJump struct {
 }
 
 func (f *ClockJump) Name() string { return "clock-jump" }
-func (f *ClockJump) On() string {
-	if f.Node == "" {
-		return fmt.Sprintf("client %d", f.Client)
-	}
-	return f.Node
-}
+func (f *ClockJump) On() string   { return ClientOrNode{f.Client, f.Node}.who() }
 func (f *ClockJump) Detail() string {
 	if f.By >= 0 {
 		return fmt.Sprintf("+%v", f.By)
@@ -53,12 +48,26 @@ func (f *ClockJump) Inject(ctx context.Context, t *Target) error {
 
 func (f *ClockJump) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
 
+// ClockJumpParams are a clock-jump step's fields.
+type ClockJumpParams struct {
+	ClientOrNode `yaml:",inline"`
+	// By is how far the clock jumps: forward, or back when negative.
+	By time.Duration `yaml:"by"`
+}
+
 func init() {
-	Register(Kind{Name: "clock-jump", Doc: "move the node's or the client's wall clock by `by`",
-		Needs: []string{"by"}, Check: all(oneOfClientOrNode("clock-jump"), noClockOnEtcd),
-		New: func(p Params) Fault { return &ClockJump{Node: p.Node, Client: p.Client, By: p.By} },
-		Generate: &Generated{Size: "jump", OnNode: true,
-			Build: func(_ int, n string, d time.Duration, _ float64) Fault { return &ClockJump{Node: n, By: d} }}})
+	Register(Spec[ClockJumpParams]{Name: "clock-jump", Doc: "move the node's or the client's wall clock by `by`",
+		Needs: []string{"by"},
+		Check: func(p *ClockJumpParams, f Facts) *ParamError {
+			return firstRefusal(p.exactlyOne("clock-jump"), noClockOnEtcd(p.Node, f))
+		},
+		New: func(p *ClockJumpParams) Fault { return &ClockJump{Node: p.Node, Client: p.Client, By: p.By} },
+		Draw: &Draw[ClockJumpParams]{
+			Generated: Generated{Drawn: Drawn{Name: "jump", Doc: "size of the clock-jump fault", What: "the clock jump", Range: [2]float64{0.2, 3}},
+				OnNode: true},
+			Params: func(_ int, n string, x float64) ClockJumpParams {
+				return ClockJumpParams{ClientOrNode: ClientOrNode{Node: n}, By: time.Duration(x)}
+			}}})
 }
 
 func (f *ClockJump) Fields() history.FaultFields {

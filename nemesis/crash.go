@@ -150,16 +150,28 @@ func ensureRunning(ctx context.Context, r Server) error {
 	return restart(ctx, r)
 }
 
+// CrashParams are a crash step's fields.
+type CrashParams struct {
+	OneNode `yaml:",inline"`
+	// For is how long the node stays down before it restarts; not given:
+	// it restarts at once.
+	For time.Duration `yaml:"for"`
+	// NodeClock counts the restart delay (for) on the node's own wall
+	// clock, as a node that waits out the delay on start does: a clock
+	// jump on the node while it is down moves its restart.
+	NodeClock bool `yaml:"node_clock"`
+}
+
 func init() {
-	Register(Kind{Name: "crash", Doc: "kill -9 the node; it restarts after `for` (at once if not given)",
+	Register(Spec[CrashParams]{Name: "crash", Doc: "kill -9 the node; it restarts after `for` (at once if not given)",
 		Needs: []string{"node"},
-		Check: func(p Params, _ Facts) *ParamError {
+		Check: func(p *CrashParams, _ Facts) *ParamError {
 			if p.NodeClock && p.For == 0 {
 				return &ParamError{"node_clock", "node_clock counts a crash's restart delay: it needs a for"}
 			}
-			return nil
+			return nonNegative("for", p.For)
 		},
-		New: func(p Params) Fault { return &Crash{Node: p.Node, RestartAfter: p.For, NodeClock: p.NodeClock} }})
+		New: func(p *CrashParams) Fault { return &Crash{Node: p.Node, RestartAfter: p.For, NodeClock: p.NodeClock} }})
 }
 
 func (f *Crash) Fields() history.FaultFields {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"time"
 
 	"locksim/history"
 )
@@ -54,18 +53,33 @@ func (f *ClockDrift) Inject(ctx context.Context, t *Target) error {
 
 func (f *ClockDrift) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
 
+// ClockDriftParams are a clock-drift step's fields.
+type ClockDriftParams struct {
+	OneNode `yaml:",inline"`
+	// Rate is how fast the node's clock runs: 1.5 runs it 50% fast.
+	Rate float64 `yaml:"rate"`
+}
+
 func init() {
-	Register(Kind{Name: "clock-drift", Doc: "run the node's wall clock at `rate` times real speed",
+	Register(Spec[ClockDriftParams]{Name: "clock-drift", Doc: "run the node's wall clock at `rate` times real speed",
 		Needs: []string{"node", "rate"},
-		Check: all(noClockOnEtcd, func(p Params, _ Facts) *ParamError {
+		Check: func(p *ClockDriftParams, f Facts) *ParamError {
+			if err := noClockOnEtcd(p.Node, f); err != nil {
+				return err
+			}
 			if !(p.Rate > 0) || math.IsInf(p.Rate, 0) {
 				return &ParamError{"rate", fmt.Sprintf("expected a rate above 0, got %g", p.Rate)}
 			}
 			return nil
-		}),
-		New: func(p Params) Fault { return &ClockDrift{Node: p.Node, Rate: p.Rate} },
-		Generate: &Generated{Size: "drift", OnNode: true, Whole: true,
-			Build: func(_ int, n string, _ time.Duration, r float64) Fault { return &ClockDrift{Node: n, Rate: r} }}})
+		},
+		New: func(p *ClockDriftParams) Fault { return &ClockDrift{Node: p.Node, Rate: p.Rate} },
+		Draw: &Draw[ClockDriftParams]{
+			Generated: Generated{Drawn: Drawn{Name: "drift", Unit: UnitRate, Doc: "rate of the clock-drift fault (a number: 1.5 runs the clock 50% fast)",
+				What: "the clock drift", Range: [2]float64{1, 3}},
+				OnNode: true, Whole: true},
+			Params: func(_ int, n string, x float64) ClockDriftParams {
+				return ClockDriftParams{OneNode: OneNode{n}, Rate: x}
+			}}})
 }
 
 func (f *ClockDrift) Fields() history.FaultFields {

@@ -39,9 +39,9 @@ func (f *ConnDrop) Inject(ctx context.Context, t *Target) error {
 func (f *ConnDrop) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
 
 func init() {
-	Register(Kind{Name: "drop", Doc: "close the client's connections to the nodes at once, both sides",
+	Register(Spec[ClientLinks]{Name: "drop", Doc: "close the client's connections to the nodes at once, both sides",
 		Needs: []string{"client", "links"},
-		New:   func(p Params) Fault { return &ConnDrop{Client: p.Client, Nodes: p.Nodes} }})
+		New:   func(p *ClientLinks) Fault { return &ConnDrop{Client: p.Client, Nodes: p.Links} }})
 }
 
 func (f *ConnDrop) Fields() history.FaultFields {

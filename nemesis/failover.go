@@ -111,9 +111,9 @@ func rejoin(ctx context.Context, old, promoted *env.Redis) error {
 func (f *Failover) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
 
 func init() {
-	Register(Kind{Name: "failover", Doc: "kill -9 the node and promote its replica; clients are moved over",
-		Needs: []string{"node"}, Check: needsReplicas("failover"),
-		New: func(p Params) Fault { return &Failover{Node: p.Node} }})
+	Register(Spec[OneNode]{Name: "failover", Doc: "kill -9 the node and promote its replica; clients are moved over",
+		Needs: []string{"node"}, Check: func(_ *OneNode, f Facts) *ParamError { return needsReplicas("failover", f) },
+		New: func(p *OneNode) Fault { return &Failover{Node: p.Node} }})
 }
 
 func (f *Failover) Fields() history.FaultFields {

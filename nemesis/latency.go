@@ -71,28 +71,39 @@ func (f *Latency) Inject(ctx context.Context, t *Target) error {
 
 func (f *Latency) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
 
+// LatencyParams are a latency step's fields.
+type LatencyParams struct {
+	ClientLinks `yaml:",inline"`
+	// Delay is how long each chunk of data waits on the links.
+	Delay time.Duration `yaml:"delay"`
+	// Jitter varies the delay by up to this much either way.
+	Jitter time.Duration `yaml:"jitter"`
+	// Stream is the direction delayed: upstream (client to server),
+	// downstream or both (the default).
+	Stream string `yaml:"stream"`
+}
+
 func init() {
-	Register(Kind{Name: "latency", Doc: "delay the client's traffic to the nodes by `delay` (± `jitter`)",
+	Register(Spec[LatencyParams]{Name: "latency", Doc: "delay the client's traffic to the nodes by `delay` (± `jitter`)",
 		Needs: []string{"client", "links", "delay"},
-		Check: func(p Params, _ Facts) *ParamError {
+		Check: func(p *LatencyParams, _ Facts) *ParamError {
 			switch p.Stream {
 			case "", "upstream", "downstream", "both":
 			default:
 				return &ParamError{"stream", fmt.Sprintf("expected upstream, downstream or both, got %q", p.Stream)}
 			}
-			if p.Delay < 0 || p.Jitter < 0 {
-				return &ParamError{"delay", "expected a positive duration"}
-			}
-			return nil
+			return firstRefusal(nonNegative("delay", p.Delay), nonNegative("jitter", p.Jitter))
 		},
-		New: func(p Params) Fault {
-			return &Latency{Client: p.Client, Nodes: p.Nodes, Delay: p.Delay, Jitter: p.Jitter, Stream: p.Stream}
+		New: func(p *LatencyParams) Fault {
+			return &Latency{Client: p.Client, Nodes: p.Links, Delay: p.Delay, Jitter: p.Jitter, Stream: p.Stream}
 		},
 		// A generated latency delays the client's link to the storage:
 		// its read and its write both arrive late.
-		Generate: &Generated{Size: "delay", UntilSectionEnds: true, Outlasts: func(d time.Duration) time.Duration { return 2 * d },
-			Build: func(c int, _ string, d time.Duration, _ float64) Fault {
-				return &Latency{Client: c, Nodes: []string{StorageNode}, Delay: d}
+		Draw: &Draw[LatencyParams]{
+			Generated: Generated{Drawn: Drawn{Name: "delay", Doc: "delay of the latency fault", What: "the network delay", Range: [2]float64{0.1, 2}},
+				UntilSectionEnds: true, Outlasts: func(d time.Duration) time.Duration { return 2 * d }},
+			Params: func(c int, _ string, x float64) LatencyParams {
+				return LatencyParams{ClientLinks: ClientLinks{Client: c, Links: []string{StorageNode}}, Delay: time.Duration(x)}
 			}}})
 }
 

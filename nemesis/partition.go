@@ -44,13 +44,13 @@ func (f *Partition) Heal(ctx context.Context, t *Target) error { return f.heal(c
 var bothStreams = []string{"upstream", "downstream"}
 
 func init() {
-	Register(Kind{Name: "partition", Doc: "cut the client's links to the nodes (packets dropped, no reply, no close passed on)",
+	Register(Spec[ClientLinks]{Name: "partition", Doc: "cut the client's links to the nodes (packets dropped, no reply, no close passed on)",
 		Needs: []string{"client", "links"},
-		New:   func(p Params) Fault { return &Partition{Client: p.Client, Nodes: p.Nodes} }})
+		New:   func(p *ClientLinks) Fault { return &Partition{Client: p.Client, Nodes: p.Links} }})
 	// The replica's link to its primary is "client 0"'s link.
-	Register(Kind{Name: "replication-lag", Doc: "hold back the node's replication link, so writes do not reach its replica",
-		Needs: []string{"node"}, Check: needsReplicas("replication-lag"),
-		New: func(p Params) Fault { return &Partition{Client: 0, Nodes: []string{p.Node}} }})
+	Register(Spec[OneNode]{Name: "replication-lag", Doc: "hold back the node's replication link, so writes do not reach its replica",
+		Needs: []string{"node"}, Check: func(_ *OneNode, f Facts) *ParamError { return needsReplicas("replication-lag", f) },
+		New: func(p *OneNode) Fault { return &Partition{Client: 0, Nodes: []string{p.Node}} }})
 }
 
 func (f *Partition) Fields() history.FaultFields {

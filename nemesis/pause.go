@@ -28,12 +28,7 @@ type Pause struct {
 }
 
 func (f *Pause) Name() string { return "pause" }
-func (f *Pause) On() string {
-	if f.Node != "" {
-		return f.Node
-	}
-	return fmt.Sprintf("client %d", f.Client)
-}
+func (f *Pause) On() string   { return ClientOrNode{f.Client, f.Node}.who() }
 func (f *Pause) Detail() string {
 	if f.For > 0 {
 		return f.For.String()
@@ -98,15 +93,29 @@ func (f *Pause) Inject(ctx context.Context, t *Target) error {
 
 func (f *Pause) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
 
+// PauseParams are a pause step's fields.
+type PauseParams struct {
+	ClientOrNode `yaml:",inline"`
+	// For is how long the process stays stopped; not given: until a
+	// resume step or the heal.
+	For time.Duration `yaml:"for"`
+}
+
 func init() {
-	Register(Kind{Name: "pause", Doc: "SIGSTOP the client or the node; SIGCONT after `for`, or at resume or heal",
-		Check: oneOfClientOrNode("pause"),
-		New:   func(p Params) Fault { return &Pause{Client: p.Client, Node: p.Node, For: p.For} },
-		Generate: &Generated{Size: "pause", Outlasts: func(d time.Duration) time.Duration { return d },
-			Build: func(c int, _ string, d time.Duration, _ float64) Fault { return &Pause{Client: c, For: d} }}})
-	Register(Kind{Name: "resume", Doc: "SIGCONT the paused client or node",
-		Check: oneOfClientOrNode("resume"),
-		Heals: func(p Params, f Fault) bool {
+	Register(Spec[PauseParams]{Name: "pause", Doc: "SIGSTOP the client or the node; SIGCONT after `for`, or at resume or heal",
+		Check: func(p *PauseParams, _ Facts) *ParamError {
+			return firstRefusal(p.exactlyOne("pause"), nonNegative("for", p.For))
+		},
+		New: func(p *PauseParams) Fault { return &Pause{Client: p.Client, Node: p.Node, For: p.For} },
+		Draw: &Draw[PauseParams]{
+			Generated: Generated{Drawn: Drawn{Name: "pause", Doc: "length of the pause fault", What: "the pause", Range: [2]float64{0.2, 3}},
+				Outlasts: func(d time.Duration) time.Duration { return d }},
+			Params: func(c int, _ string, x float64) PauseParams {
+				return PauseParams{ClientOrNode: ClientOrNode{Client: c}, For: time.Duration(x)}
+			}}})
+	Register(Spec[ClientOrNode]{Name: "resume", Doc: "SIGCONT the paused client or node",
+		Check: func(p *ClientOrNode, _ Facts) *ParamError { return p.exactlyOne("resume") },
+		Heals: func(p *ClientOrNode, f Fault) bool {
 			x, ok := f.(*Pause)
 			return ok && x.Client == p.Client && x.Node == p.Node
 		}})

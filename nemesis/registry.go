@@ -6,23 +6,6 @@ import (
 	"time"
 )
 
-// Params are a fault step's parameters as a scenario gives them; each
-// kind reads the ones it takes.
-type Params struct {
-	Client        int
-	Node          string
-	Nodes         []string
-	For           time.Duration
-	By            time.Duration
-	Delay, Jitter time.Duration
-	Stream        string
-	Rate          float64
-	NodeClock     bool
-	// Given lists the fields the step set (by their YAML names), for
-	// kinds that need one of two.
-	Given map[string]bool
-}
-
 // Facts is what a kind may check a step against: the scenario's servers
 // and clients.
 type Facts struct {
@@ -33,10 +16,13 @@ type Facts struct {
 	Replicas bool
 }
 
-// Kind is one fault as scenarios name it, in the style of toxiproxy's
-// toxics: each fault file registers its kinds (init), and the loader, the
-// runner and the reports find them here by name.
-type Kind struct {
+// Spec declares a fault kind, in the style of toxiproxy's toxics: each
+// fault file registers its kinds (init) with a parameter struct of its
+// own, P, whose yaml-tagged fields are the step's fields. The loader
+// decodes a step strictly into a new P (an unknown field is refused with
+// its line), the schema and docs/scenarios.md list P's fields with their
+// doc comments, and the runner builds the fault from the decoded P.
+type Spec[P any] struct {
 	// Name is the step's `do:`.
 	Name string
 	// Doc is one line for help text.
@@ -45,21 +31,75 @@ type Kind struct {
 	Needs []string
 	// Check refuses parameters this scenario cannot honour (nil: none),
 	// naming the offending field.
-	Check func(p Params, f Facts) *ParamError
+	Check func(p *P, f Facts) *ParamError
 	// New builds the fault. A kind that ends faults instead (resume)
 	// leaves it nil and sets Heals.
-	New func(p Params) Fault
+	New func(p *P) Fault
 	// Heals says whether an injected fault is one this step ends.
-	Heals func(p Params, f Fault) bool
+	Heals func(p *P, f Fault) bool
+	// Draw, when set, lets generator scenarios draw this fault.
+	Draw *Draw[P]
+}
+
+// Draw says how a generator draws a kind: what it aims at and the one
+// parameter it draws, and how the kind's parameters are made from a draw.
+type Draw[P any] struct {
+	Generated
+	// Params makes the step parameters of a drawn fault: the client
+	// whose critical section it aims at, the node (for OnNode) and the
+	// drawn value (nanoseconds for a duration, else the number).
+	Params func(client int, node string, x float64) P
+}
+
+// Kind is a registered fault kind, its parameter struct hidden behind
+// any: what the loader, the runner and the reports find by name.
+type Kind struct {
+	Name, Doc string
+	Needs     []string
+	// Params makes a new parameter struct (a pointer) to decode a step
+	// into.
+	Params func() any
+	// Check, New and Heals are the Spec's, on what Params made (nil
+	// where the Spec's are).
+	Check func(p any, f Facts) *ParamError
+	New   func(p any) Fault
+	Heals func(p any, f Fault) bool
 	// Generate, when set, lets generator scenarios draw this fault.
 	Generate *Generated
 }
 
+// Unit is what a drawn parameter measures.
+type Unit int
+
+const (
+	// UnitDuration: a length of time, which a sweep may give relative to
+	// the TTL (0.5ttl).
+	UnitDuration Unit = iota
+	// UnitRate: a plain number (a clock's rate).
+	UnitRate
+)
+
+// Drawn is the parameter a generator draws for a fault: its size.
+type Drawn struct {
+	// Name is the generator field that sets it and the sweep parameter
+	// that varies it (pause, jump, delay, drift).
+	Name string
+	// Unit says whether it is a duration or a number.
+	Unit Unit
+	// Doc says what it sets, for help text ("length of the pause fault").
+	Doc string
+	// What names the fault in a plot's title ("the pause").
+	What string
+	// Range is where its interesting values lie: multiples of the TTL
+	// for a duration, plain numbers for a rate. `--param NAME` alone
+	// sweeps it.
+	Range [2]float64
+}
+
 // Generated says how a generator scenario's schedule draws a fault.
 type Generated struct {
-	// Size names the generator field that sizes it (pause, jump, delay or
-	// drift), which is also its sweep parameter.
-	Size string
+	// Drawn is the parameter drawn.
+	Drawn
 	// OnNode: it hits a Redis node drawn at random (a clock fault); else
 	// the drawn client, at the start of its next critical section.
 	OnNode bool
@@ -72,9 +112,9 @@ type Generated struct {
 	// Outlasts is how long after it strikes the clients must keep looping
 	// for the fault to have run its course, given its size.
 	Outlasts func(size time.Duration) time.Duration
-	// Build makes the fault from the draw: the client or node it hits and
-	// its size (or rate, for a drift).
-	Build func(client int, node string, size time.Duration, rate float64) Fault
+	// Build makes the fault from the draw (Register fills it in from the
+	// Draw's Params and the kind's New).
+	Build func(client int, node string, x float64) Fault
 }
 
 // GeneratedKinds lists the kinds a generator scenario can draw, by name.
@@ -88,6 +128,17 @@ func GeneratedKinds() []Kind {
 	return out
 }
 
+// LookupDrawn finds the generated kind whose drawn parameter is called
+// name (pause -> the pause kind).
+func LookupDrawn(name string) (Kind, bool) {
+	for _, k := range GeneratedKinds() {
+		if k.Generate.Name == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
 // ParamError names the step field a kind refuses.
 type ParamError struct {
 	Field, Msg string
@@ -97,15 +148,37 @@ func (e *ParamError) Error() string { return e.Field + ": " + e.Msg }
 
 var kinds = map[string]Kind{}
 
-// Register adds a kind; a second kind of the same name panics.
-func Register(k Kind) {
-	if _, dup := kinds[k.Name]; dup {
-		panic(fmt.Sprintf("nemesis: fault kind %q registered twice", k.Name))
+// Register adds a kind; a second kind of the same name, or one with both
+// or neither of New and Heals, panics.
+func Register[P any](s Spec[P]) {
+	if _, dup := kinds[s.Name]; dup {
+		panic(fmt.Sprintf("nemesis: fault kind %q registered twice", s.Name))
 	}
-	if (k.New == nil) == (k.Heals == nil) {
-		panic(fmt.Sprintf("nemesis: fault kind %q needs exactly one of New and Heals", k.Name))
+	if (s.New == nil) == (s.Heals == nil) {
+		panic(fmt.Sprintf("nemesis: fault kind %q needs exactly one of New and Heals", s.Name))
 	}
-	kinds[k.Name] = k
+	k := Kind{Name: s.Name, Doc: s.Doc, Needs: s.Needs, Params: func() any { return new(P) }}
+	if s.Check != nil {
+		k.Check = func(p any, f Facts) *ParamError { return s.Check(p.(*P), f) }
+	}
+	if s.New != nil {
+		k.New = func(p any) Fault { return s.New(p.(*P)) }
+	}
+	if s.Heals != nil {
+		k.Heals = func(p any, f Fault) bool { return s.Heals(p.(*P), f) }
+	}
+	if d := s.Draw; d != nil {
+		if s.New == nil || d.Params == nil {
+			panic(fmt.Sprintf("nemesis: fault kind %q draws a fault it cannot build", s.Name))
+		}
+		g := d.Generated
+		g.Build = func(client int, node string, x float64) Fault {
+			p := d.Params(client, node, x)
+			return s.New(&p)
+		}
+		k.Generate = &g
+	}
+	kinds[s.Name] = k
 }
 
 // LookupKind finds a kind by name.
@@ -124,42 +197,98 @@ func Kinds() []Kind {
 	return out
 }
 
-// oneOfClientOrNode is the Check of kinds that act on a client or a node.
-func oneOfClientOrNode(name string) func(Params, Facts) *ParamError {
-	return func(p Params, _ Facts) *ParamError {
-		if p.Given["client"] == p.Given["node"] {
-			return &ParamError{"do", fmt.Sprintf("%q needs exactly one of client or node", name)}
-		}
-		return nil
+// ClientOrNode are the fields of a kind that acts on one client or one
+// node (pause, resume, clock-jump): exactly one is set.
+type ClientOrNode struct {
+	// Client is the client it acts on (from 1); set this or node.
+	Client int `yaml:"client"`
+	// Node is the server it acts on (A, B...); set this or client.
+	Node string `yaml:"node"`
+}
+
+// who says which it is, for On().
+func (c ClientOrNode) who() string {
+	if c.Node != "" {
+		return c.Node
 	}
+	return fmt.Sprintf("client %d", c.Client)
+}
+
+// exactlyOne is the check of a kind that acts on a client or a node.
+func (c ClientOrNode) exactlyOne(kind string) *ParamError {
+	if (c.Client != 0) == (c.Node != "") {
+		return &ParamError{"do", fmt.Sprintf("%q needs exactly one of client or node", kind)}
+	}
+	return nil
+}
+
+// ClientLinks are the fields of a kind that acts on one client's links.
+type ClientLinks struct {
+	// Client is the client whose links it acts on (from 1).
+	Client int `yaml:"client"`
+	// Links lists the client's links it acts on, by the server at their
+	// other end: Redis nodes (A, B...), pg (the lock's PostgreSQL) or
+	// storage (the protected storage).
+	Links []string `yaml:"links"`
+}
+
+// OneNode is the field of a kind that acts on one server.
+type OneNode struct {
+	// Node is the server it acts on (A, B...).
+	Node string `yaml:"node"`
 }
 
 // noClockOnEtcd refuses a clock fault on an etcd member.
-func noClockOnEtcd(p Params, f Facts) *ParamError {
-	if p.Node != "" && f.Backend == "etcd" {
+func noClockOnEtcd(node string, f Facts) *ParamError {
+	if node != "" && f.Backend == "etcd" {
 		return &ParamError{"node", "no clock fault reaches an etcd member: etcd is a Go binary that reads the clock through the vDSO, out of the clock shim's reach (and times its leases on the monotonic clock)"}
 	}
 	return nil
 }
 
 // needsReplicas refuses a replication fault in a scenario without replicas.
-func needsReplicas(name string) func(Params, Facts) *ParamError {
-	return func(_ Params, f Facts) *ParamError {
-		if !f.Replicas {
-			return &ParamError{"do", fmt.Sprintf("%q needs replicas: true", name)}
-		}
-		return nil
+func needsReplicas(name string, f Facts) *ParamError {
+	if !f.Replicas {
+		return &ParamError{"do", fmt.Sprintf("%q needs replicas: true", name)}
 	}
+	return nil
 }
 
-// all runs checks in order and returns the first refusal.
-func all(checks ...func(Params, Facts) *ParamError) func(Params, Facts) *ParamError {
-	return func(p Params, f Facts) *ParamError {
-		for _, c := range checks {
-			if err := c(p, f); err != nil {
-				return err
-			}
-		}
-		return nil
+// nonNegative refuses a negative duration in field.
+func nonNegative(field string, d time.Duration) *ParamError {
+	if d < 0 {
+		return &ParamError{field, fmt.Sprintf("expected a positive duration, got %v", d)}
 	}
+	return nil
 }
+
+// firstRefusal returns the first of the refusals that is not nil.
+func firstRefusal(errs ...*ParamError) *ParamError {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// Aim is what a fault step acts on: a client, a node, a client's links.
+type Aim struct {
+	Client int
+	Node   string
+	Links  []string
+}
+
+// Aimed is the parameters of a kind that acts on something, through the
+// shared field sets below: the loader checks the client, node and links
+// they name against the scenario.
+type Aimed interface{ Aim() Aim }
+
+// Aim is what the step names.
+func (c ClientOrNode) Aim() Aim { return Aim{Client: c.Client, Node: c.Node} }
+
+// Aim is what the step names.
+func (c ClientLinks) Aim() Aim { return Aim{Client: c.Client, Links: c.Links} }
+
+// Aim is what the step names.
+func (n OneNode) Aim() Aim { return Aim{Node: n.Node} }

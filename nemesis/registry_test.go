@@ -1,12 +1,31 @@
 package nemesis
 
 import (
+	"reflect"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
-// TestRegistry: every fault kind is documented and builds a fault (or
-// heals one), and the checks refuse what a scenario cannot honour.
+// decodeParams decodes YAML into a new parameter struct of kind, as the
+// loader does.
+func decodeParams(t *testing.T, kind, doc string) (Kind, any) {
+	t.Helper()
+	k, ok := LookupKind(kind)
+	if !ok {
+		t.Fatalf("no kind %s", kind)
+	}
+	p := k.Params()
+	if err := yaml.Unmarshal([]byte(doc), p); err != nil {
+		t.Fatalf("%s: %v", kind, err)
+	}
+	return k, p
+}
+
+// TestRegistry: every fault kind is documented, owns a parameter struct
+// and builds a fault (or heals one), and the checks refuse what a
+// scenario cannot honour.
 func TestRegistry(t *testing.T) {
 	if len(Kinds()) < 11 {
 		t.Fatalf("only %d fault kinds registered", len(Kinds()))
@@ -15,41 +34,81 @@ func TestRegistry(t *testing.T) {
 		if k.Doc == "" {
 			t.Errorf("%s has no doc", k.Name)
 		}
+		p := k.Params()
+		if reflect.TypeOf(p).Kind() != reflect.Pointer || reflect.TypeOf(p).Elem().Kind() != reflect.Struct {
+			t.Errorf("%s: parameters %T are not a pointer to a struct", k.Name, p)
+		}
 		if k.New != nil {
-			f := k.New(Params{Client: 1, Node: "A", Nodes: []string{"A"}, For: time.Second, By: time.Second, Delay: time.Millisecond, Rate: 1.5})
-			if f == nil || f.Name() == "" || f.On() == "" {
+			f := k.New(p)
+			if f == nil || f.Name() == "" {
 				t.Errorf("%s built %v", k.Name, f)
 			}
 		}
 	}
 	refuse := []struct {
-		kind, field string
-		p           Params
-		f           Facts
+		kind, field, params string
+		f                   Facts
 	}{
-		{"clock-jump", "do", Params{Given: map[string]bool{"by": true}}, Facts{}},
-		{"clock-jump", "node", Params{Node: "A", Given: map[string]bool{"node": true}}, Facts{Backend: "etcd"}},
-		{"clock-drift", "rate", Params{Node: "A", Rate: 0}, Facts{}},
-		{"failover", "do", Params{Node: "A"}, Facts{}},
-		{"latency", "stream", Params{Stream: "sideways"}, Facts{}},
-		{"crash", "node_clock", Params{Node: "A", NodeClock: true}, Facts{}},
-		{"pause", "do", Params{Given: map[string]bool{"client": true, "node": true}}, Facts{}},
+		{"clock-jump", "do", "by: 1s", Facts{}},
+		{"clock-jump", "node", "{node: A, by: 1s}", Facts{Backend: "etcd"}},
+		{"clock-drift", "rate", "{node: A, rate: 0}", Facts{}},
+		{"failover", "do", "node: A", Facts{}},
+		{"latency", "stream", "{client: 1, links: [A], delay: 1ms, stream: sideways}", Facts{}},
+		{"latency", "jitter", "{client: 1, links: [A], delay: 1ms, jitter: -1ms}", Facts{}},
+		{"crash", "node_clock", "{node: A, node_clock: true}", Facts{}},
+		{"crash", "for", "{node: A, for: -1s}", Facts{}},
+		{"pause", "do", "{client: 1, node: A}", Facts{}},
+		{"resume", "do", "{}", Facts{}},
 	}
 	for _, c := range refuse {
-		k, ok := LookupKind(c.kind)
-		if !ok || k.Check == nil {
+		k, p := decodeParams(t, c.kind, c.params)
+		if k.Check == nil {
 			t.Fatalf("%s has no check", c.kind)
 		}
-		err := k.Check(c.p, c.f)
+		err := k.Check(p, c.f)
 		if err == nil || err.Field != c.field {
-			t.Errorf("%s %+v: got %v, want a refusal of %s", c.kind, c.p, err, c.field)
+			t.Errorf("%s %s: got %v, want a refusal of %s", c.kind, c.params, err, c.field)
 		}
 	}
-	if k, _ := LookupKind("failover"); k.Check(Params{Node: "A"}, Facts{Replicas: true}) != nil {
+	if k, p := decodeParams(t, "failover", "node: A"); k.Check(p, Facts{Replicas: true}) != nil {
 		t.Error("failover with replicas refused")
 	}
-	resume, _ := LookupKind("resume")
-	if !resume.Heals(Params{Client: 2}, &Pause{Client: 2}) || resume.Heals(Params{Client: 2}, &Pause{Client: 1}) {
+	k, p := decodeParams(t, "pause", "{client: 2, for: 300ms}")
+	if f := k.New(p).(*Pause); f.Client != 2 || f.For != 300*time.Millisecond {
+		t.Errorf("pause built %+v from client 2, for 300ms", f)
+	}
+	resume, p := decodeParams(t, "resume", "client: 2")
+	if !resume.Heals(p, &Pause{Client: 2}) || resume.Heals(p, &Pause{Client: 1}) {
 		t.Error("resume heals the wrong pause")
+	}
+}
+
+// TestDrawn: each kind a generator draws names its parameter once, and a
+// drawn fault is the one a step with the same value builds.
+func TestDrawn(t *testing.T) {
+	seen := map[string]string{}
+	for _, k := range GeneratedKinds() {
+		g := k.Generate
+		if prev, dup := seen[g.Name]; dup {
+			t.Errorf("%s and %s both draw %s", prev, k.Name, g.Name)
+		}
+		seen[g.Name] = k.Name
+		if g.Doc == "" || g.What == "" || !(g.Range[0] < g.Range[1]) {
+			t.Errorf("%s: drawn %+v lacks a doc, a name for plots or a range", k.Name, g.Drawn)
+		}
+		if found, ok := LookupDrawn(g.Name); !ok || found.Name != k.Name {
+			t.Errorf("LookupDrawn(%s) = %s", g.Name, found.Name)
+		}
+	}
+	if len(seen) < 4 {
+		t.Errorf("generators draw only %v", seen)
+	}
+	pause, _ := LookupKind("pause")
+	if f := pause.Generate.Build(2, "", float64(300*time.Millisecond)); f.Detail() != "300ms" || f.On() != "client 2" {
+		t.Errorf("a drawn pause of client 2 for 300ms is %s (%s)", f.On(), f.Detail())
+	}
+	drift, _ := LookupKind("clock-drift")
+	if f := drift.Generate.Build(1, "C", 1.5).(*ClockDrift); f.Node != "C" || f.Rate != 1.5 {
+		t.Errorf("a drawn drift of C at 1.5 is %+v", f)
 	}
 }

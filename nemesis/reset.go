@@ -41,9 +41,9 @@ func (f *ConnReset) Inject(ctx context.Context, t *Target) error {
 func (f *ConnReset) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
 
 func init() {
-	Register(Kind{Name: "reset", Doc: "TCP RST on the client's connections to the nodes when data next flows",
+	Register(Spec[ClientLinks]{Name: "reset", Doc: "TCP RST on the client's connections to the nodes when data next flows",
 		Needs: []string{"client", "links"},
-		New:   func(p Params) Fault { return &ConnReset{Client: p.Client, Nodes: p.Nodes} }})
+		New:   func(p *ClientLinks) Fault { return &ConnReset{Client: p.Client, Nodes: p.Links} }})
 }
 
 func (f *ConnReset) Fields() history.FaultFields {

@@ -664,11 +664,10 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 		return r.healAll(ctx)
 	}
 	if k, ok := nemesis.LookupKind(st.Do); ok {
-		p := st.FaultParams()
 		if k.Heals != nil {
-			return r.heal(ctx, func(f nemesis.Fault) bool { return k.Heals(p, f) })
+			return r.heal(ctx, func(f nemesis.Fault) bool { return k.Heals(st.Params, f) })
 		}
-		return r.inject(ctx, k.New(p))
+		return r.inject(ctx, k.New(st.Params))
 	}
 	return fmt.Errorf("the runner does not know action %q", st.Do)
 }
@@ -758,22 +757,29 @@ func (r *run) inject(ctx context.Context, f nemesis.Fault) error {
 	fields := f.Fields()
 	e := r.rec.Add(history.Event{Type: history.Fault, Op: f.Name(), Target: f.On(), Detail: f.Detail(), Fault: &fields})
 	r.faults = append(r.faults, f)
-	if p, ok := f.(*nemesis.Pause); ok && p.Node == "" {
+	if stopsClient(fields) {
 		// Until its heal, the client does not run on purpose (guard.go).
 		if r.paused == nil {
 			r.paused = map[int]spans{}
 		}
 		until := int64(math.MaxInt64)
-		if p.For > 0 {
-			until = r.rec.Base() + e.Time + int64(p.For) // it resumes by itself
+		if fields.Lasts > 0 {
+			until = r.rec.Base() + e.Time + fields.Lasts // it resumes by itself
 		}
-		r.paused[p.Client] = append(r.paused[p.Client], [2]int64{r.rec.Base() + e.Time, until})
+		r.paused[fields.Client] = append(r.paused[fields.Client], [2]int64{r.rec.Base() + e.Time, until})
 	}
 	if err := f.Inject(ctx, r.target); err != nil {
 		return err
 	}
 	r.say("  fault: %s on %s (%s)", f.Name(), f.On(), f.Detail())
 	return nil
+}
+
+// stopsClient says whether a fault's recorded effect is to stop a
+// client's process (a pause of a client, not of a node): the timing guard
+// then does not count the client's stall against the run.
+func stopsClient(f history.FaultFields) bool {
+	return f.Effect == history.EffectPause && f.Client != 0 && f.Node == ""
 }
 
 // healAll heals every injected fault, newest first, and records each heal.
@@ -796,8 +802,8 @@ func (r *run) heal(ctx context.Context, match func(nemesis.Fault) bool) error {
 			errs = append(errs, fmt.Errorf("heal %s on %s: %w", f.Name(), f.On(), err))
 		}
 		e := r.rec.Add(history.Event{Type: history.Heal, Op: f.Name(), Target: f.On()})
-		if p, ok := f.(*nemesis.Pause); ok && p.Node == "" {
-			r.paused[p.Client].end(r.rec.Base() + e.Time)
+		if fields := f.Fields(); stopsClient(fields) {
+			r.paused[fields.Client].end(r.rec.Base() + e.Time)
 		}
 	}
 	r.faults = kept

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"locksim/nemesis"
 	"locksim/scenarios"
 )
 
@@ -29,6 +30,14 @@ type Planned struct {
 	Size time.Duration `json:"size,omitempty"`
 	// Rate is a clock drift's rate.
 	Rate float64 `json:"rate,omitempty"`
+}
+
+// drawn is the planned fault's drawn value, as its kind's Build takes it.
+func (p Planned) drawn(gen *nemesis.Generated) float64 {
+	if gen.Unit == nemesis.UnitRate {
+		return p.Rate
+	}
+	return float64(p.Size)
 }
 
 func (p Planned) String() string {
@@ -85,7 +94,11 @@ func Schedule(g scenarios.Generator, clients, nodes int, seed uint64) []Planned 
 		if slot > 0 {
 			p.At += time.Duration(rng.Int64N(int64(slot)))
 		}
-		p.Size, p.Rate = g.SizeOf(gen.Size)
+		if gen.Unit == nemesis.UnitRate {
+			p.Rate = g.Size
+		} else {
+			p.Size = time.Duration(g.Size)
+		}
 		if gen.OnNode {
 			p.Node = scenarios.NodeName(rng.IntN(nodes))
 		}

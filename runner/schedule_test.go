@@ -9,11 +9,10 @@ import (
 )
 
 func gen(fault string, faults int) scenarios.Generator {
-	g := scenarios.Generator{Fault: fault, Faults: faults, Drift: 1.5}
+	size := map[string]float64{"pause": float64(250 * time.Millisecond), "clock-jump": float64(time.Second),
+		"latency": float64(80 * time.Millisecond), "clock-drift": 1.5}[fault]
+	g := scenarios.Generator{Fault: fault, Faults: faults, Size: size}
 	g.Duration.Duration = 300 * time.Millisecond
-	g.Pause.Duration = 250 * time.Millisecond
-	g.Jump.Duration = time.Second
-	g.Delay.Duration = 80 * time.Millisecond
 	return g
 }
 

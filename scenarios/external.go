@@ -1,6 +1,11 @@
 package scenarios
 
-import "fmt"
+import (
+	"fmt"
+
+	"locksim/history"
+	"locksim/nemesis"
+)
 
 // v1Only is why a story cannot be played by a client program: what
 // locksim worker protocol v1 gives a client program.
@@ -49,10 +54,20 @@ func (s *Scenario) ExternalClientProblem() error {
 			return at("do", "a write to the protected storage is made by the harness's own Go worker; %s", v1Only)
 		case st.Do == "renewal":
 			return at("do", "a renewal is the harness's own Go worker's watchdog; %s", v1Only)
-		case st.Do == "clock-jump" && st.Node == "":
+		case clientClockFault(st):
 			return at("do", "a jump of a client's wall clock moves the clock the harness's own Go worker reads (its clock_file); "+
 				"a client program keeps the machine's wall clock; %s", v1Only)
 		}
 	}
 	return nil
+}
+
+// clientClockFault says whether the step moves a client's wall clock.
+func clientClockFault(st Step) bool {
+	k, ok := nemesis.LookupKind(st.Do)
+	if !ok || k.New == nil {
+		return false
+	}
+	f := k.New(st.Params).Fields()
+	return f.Effect == history.EffectClock && f.Client != 0
 }

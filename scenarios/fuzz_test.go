@@ -139,14 +139,15 @@ func checkParsed(t *testing.T, sc *Scenario, file string) {
 		if !ok {
 			t.Fatalf("steps[%d]: action %q accepted", i, st.Do)
 		}
-		if st.Client < 0 || st.Client > sc.Clients {
-			t.Fatalf("steps[%d]: client %d of %d accepted", i, st.Client, sc.Clients)
+		aim := st.Aim()
+		if aim.Client < 0 || aim.Client > sc.Clients {
+			t.Fatalf("steps[%d]: client %d of %d accepted", i, aim.Client, sc.Clients)
 		}
-		if contains(a.Needs, "client") && st.Client < 1 {
+		if contains(a.Needs, "client") && aim.Client < 1 {
 			t.Fatalf("steps[%d]: %s without a client accepted", i, st.Do)
 		}
-		if st.Node != "" && (len(st.Node) != 1 || st.Node[0] < 'A' || int(st.Node[0]-'A') >= sc.Nodes) {
-			t.Fatalf("steps[%d]: node %q of %d accepted", i, st.Node, sc.Nodes)
+		if aim.Node != "" && (len(aim.Node) != 1 || aim.Node[0] < 'A' || int(aim.Node[0]-'A') >= sc.Nodes) {
+			t.Fatalf("steps[%d]: node %q of %d accepted", i, aim.Node, sc.Nodes)
 		}
 		_ = st.Describe()
 	}

@@ -31,7 +31,10 @@ func TestGeneratorScenario(t *testing.T) {
 		{"negative pause", strings.Replace(genGood, "pause: 300ms", "pause: -1s", 1), "g.yaml:8: generator.pause: expected a positive duration"},
 		{"no storage", strings.Replace(genGood, "storage: plain\n", "", 1), "storage: missing: a generator scenario needs protected storage"},
 		{"steps too", genGood + "steps:\n  - do: acquire\n    client: 1\n", "steps: a generator scenario has no steps"},
-		{"drift without rate", strings.Replace(genGood, "fault: pause", "fault: clock-drift", 1), "generator.drift: expected a rate above 0"},
+		{"drift without rate", strings.Replace(strings.Replace(genGood, "fault: pause", "fault: clock-drift", 1), "  pause: 300ms\n", "", 1), "g.yaml:5: generator.drift: expected a rate above 0"},
+		{"another fault's size", strings.Replace(genGood, "fault: pause", "fault: clock-drift", 1), "g.yaml:8: generator.pause: sizes a pause fault; this generator's fault is clock-drift (its size is drift)"},
+		{"two sizes", strings.Replace(genGood, "pause: 300ms", "pause: 300ms\n  jump: 1s", 1), "g.yaml:9: generator.jump: a generator draws one size; pause is given too"},
+		{"bad size", strings.Replace(genGood, "pause: 300ms", "pause: 300", 1), `g.yaml:8: generator.pause: expected a duration like 500ms or 10s, got "300"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("g.yaml", []byte(tc.yaml))

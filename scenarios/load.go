@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,8 +58,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // decodeStrict decodes a mapping node into the struct v field by field:
 // an unknown field or a value of the wrong type is an Error with its line.
-// It returns the line of each field present.
-func decodeStrict(n *yaml.Node, v any, what string, renamed map[string]rename) (map[string]int, error) {
+// It returns the line of each field present; the fields in skip it only
+// records.
+func decodeStrict(n *yaml.Node, v any, what string, renamed map[string]rename, skip ...string) (map[string]int, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, &Error{Line: n.Line, Field: what, Msg: "expected a mapping of field: value"}
 	}
@@ -72,6 +74,13 @@ func decodeStrict(n *yaml.Node, v any, what string, renamed map[string]rename) (
 	lines := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
+		if _, dup := lines[k.Value]; dup {
+			return nil, &Error{Line: k.Line, Field: what + k.Value, Msg: "field given twice"}
+		}
+		if slices.Contains(skip, k.Value) {
+			lines[k.Value] = k.Line // the caller decodes it
+			continue
+		}
 		idx, ok := fields[k.Value]
 		if !ok {
 			if to, was := renamed[k.Value]; was {
@@ -82,9 +91,6 @@ func decodeStrict(n *yaml.Node, v any, what string, renamed map[string]rename) (
 				name = q // a key with a line break or a control character, or none
 			}
 			return nil, &Error{Line: k.Line, Field: what + name, Msg: fmt.Sprintf("unknown field (known: %s)", strings.Join(known, ", "))}
-		}
-		if _, dup := lines[k.Value]; dup {
-			return nil, &Error{Line: k.Line, Field: what + k.Value, Msg: "field given twice"}
 		}
 		lines[k.Value] = k.Line
 		if err := val.Decode(rv.FieldByIndex(idx).Addr().Interface()); err != nil {
@@ -150,6 +156,8 @@ func fieldError(err error, val *yaml.Node, field string) error {
 			want = "a whole number"
 		case want == "string":
 			want = "a string"
+		case want == "time.Duration":
+			want = "a duration like 500ms or 10s"
 		case want == "bool":
 			want = "true or false"
 		case strings.HasPrefix(want, "[]"):
@@ -183,29 +191,182 @@ func itemIndex(seq *yaml.Node, line int) string {
 	return fmt.Sprintf("[%d]", idx)
 }
 
-// UnmarshalYAML decodes a step strictly.
+// UnmarshalYAML decodes a step strictly. A fault step's own fields go
+// into its kind's parameter struct (Step.Params); its counterfactual
+// block is decoded as the whole changed step.
 func (s *Step) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return &Error{Line: n.Line, Msg: "expected a mapping of field: value"}
+	}
+	var cf *yaml.Node
+	own, params := *n, *n
+	own.Content, params.Content = nil, nil
+	kind, fault := nemesis.LookupKind(mapValue(n, "do"))
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		switch {
+		case k == "counterfactual":
+			cf = n.Content[i+1]
+			own.Content = append(own.Content, n.Content[i:i+2]...) // for its line and duplicate check
+		case fault && !faultStepFields[k]:
+			params.Content = append(params.Content, n.Content[i:i+2]...)
+		default:
+			own.Content = append(own.Content, n.Content[i:i+2]...)
+		}
+	}
 	type plain Step
 	var p plain
-	lines, err := decodeStrict(n, &p, "", stepRenames)
+	lines, err := decodeStrict(&own, &p, "", stepRenames, "counterfactual")
 	if err != nil {
 		return err
 	}
+	if fault {
+		p.Params = kind.Params()
+		plines, err := decodeStrict(&params, p.Params, "", stepRenames)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) && strings.HasPrefix(e.Msg, "unknown field") {
+				e.Msg = fmt.Sprintf("unknown field of %s (its fields: %s; and %s)", kind.Name,
+					strings.Join(fieldNames(p.Params), ", "), strings.Join(sortedKeys(faultStepFields), ", "))
+			}
+			return err
+		}
+		for k, l := range plines {
+			lines[k] = l
+		}
+	}
 	*s = Step(p)
 	s.Line, s.lines = n.Line, lines
+	if cf != nil {
+		changed, err := changedStep(n, cf)
+		if err != nil {
+			return err
+		}
+		s.Counterfactual = changed
+	}
 	return nil
 }
 
-// UnmarshalYAML decodes a generator block strictly.
+// faultStepFields are the fields of a fault step that are the story's,
+// not the fault's.
+var faultStepFields = map[string]bool{"do": true, "say": true, "cause": true, "counterfactual": true}
+
+// changedStep decodes the step of node n with the fields of its
+// counterfactual block cf replacing its own, and without what the
+// counterfactual run does not take (its cause mark and assertions). A
+// block that gives another action (do) replaces the whole step but its
+// narration.
+func changedStep(n, cf *yaml.Node) (*Step, error) {
+	if cf.Kind != yaml.MappingNode {
+		return nil, &Error{Line: cf.Line, Field: "counterfactual", Msg: "expected a mapping of field: value"}
+	}
+	replaced := map[string]bool{}
+	for i := 0; i+1 < len(cf.Content); i += 2 {
+		replaced[cf.Content[i].Value] = true
+	}
+	merged := *n
+	merged.Content = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		if replaced["do"] && k != "say" {
+			continue // another action: none of this one's fields carry over
+		}
+		if !replaced[k] && !notInCounterfactual[k] {
+			merged.Content = append(merged.Content, n.Content[i:i+2]...)
+		}
+	}
+	merged.Content = append(merged.Content, cf.Content...)
+	var st Step
+	if err := st.UnmarshalYAML(&merged); err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Field != "" {
+			e.Field = "counterfactual." + e.Field
+		}
+		return nil, err
+	}
+	return &st, nil
+}
+
+// notInCounterfactual are a step's fields its changed step leaves out:
+// the cause mark, the nested block and the assertions about the story as
+// told.
+var notInCounterfactual = map[string]bool{"counterfactual": true, "cause": true, "expect": true, "reason": true,
+	"granted_by": true, "fencing_token": true, "read": true}
+
+// mapValue is the scalar value of key in mapping n ("" if absent).
+func mapValue(n *yaml.Node, key string) string {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1].Value
+		}
+	}
+	return ""
+}
+
+// fieldNames lists the yaml names of the fields of the struct v points to.
+func fieldNames(v any) []string {
+	var out []string
+	yamlFields(reflect.TypeOf(v).Elem(), nil, func(tag string, _ []int) { out = append(out, tag) })
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// UnmarshalYAML decodes a generator block strictly. The size of its
+// fault is given under the name of the parameter its kind draws (pause,
+// jump, delay, drift): any of those names is a field, and the loader
+// checks that it is the one its fault draws.
 func (g *Generator) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return &Error{Line: n.Line, Msg: "expected a mapping of field: value"}
+	}
+	own := *n
+	own.Content = nil
+	var size *yaml.Node
+	var sizeKind nemesis.Kind
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if kind, drawn := nemesis.LookupDrawn(k.Value); drawn {
+			if size != nil {
+				return &Error{Line: k.Line, Field: k.Value, Msg: fmt.Sprintf("a generator draws one size; %s is given too", sizeKind.Generate.Name)}
+			}
+			size, sizeKind = v, kind
+			continue
+		}
+		own.Content = append(own.Content, k, v)
+	}
 	type plain Generator
 	var p plain
-	lines, err := decodeStrict(n, &p, "", nil)
+	lines, err := decodeStrict(&own, &p, "", nil)
 	if err != nil {
 		return err
 	}
 	*g = Generator(p)
 	g.lines = lines
+	if size == nil {
+		return nil
+	}
+	drawn := sizeKind.Generate.Drawn
+	g.lines[drawn.Name] = size.Line
+	if drawn.Unit == nemesis.UnitRate {
+		if err := size.Decode(&g.Size); err != nil {
+			return fieldError(err, size, drawn.Name)
+		}
+	} else {
+		var d Duration
+		if err := size.Decode(&d); err != nil {
+			return fieldError(err, size, drawn.Name)
+		}
+		g.Size = float64(d.Duration)
+	}
+	g.sizeOf = sizeKind.Name
 	return nil
 }
 
@@ -391,14 +552,15 @@ func (s *Scenario) validateStep(i int) error {
 			return at(need, "missing: %q needs %s", st.Do, need)
 		}
 	}
-	if _, given := st.lines["client"]; given && (st.Client < 1 || st.Client > s.Clients) {
-		return at("client", "expected a client from 1 to %d, got %d", s.Clients, st.Client)
+	aim := st.Aim()
+	if _, given := st.lines["client"]; given && (aim.Client < 1 || aim.Client > s.Clients) {
+		return at("client", "expected a client from 1 to %d, got %d", s.Clients, aim.Client)
 	}
 	isNode := func(n string) bool { return len(n) == 1 && n[0] >= 'A' && int(n[0]-'A') < s.Nodes }
-	if st.Node != "" && !isNode(st.Node) {
-		return at("node", "unknown node %q: this scenario has %d Redis node(s), A to %s", st.Node, s.Nodes, NodeName(max(s.Nodes-1, 0)))
+	if aim.Node != "" && !isNode(aim.Node) {
+		return at("node", "unknown node %q: this scenario has %d Redis node(s), A to %s", aim.Node, s.Nodes, NodeName(max(s.Nodes-1, 0)))
 	}
-	for _, n := range st.Nodes {
+	for _, n := range aim.Links {
 		// A client's links: to Redis nodes, to PostgreSQL (pg) and to the
 		// protected storage (storage).
 		if !isNode(n) && n != nemesis.PGNode && n != nemesis.StorageNode {
@@ -406,7 +568,7 @@ func (s *Scenario) validateStep(i int) error {
 		}
 	}
 	if k, ok := nemesis.LookupKind(st.Do); ok && k.Check != nil {
-		if err := k.Check(st.FaultParams(), nemesis.Facts{Backend: s.backend(), Nodes: s.Nodes, Clients: s.Clients, Replicas: s.Replicas}); err != nil {
+		if err := k.Check(st.Params, nemesis.Facts{Backend: s.backend(), Nodes: s.Nodes, Clients: s.Clients, Replicas: s.Replicas}); err != nil {
 			return at(err.Field, "%s", err.Msg)
 		}
 	}
@@ -418,9 +580,6 @@ func (s *Scenario) validateStep(i int) error {
 	}
 	if st.For.Duration < 0 {
 		return at("for", "expected a positive duration, got %v", st.For)
-	}
-	if st.NodeClock && st.Do != "crash" {
-		return at("node_clock", "node_clock counts a crash's restart delay: it needs do: crash and a for")
 	}
 	if st.TTL.Duration < 0 {
 		return at("ttl", "expected a positive duration, got %v", st.TTL)
@@ -444,8 +603,7 @@ func (s *Scenario) validateGenerator() error {
 	for _, d := range []struct {
 		field string
 		v     time.Duration
-	}{{"duration", g.Duration.Duration}, {"work", g.Work.Duration}, {"backoff", g.Backoff.Duration},
-		{"pause", g.Pause.Duration}, {"delay", g.Delay.Duration}} {
+	}{{"duration", g.Duration.Duration}, {"work", g.Work.Duration}, {"backoff", g.Backoff.Duration}} {
 		if d.v < 0 {
 			return at(d.field, "expected a positive duration, got %v", d.v)
 		}
@@ -489,8 +647,16 @@ func (s *Scenario) validateGenerator() error {
 	if gen := g.Generated(); gen != nil && gen.OnNode && s.Nodes == 0 {
 		return at("fault", "%s needs a Redis node: this scenario's lock %s has none", g.Fault, s.Lock)
 	}
-	if g.Fault == "clock-drift" && g.Drift <= 0 {
-		return at("drift", "expected a rate above 0, got %g", g.Drift)
+	if gen := g.Generated(); gen != nil {
+		if g.sizeOf != "" && g.sizeOf != g.Fault {
+			return at(g.sizeField(), "sizes a %s fault; this generator's fault is %s (its size is %s)", g.sizeOf, g.Fault, gen.Name)
+		}
+		if gen.Unit == nemesis.UnitRate && !(g.Size > 0) {
+			return at(gen.Name, "expected a rate above 0, got %g", g.Size)
+		}
+		if g.Size < 0 {
+			return at(gen.Name, "expected a positive duration, got %v", time.Duration(g.Size))
+		}
 	}
 	return nil
 }

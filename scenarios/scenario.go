@@ -153,8 +153,8 @@ type Conditions struct {
 // client loops acquire -> read-modify-write (working for a time drawn from
 // the work distribution) -> release until Duration has passed, and each
 // trial injects Fault Faults times, at times and on targets drawn from the
-// seed. The fault's size is the field named after its sweep parameter
-// (pause, jump, delay, drift).
+// seed. The fault's size is the field named after its drawn parameter
+// (pause, jump, delay, drift: Size).
 type Generator struct {
 	// Duration is how long the clients loop in one trial. Default 1s.
 	Duration Duration `yaml:"duration"`
@@ -172,23 +172,22 @@ type Generator struct {
 	// (0: only Duration bounds the loop).
 	MaxCycles int `yaml:"max_cycles"`
 	// Fault is what the schedule injects: pause (SIGSTOP a client during
-	// its critical section, for Pause), clock-jump (move a node's clock by
-	// Jump while a client holds the lock), latency (delay a client's
-	// storage link by Delay during its critical section), clock-drift (a
-	// node's clock runs at Drift times real speed for the whole trial) or
+	// its critical section, for pause), clock-jump (move a node's clock by
+	// jump while a client holds the lock), latency (delay a client's
+	// storage link by delay during its critical section), clock-drift (a
+	// node's clock runs at drift times real speed for the whole trial) or
 	// none.
 	Fault string `yaml:"fault"`
 	// Faults is how many faults one trial injects. Default 1 (0 with
 	// fault none).
 	Faults int `yaml:"faults"`
-	// Pause is the length of a pause fault.
-	Pause Duration `yaml:"pause"`
-	// Jump is the size of a clock-jump fault.
-	Jump Duration `yaml:"jump"`
-	// Delay is the added latency of a latency fault.
-	Delay Duration `yaml:"delay"`
-	// Drift is a clock-drift fault's rate: 1.5 runs the clock 50% fast.
-	Drift float64 `yaml:"drift"`
+	// Size is the one parameter the schedule draws for Fault, written
+	// under that parameter's name (pause: 300ms, jump: 300ms, delay:
+	// 300ms, drift: 1.5; nemesis.Drawn): nanoseconds for a duration, the
+	// number for a rate. The schema lists those names as fields.
+	Size float64 `yaml:"-"`
+	// sizeOf is the fault whose size the file gave ("" if none).
+	sizeOf string
 	// Trials is how many trials `sim run` plays (default 1); `sim sweep`
 	// sets its own with --trials.
 	Trials int `yaml:"trials"`
@@ -218,28 +217,20 @@ func (g Generator) Generated() *nemesis.Generated {
 	return k.Generate
 }
 
+// sizeField is the field the file gave the size under.
+func (g Generator) sizeField() string {
+	if k, ok := nemesis.LookupKind(g.sizeOf); ok && k.Generate != nil {
+		return k.Generate.Name
+	}
+	return ""
+}
+
 // ActsOnLinks says whether the generator's fault acts on the clients'
 // links (then the clients go through their proxies; else straight to the
 // servers, at the loopback floor).
 func (g Generator) ActsOnLinks() bool {
 	gen := g.Generated()
-	return gen != nil && gen.Build(1, "A", 0, 1).Fields().Effect == history.EffectNetwork
-}
-
-// SizeOf is the value of the generator field a fault's size comes from
-// (pause, jump, delay; drift gives a rate).
-func (g Generator) SizeOf(field string) (time.Duration, float64) {
-	switch field {
-	case "pause":
-		return g.Pause.Duration, 0
-	case "jump":
-		return g.Jump.Duration, 0
-	case "delay":
-		return g.Delay.Duration, 0
-	case "drift":
-		return 0, g.Drift
-	}
-	return 0, 0
+	return gen != nil && gen.Build(1, "A", 1).Fields().Effect == history.EffectNetwork
 }
 
 // Step is one step of a scripted story.
@@ -250,35 +241,15 @@ type Step struct {
 	Say string `yaml:"say"`
 	// Client is the client the step acts on or as (1-based).
 	Client int `yaml:"client"`
-	// Node is the server the step acts on (A, B, C...).
-	Node string `yaml:"node"`
-	// Links lists the client's links a network fault acts on, by the
-	// server at their other end: Redis nodes (A, B...), pg (the lock's
-	// PostgreSQL) or storage. (Not the scenario's nodes, a count.)
-	Nodes []string `yaml:"links"`
 	// Work is how long a write works between its read and its write.
 	Work Duration `yaml:"work"`
-	// By is the size of a clock jump (may be negative).
-	By Duration `yaml:"by"`
-	// For is how long a pause or sleep lasts.
+	// For is how long a sleep lasts.
 	For Duration `yaml:"for"`
-	// Delay is the added latency of a latency fault; Jitter varies it.
-	Delay  Duration `yaml:"delay"`
-	Jitter Duration `yaml:"jitter"`
-	// Stream is the direction of a latency fault: upstream (client to
-	// server), downstream or both (default).
-	Stream string `yaml:"stream"`
-	// Rate is a clock-drift rate: 1.5 runs the clock 50% fast.
-	Rate float64 `yaml:"rate"`
 	// TTL overrides the scenario's TTL for this acquire or extend.
 	TTL Duration `yaml:"ttl"`
 	// Key is the lock's name for an acquire, release, extend or write
 	// (default: the scenario's key): two jobs with two locks.
 	Key string `yaml:"key"`
-	// NodeClock counts a crash's restart delay (`for`) on the node's own
-	// wall clock, as a node that waits out the delay on start does: a
-	// clock jump on the node while it is down moves its restart.
-	NodeClock bool `yaml:"node_clock"`
 	// Async lets the story go on without waiting for the client's reply;
 	// a later `wait` step collects it.
 	Async bool `yaml:"async"`
@@ -304,9 +275,16 @@ type Step struct {
 	// Cause marks a step the counterfactual run leaves out.
 	Cause bool `yaml:"cause"`
 	// Counterfactual gives fields that replace this step's own in the
-	// counterfactual run (for instance for: 0s, a restart at once).
+	// counterfactual run (for instance for: 0s, a restart at once). The
+	// loader keeps the changed step whole here: this step with them
+	// replaced.
 	Counterfactual *Step `yaml:"counterfactual"`
 
+	// Params are a fault step's fields (client, node, for, by...),
+	// decoded into its kind's own parameter struct (nemesis.Spec); nil
+	// for the other actions. The fields each kind takes are listed in
+	// docs/scenarios.md.
+	Params any `yaml:"-"`
 	// Line is the step's line in the file.
 	Line  int `yaml:"-"`
 	lines map[string]int
@@ -346,15 +324,13 @@ func faultActions() []Action {
 	return out
 }
 
-// FaultParams are the step's fields as a fault kind reads them.
-func (s Step) FaultParams() nemesis.Params {
-	given := map[string]bool{}
-	for k := range s.lines {
-		given[k] = true
+// Aim is what the step acts on: a fault's client, node and links (from
+// its parameters), or the client of a client's action.
+func (s Step) Aim() nemesis.Aim {
+	if a, ok := s.Params.(nemesis.Aimed); ok {
+		return a.Aim()
 	}
-	return nemesis.Params{Client: s.Client, Node: s.Node, Nodes: s.Nodes, For: s.For.Duration,
-		By: s.By.Duration, Delay: s.Delay.Duration, Jitter: s.Jitter.Duration, Stream: s.Stream,
-		Rate: s.Rate, NodeClock: s.NodeClock, Given: given}
+	return nemesis.Aim{Client: s.Client}
 }
 
 // LookupAction finds an action by name.
@@ -397,16 +373,15 @@ func (s Step) Describe() string {
 	case "sleep":
 		return fmt.Sprintf("sleep %v", s.For)
 	}
-	if k, ok := nemesis.LookupKind(s.Do); ok {
-		p := s.FaultParams()
+	if k, ok := nemesis.LookupKind(s.Do); ok && s.Params != nil {
 		if k.New == nil {
-			who := fmt.Sprintf("client %d", s.Client)
-			if s.Node != "" {
-				who = s.Node
+			who := fmt.Sprintf("client %d", s.Aim().Client)
+			if n := s.Aim().Node; n != "" {
+				who = n
 			}
 			return s.Do + " " + who
 		}
-		f := k.New(p)
+		f := k.New(s.Params)
 		return fmt.Sprintf("%s on %s (%s)", s.Do, f.On(), f.Detail())
 	}
 	return s.Do

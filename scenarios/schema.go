@@ -13,12 +13,16 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/invopop/jsonschema"
 
 	"locksim/clients"
+	"locksim/nemesis"
 )
 
 // SchemaJSON is the scenario file's JSON Schema (schema.json).
@@ -33,16 +37,93 @@ const SchemaID = "urn:locksim:scenario"
 // is this package's source directory, whose doc comments become the
 // fields' descriptions.
 func GenerateSchema(dir string) ([]byte, error) {
-	r := &jsonschema.Reflector{FieldNameTag: "yaml", RequiredFromJSONSchemaTags: true}
+	r := &jsonschema.Reflector{FieldNameTag: "yaml", RequiredFromJSONSchemaTags: true,
+		Mapper: func(t reflect.Type) *jsonschema.Schema {
+			if t == reflect.TypeFor[time.Duration]() { // a fault's parameter
+				return &jsonschema.Schema{Ref: durationRef}
+			}
+			return nil
+		}}
 	if dir != "" {
 		if err := r.AddGoComments("locksim/scenarios", dir); err != nil {
+			return nil, err
+		}
+		if err := r.AddGoComments("locksim/nemesis", filepath.Join(dir, "..", "nemesis")); err != nil {
 			return nil, err
 		}
 	}
 	s := r.Reflect(&Scenario{})
 	s.ID = SchemaID
 	s.Title = "locksim scenario"
+	faultSteps(r, s)
+	drawnSizes(s.Definitions["Generator"])
 	return json.MarshalIndent(s, "", "  ")
+}
+
+const durationRef = "#/$defs/Duration"
+
+// faultDef is the name of the definition of a fault kind's step fields.
+func faultDef(kind string) string { return "FaultStep-" + kind }
+
+// faultSteps adds each fault kind's own fields (nemesis.Spec's parameter
+// struct) to the schema: a definition per kind, the fields to a step's
+// properties, and per action the fields it takes and needs.
+func faultSteps(r *jsonschema.Reflector, s *jsonschema.Schema) {
+	step := s.Definitions["Step"]
+	var story []any
+	for p := step.Properties.Oldest(); p != nil; p = p.Next() {
+		story = append(story, p.Key)
+	}
+	var storyActions []any
+	for _, a := range Actions {
+		if _, fault := nemesis.LookupKind(a.Name); !fault {
+			storyActions = append(storyActions, a.Name)
+		}
+	}
+	step.AllOf = append(step.AllOf, &jsonschema.Schema{
+		If:   doIs(&jsonschema.Schema{Enum: storyActions}),
+		Then: &jsonschema.Schema{PropertyNames: &jsonschema.Schema{Enum: story}}})
+	for _, k := range nemesis.Kinds() {
+		def := r.ReflectFromType(reflect.TypeOf(k.Params()).Elem())
+		fields := enum(sortedKeys(faultStepFields)...)
+		var own jsonschema.Schema
+		if d, ok := def.Definitions[strings.TrimPrefix(def.Ref, "#/$defs/")]; ok {
+			own = *d
+		}
+		own.Description = k.Doc
+		own.Required = k.Needs
+		s.Definitions[faultDef(k.Name)] = &own
+		for p := own.Properties.Oldest(); p != nil; p = p.Next() {
+			fields = append(fields, p.Key)
+			if _, has := step.Properties.Get(p.Key); !has {
+				step.Properties.Set(p.Key, p.Value)
+			}
+		}
+		step.AllOf = append(step.AllOf, &jsonschema.Schema{
+			If:   doIs(&jsonschema.Schema{Const: k.Name}),
+			Then: &jsonschema.Schema{Required: k.Needs, PropertyNames: &jsonschema.Schema{Enum: fields}}})
+	}
+}
+
+// drawnSizes adds to the generator block the sizes its faults draw, each
+// under its parameter's name (pause, jump, delay, drift).
+func drawnSizes(g *jsonschema.Schema) {
+	for _, k := range nemesis.GeneratedKinds() {
+		d := k.Generate.Drawn
+		p := &jsonschema.Schema{Ref: durationRef}
+		if d.Unit == nemesis.UnitRate {
+			p = &jsonschema.Schema{Type: "number", ExclusiveMinimum: json.Number("0")}
+		}
+		p.Description = fmt.Sprintf("With fault: %s, the %s.", k.Name, d.Doc)
+		g.Properties.Set(d.Name, p)
+	}
+}
+
+// doIs is the condition that a step's do is as p says.
+func doIs(p *jsonschema.Schema) *jsonschema.Schema {
+	c := &jsonschema.Schema{Properties: jsonschema.NewProperties(), Required: []string{"do"}}
+	c.Properties.Set("do", p)
+	return c
 }
 
 // JSONSchema: a duration is written as Go writes one ("500ms", "1.5s",
@@ -142,18 +223,43 @@ func Reference() (string, error) {
 		if d == nil {
 			return "", fmt.Errorf("schema.json has no definition %s", part.def)
 		}
-		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| field | type | what it is |\n|---|---|---|\n", part.title, part.intro)
-		for p := d.Properties.Oldest(); p != nil; p = p.Next() {
-			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.Key, typeOf(p.Value), cell(p.Value))
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", part.title, part.intro)
+		fieldTable(&b, d)
+	}
+	b.WriteString("\n## Fault steps\n\nThe fields of each fault a step can inject (`do:`), besides `do`, `say`, `cause`\n" +
+		"and `counterfactual`: each fault kind owns them (`nemesis/`, one file each).\n")
+	for _, k := range nemesis.Kinds() {
+		d := s.Definitions[faultDef(k.Name)]
+		if d == nil {
+			return "", fmt.Errorf("schema.json has no definition %s", faultDef(k.Name))
 		}
+		doc := strings.TrimSuffix(d.Description, ".")
+		fmt.Fprintf(&b, "\n### `do: %s`\n\n%s%s.", k.Name, strings.ToUpper(doc[:1]), doc[1:])
+		if len(d.Required) > 0 {
+			fmt.Fprintf(&b, " Required: %s.", strings.Join(d.Required, ", "))
+		}
+		b.WriteString("\n\n")
+		if d.Properties.Len() == 0 {
+			b.WriteString("No fields of its own.\n")
+			continue
+		}
+		fieldTable(&b, d)
 	}
 	return b.String(), nil
+}
+
+// fieldTable writes the table of d's fields.
+func fieldTable(b *strings.Builder, d *jsonschema.Schema) {
+	b.WriteString("| field | type | what it is |\n|---|---|---|\n")
+	for p := d.Properties.Oldest(); p != nil; p = p.Next() {
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", p.Key, typeOf(p.Value), cell(p.Value))
+	}
 }
 
 // typeOf says a property's type in a word.
 func typeOf(p *jsonschema.Schema) string {
 	switch {
-	case p.Ref == "#/$defs/Duration":
+	case p.Ref == durationRef:
 		return "duration"
 	case p.Ref != "":
 		return strings.ToLower(strings.TrimPrefix(p.Ref, "#/$defs/")) + " block"

@@ -117,6 +117,11 @@ func TestSchemaValidatesCatalogue(t *testing.T) {
 		"unknown lock":   strings.Replace(string(good), "\nlock: redlock", "\nlock: redlok", 1),
 		"bare number":    strings.Replace(string(good), "\nttl: 10s", "\nttl: 10", 1),
 		"misspelt step":  strings.Replace(string(good), "granted_by:", "granted_bye:", 1),
+		// A fault step takes its own kind's fields only, and needs those
+		// its kind needs; a story step takes none of a fault's.
+		"another fault's field":         strings.Replace(string(good), "    node: C\n", "    node: C\n    delay: 1s\n", 1),
+		"a fault without by":            strings.Replace(string(good), "    by: 15s\n", "", 1),
+		"a fault's field on an acquire": strings.Replace(string(good), "granted_by:", "by: 1s\n    granted_by:", 1),
 	} {
 		if bad == string(good) {
 			t.Fatalf("%s: the replacement changed nothing", name)

@@ -8,16 +8,67 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"locksim/nemesis"
 )
 
-// Keys lists the parameters a sweep can vary, with what each one sets.
-var Keys = map[string]string{
-	"pause": "length of the pause fault",
-	"jump":  "size of the clock-jump fault",
-	"delay": "delay of the latency fault",
-	"drift": "rate of the clock-drift fault (a number: 1.5 runs the clock 50% fast)",
-	"ttl":   "the lease time clients ask for",
-	"work":  "mean work time inside the critical section",
+// Key is a parameter a sweep can vary: the size a generator draws for
+// each fault kind (nemesis.Drawn: pause, jump, delay, drift), the TTL or
+// the work time.
+type Key struct {
+	nemesis.Drawn
+	// Fault is the fault kind it sizes ("" for ttl and work).
+	Fault string
+}
+
+// Rate says the key is a plain number, not a duration.
+func (k Key) Rate() bool { return k.Unit == nemesis.UnitRate }
+
+// Axis is the label of a plot's x axis along the key.
+func (k Key) Axis() string {
+	switch {
+	case k.Rate():
+		return strings.TrimPrefix(k.What, "the ") + " rate (x real time)"
+	case k.Name == "ttl":
+		return "TTL (ms)"
+	}
+	return k.Name + " / TTL"
+}
+
+// Keys lists the parameters a sweep can vary: every fault size the
+// registry lets a generator draw, then ttl and work.
+var Keys = keys()
+
+func keys() []Key {
+	var out []Key
+	for _, k := range nemesis.GeneratedKinds() {
+		out = append(out, Key{Drawn: k.Generate.Drawn, Fault: k.Name})
+	}
+	return append(out,
+		Key{Drawn: nemesis.Drawn{Name: "ttl", Doc: "the lease time clients ask for", What: "the TTL"}},
+		Key{Drawn: nemesis.Drawn{Name: "work", Doc: "mean work time inside the critical section", What: "the work time", Range: [2]float64{0.1, 2}}})
+}
+
+// LookupKey finds a key by name.
+func LookupKey(name string) (Key, bool) {
+	for _, k := range Keys {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+// KeyNames lists the keys' names, durations then rates.
+func KeyNames() (durations, rates []string) {
+	for _, k := range Keys {
+		if k.Rate() {
+			rates = append(rates, k.Name)
+		} else {
+			durations = append(durations, k.Name)
+		}
+	}
+	return durations, rates
 }
 
 // Value is one end of a range: a duration, a multiple of the TTL (RelTTL)
@@ -35,15 +86,25 @@ type Param struct {
 	From, To Value
 }
 
-// ParseParam parses "pause=0.2ttl..3ttl", "jump=100ms..2s", "drift=1..3".
-// Errors are one line naming what is wrong.
+// ParseParam parses "pause=0.2ttl..3ttl", "jump=100ms..2s", "drift=1..3";
+// a fault's size alone ("pause") sweeps the range its kind declares
+// (nemesis.Drawn.Range). Errors are one line naming what is wrong.
 func ParseParam(s string) (Param, error) {
 	key, rng, ok := strings.Cut(s, "=")
+	k, known := LookupKey(key)
+	if !ok && known && k.Fault != "" {
+		p := Param{Key: key, From: Value{X: k.Range[0], RelTTL: !k.Rate()}, To: Value{X: k.Range[1], RelTTL: !k.Rate()}}
+		return p, nil
+	}
 	if !ok || key == "" {
 		return Param{}, fmt.Errorf("--param %q: expected KEY=FROM..TO, e.g. pause=0.2ttl..3ttl", s)
 	}
-	if _, known := Keys[key]; !known {
-		return Param{}, fmt.Errorf("--param %q: unknown key %q (known: drift, jump, pause, delay, ttl, work)", s, key)
+	if !known {
+		var names []string
+		for _, k := range Keys {
+			names = append(names, k.Name)
+		}
+		return Param{}, fmt.Errorf("--param %q: unknown key %q (known: %s)", s, key, strings.Join(names, ", "))
 	}
 	from, to, ok := strings.Cut(rng, "..")
 	if !ok {
@@ -51,10 +112,10 @@ func ParseParam(s string) (Param, error) {
 	}
 	p := Param{Key: key}
 	var err error
-	if p.From, err = parseValue(key, from); err != nil {
+	if p.From, err = parseValue(k, from); err != nil {
 		return Param{}, fmt.Errorf("--param %q: %v", s, err)
 	}
-	if p.To, err = parseValue(key, to); err != nil {
+	if p.To, err = parseValue(k, to); err != nil {
 		return Param{}, fmt.Errorf("--param %q: %v", s, err)
 	}
 	if p.From.RelTTL != p.To.RelTTL {
@@ -66,12 +127,12 @@ func ParseParam(s string) (Param, error) {
 	return p, nil
 }
 
-func parseValue(key, s string) (Value, error) {
+func parseValue(key Key, s string) (Value, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return Value{}, fmt.Errorf("empty value")
 	}
-	if key == "drift" {
+	if key.Rate() {
 		x, err := strconv.ParseFloat(s, 64)
 		if err != nil || x <= 0 {
 			return Value{}, fmt.Errorf("expected a rate above 0 like 1.5, got %q", s)
@@ -79,7 +140,7 @@ func parseValue(key, s string) (Value, error) {
 		return Value{X: x}, nil
 	}
 	if num, ok := strings.CutSuffix(s, "ttl"); ok {
-		if key == "ttl" {
+		if key.Name == "ttl" {
 			return Value{}, fmt.Errorf("the TTL cannot be relative to itself: give durations like 50ms..2s")
 		}
 		x, err := strconv.ParseFloat(num, 64)
@@ -92,7 +153,7 @@ func parseValue(key, s string) (Value, error) {
 	if err != nil || d < 0 || (d == 0 && s != "0" && s != "0s") {
 		return Value{}, fmt.Errorf("expected a duration like 200ms or 2s, or a multiple of the TTL like 0.5ttl, got %q", s)
 	}
-	if d == 0 && key == "ttl" {
+	if d == 0 && key.Name == "ttl" {
 		return Value{}, fmt.Errorf("expected a TTL above 0")
 	}
 	return Value{X: float64(d)}, nil
@@ -112,6 +173,12 @@ func (p Param) Points(n int) []Value {
 	return out
 }
 
+// isRate says the named key is a plain number.
+func isRate(name string) bool {
+	k, _ := LookupKey(name)
+	return k.Rate()
+}
+
 // Duration resolves v against ttl (drift values are not durations).
 func (v Value) Duration(ttl time.Duration) time.Duration {
 	if v.RelTTL {
@@ -129,7 +196,7 @@ func (p Param) String() string {
 // exact prints a value as ParseParam reads it back, unrounded.
 func (v Value) exact(key string) string {
 	switch {
-	case key == "drift":
+	case isRate(key):
 		return strconv.FormatFloat(v.X, 'g', -1, 64)
 	case v.RelTTL:
 		return strconv.FormatFloat(v.X, 'g', -1, 64) + "ttl"

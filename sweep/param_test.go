@@ -1,10 +1,13 @@
 package sweep
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"locksim/scenarios"
 )
 
 func TestParseParam(t *testing.T) {
@@ -18,6 +21,9 @@ func TestParseParam(t *testing.T) {
 		{"drift=1..3", "drift", Value{1, false}, Value{3, false}},
 		{"ttl=50ms..1s", "ttl", Value{float64(50 * time.Millisecond), false}, Value{float64(time.Second), false}},
 		{"work=0..0.5ttl", "work", Value{0, false}, Value{0.5, true}},
+		// A fault's size alone: the range its kind declares.
+		{"pause", "pause", Value{0.2, true}, Value{3, true}},
+		{"drift", "drift", Value{1, false}, Value{3, false}},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			if tc.key == "work" {
@@ -39,7 +45,7 @@ func TestParseParam(t *testing.T) {
 
 func TestParseParamErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{"pause", "expected KEY=FROM..TO"},
+		{"ttl", "expected KEY=FROM..TO"},
 		{"speed=1..2", `unknown key "speed"`},
 		{"pause=1s", "expected a range FROM..TO"},
 		{"pause=2s..1s", "FROM is above TO"},
@@ -93,5 +99,29 @@ func TestWilson(t *testing.T) {
 	}
 	if lo, hi := Wilson(0, 0); lo != 0 || hi != 1 {
 		t.Errorf("no trials: %v..%v, want 0..1", lo, hi)
+	}
+}
+
+// TestSweepRefusesAnotherFaultsSize: a sweep of the size of a fault the
+// generator does not draw is refused before any server starts.
+func TestSweepRefusesAnotherFaultsSize(t *testing.T) {
+	sc, err := scenarios.Find("gen-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParseParam("jump=100ms..1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), sc, Options{Param: &p})
+	want := "--param jump: jump sizes the clock-jump fault, and gen-pause draws pause (its fault's size is pause)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	if err := checkKey(sc, "pause"); err != nil {
+		t.Fatalf("its own size refused: %v", err)
+	}
+	if err := checkKey(sc, "ttl"); err != nil {
+		t.Fatalf("the TTL refused: %v", err)
 	}
 }

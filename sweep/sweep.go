@@ -147,7 +147,7 @@ func (r Row) PerThousand() float64 {
 // (milliseconds for durations).
 func (r Row) X() float64 {
 	switch {
-	case r.Param == "drift":
+	case isRate(r.Param):
 		return r.Value.X
 	case r.Param == "ttl":
 		return float64(r.Resolved) / float64(time.Millisecond)
@@ -206,24 +206,37 @@ func LockName(sc *scenarios.Scenario) string {
 	return sc.Lock
 }
 
-// point applies value v of parameter key to a generator and TTL.
+// point applies value v of parameter key to a generator and TTL: a
+// fault's size (Run has checked it is the generator's fault's), the TTL
+// or the work time.
 func point(key string, v Value, g *scenarios.Generator, ttl *time.Duration) time.Duration {
 	d := v.Duration(*ttl)
 	switch key {
-	case "pause":
-		g.Pause.Duration = d
-	case "jump":
-		g.Jump.Duration = d
-	case "delay":
-		g.Delay.Duration = d
-	case "drift":
-		g.Drift = v.X
 	case "ttl":
 		*ttl = d
 	case "work":
 		g.Work.Duration = d
+	default:
+		g.Size = float64(d)
+		if isRate(key) {
+			g.Size = v.X
+		}
 	}
 	return d
+}
+
+// checkKey refuses to sweep the size of a fault the generator does not
+// draw.
+func checkKey(sc *scenarios.Scenario, key string) error {
+	k, _ := LookupKey(key)
+	if k.Fault == "" || k.Fault == sc.Generator.Fault {
+		return nil
+	}
+	own := "no fault"
+	if gen := sc.Generator.Generated(); gen != nil {
+		own = "its fault's size is " + gen.Name
+	}
+	return fmt.Errorf("--param %s: %s sizes the %s fault, and %s draws %s (%s)", key, key, k.Fault, sc.Name, sc.Generator.Fault, own)
 }
 
 // Run plays the sweep and returns one row per lock and point, locks in the
@@ -234,6 +247,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 		return nil, fmt.Errorf("%s is a scripted story; a sweep needs a generator scenario (sim list 'gen-')", sc.Name)
 	}
 	o, locks, param := o.resolve(sc)
+	if err := checkKey(sc, param.Key); err != nil {
+		return nil, err
+	}
 	var variants []*scenarios.Scenario
 	for _, name := range locks {
 		v, err := Variant(sc, name)
@@ -329,7 +345,14 @@ func (o Options) resolve(sc *scenarios.Scenario) (Options, []string, *Param) {
 	}
 	param := o.Param
 	if param == nil {
-		param = &Param{Key: "pause", From: Value{X: float64(sc.Generator.Pause.Duration)}}
+		key := "ttl"
+		if gen := sc.Generator.Generated(); gen != nil {
+			key = gen.Name
+		}
+		param = &Param{Key: key, From: Value{X: sc.Generator.Size}}
+		if key == "ttl" {
+			param.From.X = float64(sc.TTL.Duration)
+		}
 		o.Points = 1
 	}
 	return o, locks, param
@@ -338,7 +361,7 @@ func (o Options) resolve(sc *scenarios.Scenario) (Options, []string, *Param) {
 // Format prints a value as it was written: 0.5ttl, 150ms, 1.5.
 func (v Value) Format(key string) string {
 	switch {
-	case key == "drift":
+	case isRate(key):
 		return strconv.FormatFloat(v.X, 'g', 4, 64)
 	case v.RelTTL:
 		return strconv.FormatFloat(v.X, 'g', 4, 64) + "ttl"
@@ -365,7 +388,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		lo, hi := Wilson(r.Violated, r.Decided())
 		dlo, dhi := Wilson(r.Damaged, r.Decided())
 		value, perTTL := time.Duration(r.Resolved).String(), f(float64(r.Resolved)/float64(r.TTL))
-		if r.Param == "drift" {
+		if isRate(r.Param) {
 			value, perTTL = strconv.FormatFloat(r.Value.X, 'g', 4, 64), ""
 		}
 		rate, damage := []string{f(r.Rate()), f(lo), f(hi), f(r.PerThousand())}, []string{f(r.DamageRate()), f(dlo), f(dhi)}
@@ -431,7 +454,7 @@ func parseRow(rec []string, col map[string]int) (Row, error) {
 	if r.Lock == "" {
 		return Row{}, errors.New("lock: empty")
 	}
-	if _, ok := Keys[r.Param]; !ok {
+	if _, ok := LookupKey(r.Param); !ok {
 		return Row{}, fmt.Errorf("param: unknown key %q", r.Param)
 	}
 	var err error
@@ -439,7 +462,7 @@ func parseRow(rec []string, col map[string]int) (Row, error) {
 		return Row{}, fmt.Errorf("ttl: expected a duration, got %q", rec[col["ttl"]])
 	}
 	value := rec[col["value"]]
-	if r.Param == "drift" {
+	if isRate(r.Param) {
 		if r.Value.X, err = strconv.ParseFloat(value, 64); err != nil {
 			return Row{}, fmt.Errorf("value: expected a rate, got %q", value)
 		}

@@ -100,8 +100,9 @@ func highestNode(sc *scenarios.Scenario) (int, string) {
 	}
 	var visit func(st scenarios.Step, at string)
 	visit = func(st scenarios.Step, at string) {
-		see(st.Node, at)
-		for _, n := range st.Nodes {
+		aim := st.Aim()
+		see(aim.Node, at)
+		for _, n := range aim.Links {
 			see(n, at)
 		}
 		for _, n := range st.GrantedBy {

@@ -71,7 +71,10 @@ redraws the plots.`,
 	}
 	f := cmd.Flags()
 	f.SortFlags = false
-	f.StringVar(&o.param, "param", "", "the parameter swept, `KEY=FROM..TO`: pause, jump, delay, ttl, work (durations like 20ms..2s, or relative to the TTL like 0.2ttl..3ttl) or drift (rates like 1..3); without it, one point")
+	durations, rates := sweep.KeyNames()
+	f.StringVar(&o.param, "param", "", "the parameter swept, `KEY=FROM..TO`: "+strings.Join(durations, ", ")+
+		" (durations like 20ms..2s, or relative to the TTL like 0.2ttl..3ttl) or "+strings.Join(rates, ", ")+
+		" (rates like 1..3); a fault's size alone (--param pause) sweeps its kind's range; without it, one point")
 	f.IntVar(&o.points, "points", 5, "values `N` from FROM to TO")
 	f.IntVar(&o.trials, "trials", 10, "trials `M` per point and lock")
 	f.StringVar(&o.locks, "locks", "", "locks to compare, `a,b,c` (default: the scenario's); add +fenced for a PostgreSQL fencing token and fenced storage, e.g. redis,redis+fenced,redlock,postgres-session")
@@ -237,16 +240,11 @@ func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	key := rows[0].Param
-	xlabel, mark := key+" / TTL", 1.0
-	switch key {
-	case "drift":
-		xlabel, mark = "clock drift rate (x real time)", 0
-	case "ttl":
-		xlabel, mark = "TTL (ms)", 0
+	key, _ := sweep.LookupKey(rows[0].Param)
+	xlabel, mark, what := key.Axis(), 1.0, key.What
+	if key.Rate() || key.Name == "ttl" {
+		mark = 0
 	}
-	what := map[string]string{"pause": "the pause", "jump": "the clock jump", "delay": "the network delay", "drift": "the clock drift",
-		"ttl": "the TTL", "work": "the work time"}[key]
 	for _, plot := range []struct {
 		file, ylabel, title string
 		k                   func(sweep.Row) (int, int)
@@ -257,7 +255,7 @@ func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
 			func(r sweep.Row) (int, int) { return r.Violated, r.Decided() }},
 	} {
 		rp := reports.RatePlot{Title: fmt.Sprintf("%s: %s against %s", sc.Name, strings.ToLower(plot.title[:1])+plot.title[1:], what),
-			XLabel: xlabel, YLabel: plot.ylabel, Mark: mark, MarkLabel: key + " = TTL"}
+			XLabel: xlabel, YLabel: plot.ylabel, Mark: mark, MarkLabel: key.Name + " = TTL"}
 		index := map[string]int{}
 		for _, r := range rows {
 			i, ok := index[r.Lock]
