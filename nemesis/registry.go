@@ -112,9 +112,12 @@ type Generated struct {
 	// Outlasts is how long after it strikes the clients must keep looping
 	// for the fault to have run its course, given its size.
 	Outlasts func(size time.Duration) time.Duration
-	// Build makes the fault from the draw (Register fills it in from the
-	// Draw's Params and the kind's New).
-	Build func(client int, node string, x float64) Fault
+	// Params makes the kind's parameters (a pointer to its Spec's P) from
+	// the draw, as a step with those fields would give them; Build makes
+	// the fault. Register fills both in from the Draw's Params and the
+	// kind's New.
+	Params func(client int, node string, x float64) any
+	Build  func(client int, node string, x float64) Fault
 }
 
 // GeneratedKinds lists the kinds a generator scenario can draw, by name.
@@ -172,10 +175,11 @@ func Register[P any](s Spec[P]) {
 			panic(fmt.Sprintf("nemesis: fault kind %q draws a fault it cannot build", s.Name))
 		}
 		g := d.Generated
-		g.Build = func(client int, node string, x float64) Fault {
+		g.Params = func(client int, node string, x float64) any {
 			p := d.Params(client, node, x)
-			return s.New(&p)
+			return &p
 		}
+		g.Build = func(client int, node string, x float64) Fault { return s.New(g.Params(client, node, x).(*P)) }
 		k.Generate = &g
 	}
 	kinds[s.Name] = k

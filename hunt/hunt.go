@@ -1,0 +1,381 @@
+package hunt
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"locksim/checker"
+	"locksim/history"
+	"locksim/nemesis"
+)
+
+// Played is what one run of a story came to.
+type Played struct {
+	Verdict, Summary string
+	Events           []history.Event
+}
+
+// Player plays a story once: on real servers for `sim hunt` (runner.Run),
+// a function of the plan in the tests of the search and the shrinker.
+type Player func(ctx context.Context, s *Story) (Played, error)
+
+// Options are a hunt's choices.
+type Options struct {
+	Space Space
+	// Runs bounds the candidates played (0: 40); Budget the wall time of
+	// the search (0: none). The shrink that follows a finding is bounded
+	// by ShrinkRuns (0: 60).
+	Runs       int
+	Budget     time.Duration
+	ShrinkRuns int
+	Seed       int64
+	// Shard, Of split the candidates among machines: this hunt plays the
+	// candidates i with i % Of == Shard-1 (1 of 1: all).
+	Shard, Of int
+	Play      Player
+	// Say receives a line of progress (nil: none).
+	Say func(format string, args ...any)
+}
+
+// Result is hunt.json: what was searched, what was found, how it was
+// shrunk and how well the final story reproduces.
+type Result struct {
+	Found   bool     `json:"found"`
+	Lock    string   `json:"lock"`
+	Storage string   `json:"storage"`
+	Faults  []string `json:"faults_searched"`
+	TTL     string   `json:"ttl"`
+	Seed    int64    `json:"seed"`
+	Shard   string   `json:"shard"`
+	// Runs counts the candidates played; CandidateRuns the story runs
+	// they took (a candidate that fails once is played up to three
+	// times).
+	Runs          int     `json:"runs"`
+	CandidateRuns int     `json:"candidate_runs"`
+	SecondsToFind float64 `json:"seconds_to_find,omitempty"`
+	Seconds       float64 `json:"seconds"`
+	// Shapes names the classic shapes tried before the swarm draws.
+	Shapes      int    `json:"classic_shapes"`
+	ShrinkRuns  int    `json:"shrink_runs,omitempty"`
+	FaultsFound int    `json:"faults_before,omitempty"`
+	FaultsFinal int    `json:"faults_after,omitempty"`
+	Original    *Plan  `json:"original,omitempty"`
+	Final       *Plan  `json:"final,omitempty"`
+	Summary     string `json:"summary,omitempty"`
+	// Reproduced of ReproducedOf runs of the final story were unsafe.
+	Reproduced   int `json:"reproduced,omitempty"`
+	ReproducedOf int `json:"reproduced_of,omitempty"`
+	// Thresholds say, per magnitude, where unsafe turns safe.
+	Thresholds []string `json:"thresholds,omitempty"`
+	// OneMinimal: removing any one fault of the final story made the
+	// violation go away (for a story with no fault: shortening the work
+	// did, its counterfactual).
+	OneMinimal bool `json:"one_minimal"`
+	// Unknown counts runs the timing guard gave no verdict: never a
+	// finding.
+	Unknown     int    `json:"unknown_runs"`
+	Interrupted string `json:"interrupted,omitempty"`
+}
+
+// hunter is one hunt in progress.
+type hunter struct {
+	o       Options
+	res     *Result
+	started time.Time
+	played  int // story runs, all phases
+}
+
+// Run searches, and shrinks the first finding. It returns the result
+// and, when it found one, the final story (with its claims and
+// narration) and the original one.
+func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
+	if o.Runs <= 0 {
+		o.Runs = 40
+	}
+	if o.ShrinkRuns <= 0 {
+		o.ShrinkRuns = 60
+	}
+	if o.Of <= 0 {
+		o.Shard, o.Of = 1, 1
+	}
+	if o.Say == nil {
+		o.Say = func(string, ...any) {}
+	}
+	sp := o.Space
+	h := &hunter{o: o, started: time.Now(), res: &Result{Lock: sp.Lock, Storage: sp.Storage, Faults: sp.Kinds,
+		TTL: sp.TTL.String(), Seed: o.Seed, Shard: fmt.Sprintf("%d/%d", o.Shard, o.Of), Shapes: len(sp.classic())}}
+	defer func() { h.res.Seconds = round2(time.Since(h.started).Seconds()) }()
+	var found *Plan
+	for i := 0; h.res.Runs < o.Runs && found == nil; i++ {
+		if i%o.Of != o.Shard-1 {
+			continue
+		}
+		if o.Budget > 0 && time.Since(h.started) > o.Budget {
+			break
+		}
+		p := sp.Candidate(o.Seed, i)
+		h.res.Runs++
+		fails, err := h.fails(ctx, p)
+		if err != nil {
+			return h.stop(ctx, err)
+		}
+		o.Say("candidate %d: %s: %s", i+1, describePlan(p, sp.TTL), map[bool]string{true: "UNSAFE (2 of 3)", false: "no violation"}[fails])
+		if fails {
+			found = &p
+		}
+	}
+	h.res.CandidateRuns = h.played
+	if found == nil {
+		return h.res, nil, nil, nil
+	}
+	h.res.Found = true
+	h.res.SecondsToFind = round2(time.Since(h.started).Seconds())
+	h.res.Original, h.res.FaultsFound = found, len(found.Faults)
+	original, err := sp.build(*found, h.meta("original", *found), nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	final, err := h.shrink(ctx, *found)
+	if err != nil {
+		return h.stop(ctx, err)
+	}
+	h.res.Final, h.res.FaultsFinal = &final, len(final.Faults)
+	story, err := h.reproduce(ctx, final)
+	if err != nil {
+		return h.stop(ctx, err)
+	}
+	return h.res, story, original, nil
+}
+
+// stop ends a hunt on an error: an interruption keeps what was found.
+func (h *hunter) stop(ctx context.Context, err error) (*Result, *Story, *Story, error) {
+	if ctx.Err() != nil {
+		h.res.Interrupted = ctx.Err().Error()
+		h.res.CandidateRuns = h.played
+		return h.res, nil, nil, ctx.Err()
+	}
+	return nil, nil, nil, err
+}
+
+// play runs plan p once and says whether it ended unsafe.
+func (h *hunter) play(ctx context.Context, p Plan) (bool, Played, error) {
+	s, err := h.o.Space.build(p, h.meta("candidate", p), nil)
+	if err != nil {
+		return false, Played{}, fmt.Errorf("candidate %s: %w", describePlan(p, h.o.Space.TTL), err)
+	}
+	h.played++
+	out, err := h.o.Play(ctx, s)
+	if err != nil {
+		return false, out, err
+	}
+	if out.Verdict == checker.Unknown {
+		h.res.Unknown++
+	}
+	return out.Verdict == checker.Unsafe, out, nil
+}
+
+// fails says whether plan p fails: unsafe in at least 2 of 3 runs (a
+// first run that is not unsafe ends it).
+func (h *hunter) fails(ctx context.Context, p Plan) (bool, error) {
+	unsafe := 0
+	for run := 0; run < 3; run++ {
+		bad, _, err := h.play(ctx, p)
+		if err != nil {
+			return false, err
+		}
+		if bad {
+			unsafe++
+		}
+		if unsafe >= 2 || unsafe+(2-run) < 2 || (run == 0 && !bad) {
+			break
+		}
+	}
+	return unsafe >= 2, nil
+}
+
+// shrink makes a failing plan minimal: faults removed one at a time
+// while it still fails (to a 1-minimal set), then each magnitude
+// bisected toward the point where it stops failing and rounded to a
+// readable value that still fails, then the work shortened alike.
+func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
+	budget := h.played + h.o.ShrinkRuns
+	fails := func(q Plan) (bool, error) {
+		if h.played >= budget {
+			return false, nil // out of shrink runs: keep what we have
+		}
+		return h.fails(ctx, q)
+	}
+	defer func() { h.res.ShrinkRuns = h.played - (budget - h.o.ShrinkRuns) }()
+	for removed := true; removed && len(p.Faults) > 1; {
+		removed = false
+		for i := range p.Faults {
+			q := p
+			q.Faults = append(append([]Fault(nil), p.Faults[:i]...), p.Faults[i+1:]...)
+			bad, err := fails(q)
+			if err != nil {
+				return p, err
+			}
+			if bad {
+				h.o.Say("shrink: %s is not needed", p.Faults[i].Describe(h.o.Space.TTL))
+				p, removed = q, true
+				break
+			}
+		}
+	}
+	for i := range p.Faults {
+		g := mustDrawn(p.Faults[i].Kind)
+		lo := g.Range[0] / 2
+		if g.Unit == nemesis.UnitRate {
+			lo = 1
+		}
+		unit := " TTL"
+		if g.Unit == nemesis.UnitRate {
+			unit = ""
+		}
+		x, note, err := h.bisect(p.Faults[i].X, lo, unit, func(x float64) (bool, error) {
+			q := clonePlan(p)
+			q.Faults[i].X = x
+			return fails(q)
+		})
+		if err != nil {
+			return p, err
+		}
+		p.Faults[i].X = x
+		if note != "" {
+			h.res.Thresholds = append(h.res.Thresholds, fmt.Sprintf("unsafe when the %s of %s is %s", g.Name, p.Faults[i].On(), note))
+		}
+	}
+	if len(p.Faults) > 0 {
+		h.res.OneMinimal = true
+		for i := range p.Faults {
+			q := clonePlan(p)
+			q.Faults = append(q.Faults[:i], q.Faults[i+1:]...)
+			bad, err := h.fails(ctx, q) // outside the budget: this proves minimality
+			if err != nil {
+				return p, err
+			}
+			h.res.OneMinimal = h.res.OneMinimal && !bad
+		}
+	}
+	return p, nil
+}
+
+// bisect narrows x, which fails, toward lo, where it may not: five
+// halvings, then the value rounded up to two significant digits (a
+// value that failed). It returns the value and the threshold in words
+// ("1.1 TTL (safe at 1.02 TTL)", or "" when even lo fails).
+func (h *hunter) bisect(x, lo float64, unit string, fails func(float64) (bool, error)) (float64, string, error) {
+	bad, err := fails(lo)
+	if err != nil || bad {
+		return lo, "", err
+	}
+	hi := x
+	for i := 0; i < 5; i++ {
+		mid := (lo + hi) / 2
+		bad, err := fails(mid)
+		if err != nil {
+			return hi, "", err
+		}
+		if bad {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	if r := roundUp(hi); r < x {
+		if bad, err := fails(r); err == nil && bad {
+			hi = r
+		}
+	}
+	return hi, fmt.Sprintf("%s%s (safe at %s%s)", fmtNum(hi), unit, fmtNum(lo), unit), nil
+}
+
+// roundUp rounds x up to two significant digits.
+func roundUp(x float64) float64 {
+	if x <= 0 {
+		return x
+	}
+	e := math.Pow(10, math.Floor(math.Log10(x))-1)
+	return math.Ceil(x/e) * e
+}
+
+func fmtNum(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) }
+
+func clonePlan(p Plan) Plan {
+	p.Faults = append([]Fault(nil), p.Faults...)
+	return p
+}
+
+// reproduce plays the final plan three more times and builds the story
+// from the last unsafe run: its claims and narration.
+func (h *hunter) reproduce(ctx context.Context, p Plan) (*Story, error) {
+	var last *Played
+	for run := 0; run < 3; run++ {
+		bad, out, err := h.play(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		h.res.ReproducedOf++
+		if bad {
+			h.res.Reproduced++
+			last = &out
+			h.res.Summary = out.Summary
+		}
+	}
+	var cl []claim
+	if last != nil {
+		probe, err := h.o.Space.build(p, h.meta("found", p), nil)
+		if err != nil {
+			return nil, err
+		}
+		cl = claims(probe, last.Events, h.o.Space.Nodes)
+	}
+	return h.o.Space.build(p, h.meta("found", p), cl)
+}
+
+// meta is the found story's name, title and source line.
+func (h *hunter) meta(name string, p Plan) Meta {
+	sp := h.o.Space
+	what := "work that outlasts the TTL"
+	if len(p.Faults) > 0 {
+		var kinds []string
+		for _, f := range p.Faults {
+			kinds = append(kinds, f.Kind)
+		}
+		what = strings.Join(kinds, ", ")
+	}
+	return Meta{
+		Name:  "hunt-" + sp.Lock + "-" + name,
+		Title: fmt.Sprintf("Found by sim hunt: %s breaks %s with %s storage", what, sp.Lock, sp.Storage),
+		Source: fmt.Sprintf("sim hunt %s --storage %s --faults %s --ttl %v --seed %d: found after %d candidate(s) (%d run(s))",
+			sp.Lock, sp.Storage, strings.Join(sp.Kinds, ","), sp.TTL, h.o.Seed, h.res.Runs, h.played),
+		Explain: explain(p, sp.TTL, h.res.Thresholds),
+	}
+}
+
+// describePlan is a plan in one line.
+func describePlan(p Plan, ttl time.Duration) string {
+	parts := []string{fmt.Sprintf("work %s, client 2 after %s", fmtTTL(p.Work), fmtTTL(p.Gap))}
+	for _, f := range p.Faults {
+		parts = append(parts, f.Describe(ttl))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// explain is the found story's explain text.
+func explain(p Plan, ttl time.Duration, thresholds []string) string {
+	s := "A schedule sim hunt drew and shrank: " + describePlan(p, ttl) + "."
+	if len(p.Faults) > 0 {
+		s += " Its fault steps are marked cause; the counterfactual plays the story without them."
+	} else {
+		s += " No fault: the work outlasts the TTL (the TTL trap); the counterfactual shortens it."
+	}
+	for _, t := range thresholds {
+		s += " It is " + t + "."
+	}
+	return s
+}

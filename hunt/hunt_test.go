@@ -1,0 +1,187 @@
+package hunt
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"locksim/checker"
+	"locksim/history"
+)
+
+// TestCandidatesAreStories: every candidate of a hunt, on each kind of
+// lock and storage, is a story the catalogue's loader accepts, with a
+// counterfactual; the same seed draws the same candidates, another seed
+// others; the classic shapes come first.
+func TestCandidatesAreStories(t *testing.T) {
+	for _, c := range []struct{ lock, storage string }{
+		{"redis", "plain"}, {"redlock", "plain"}, {"redlock", "fenced"}, {"postgres-session", "plain"}, {"etcd", "fenced"}, {"redis", "none"},
+	} {
+		sp, err := NewSpace(c.lock, c.storage, nil, 500*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sp.Kinds) == 0 {
+			t.Fatalf("%s: no fault kind to search", c.lock)
+		}
+		for i := 0; i < 30; i++ {
+			p := sp.Candidate(7, i)
+			if !reflect.DeepEqual(p, sp.Candidate(7, i)) {
+				t.Fatalf("%s candidate %d differs between two draws", c.lock, i)
+			}
+			s, err := sp.build(p, Meta{Name: "x", Title: "x", Source: "x", Explain: "x"}, nil)
+			if err != nil {
+				t.Fatalf("%s %s candidate %d (%s): %v", c.lock, c.storage, i, describePlan(p, sp.TTL), err)
+			}
+			if (len(p.Faults) > 0 || c.storage != "none") && s.Scenario.Counterfactual == nil {
+				t.Fatalf("%s candidate %d has no counterfactual", c.lock, i)
+			}
+			for _, f := range p.Faults {
+				if f.Node != "" && int(f.Node[0]-'A') >= sp.Nodes {
+					t.Fatalf("%s candidate %d strikes node %s of %d", c.lock, i, f.Node, sp.Nodes)
+				}
+			}
+		}
+		if reflect.DeepEqual(sp.Candidate(7, 40), sp.Candidate(8, 40)) && reflect.DeepEqual(sp.Candidate(7, 41), sp.Candidate(8, 41)) {
+			t.Errorf("%s: seeds 7 and 8 draw the same swarm candidates", c.lock)
+		}
+	}
+	sp, _ := NewSpace("redis", "plain", []string{"pause"}, time.Second)
+	if first := sp.Candidate(1, 0); len(first.Faults) != 1 || first.Faults[0].Kind != "pause" || first.Faults[0].Client != 1 || first.Faults[0].X <= 1 {
+		t.Errorf("the first candidate is %+v, want the classic pause of the holder past the TTL", first)
+	}
+}
+
+// TestNewSpaceRefuses: a fault the lock's servers cannot take, an
+// unknown fault and an unknown storage are refused in one line.
+func TestNewSpaceRefuses(t *testing.T) {
+	for _, c := range []struct {
+		lock, storage string
+		faults        []string
+		want          string
+	}{
+		{"etcd", "fenced", []string{"clock-jump"}, "--faults clock-jump: it strikes a Redis node and etcd has none"},
+		{"redis", "none", []string{"latency"}, "--faults latency: it delays the write"},
+		{"redis", "plain", []string{"crash"}, `--faults "crash": expected some of`},
+		{"redis", "damp", nil, `--storage "damp"`},
+		{"nolock", "plain", nil, "nolock"},
+	} {
+		_, err := NewSpace(c.lock, c.storage, c.faults, time.Second)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: got %v, want one line with %q", c, err, c.want)
+		}
+	}
+	sp, err := NewSpace("etcd", "fenced", nil, time.Second)
+	if err != nil || strings.Contains(strings.Join(sp.Kinds, ","), "clock") {
+		t.Errorf("etcd's default kinds %v (%v) include a node clock fault", sp.Kinds, err)
+	}
+}
+
+// oracle is a lock that breaks exactly when the holder is paused for at
+// least 1.04 TTL: a stand-in for the servers, to test the search and the
+// shrinker, whose logic is the same whatever plays the stories.
+func oracle(played *int) Player {
+	return func(_ context.Context, s *Story) (Played, error) {
+		*played++
+		for _, f := range s.Plan.Faults {
+			if f.Kind == "pause" && f.Client == 1 && f.X >= 1.04 {
+				return Played{Verdict: checker.Unsafe, Summary: "a lost update"}, nil
+			}
+		}
+		return Played{Verdict: checker.Safe}, nil
+	}
+}
+
+// TestShrinkToThreshold: from a plan of three faults of which one
+// matters, the shrinker keeps that one, bisects its size to just above
+// the threshold, proves the story 1-minimal and says where it turns.
+func TestShrinkToThreshold(t *testing.T) {
+	sp, err := NewSpace("redlock", "plain", nil, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	played := 0
+	h := &hunter{o: Options{Space: sp, Play: oracle(&played), ShrinkRuns: 60, Say: t.Logf}, res: &Result{}}
+	start := Plan{Work: 0.2, Gap: 1.05, Faults: []Fault{
+		{Kind: "clock-jump", Node: "B", X: 0.5}, {Kind: "pause", Client: 1, X: 2.7}, {Kind: "clock-drift", Node: "C", X: 2}}}
+	final, err := h.shrink(context.Background(), start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(final.Faults) != 1 || final.Faults[0].Kind != "pause" {
+		t.Fatalf("shrunk to %+v, want the pause alone", final.Faults)
+	}
+	if x := final.Faults[0].X; x < 1.04 || x > 1.15 {
+		t.Errorf("pause shrunk to %.3f TTL, want just above the threshold 1.04", x)
+	}
+	if !h.res.OneMinimal || len(h.res.Thresholds) != 1 || !strings.Contains(h.res.Thresholds[0], "pause") {
+		t.Errorf("one-minimal %v, thresholds %v", h.res.OneMinimal, h.res.Thresholds)
+	}
+	if h.res.ShrinkRuns == 0 || h.res.ShrinkRuns > 60 {
+		t.Errorf("%d shrink runs, want 1 to 60", h.res.ShrinkRuns)
+	}
+}
+
+// TestRunFindsAndSaysNothingWhenSafe: a hunt finds the breaking pause
+// among its candidates and shrinks it; against a lock nothing breaks it
+// plays its whole budget and finds nothing; an unknown run is never a
+// finding.
+func TestRunFindsAndSaysNothingWhenSafe(t *testing.T) {
+	sp, _ := NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second)
+	played := 0
+	res, story, original, err := Run(context.Background(), Options{Space: sp, Seed: 3, Runs: 20, Play: oracle(&played)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Found || story == nil || original == nil || res.Reproduced != 3 || res.Final == nil || len(res.Final.Faults) != 1 {
+		t.Fatalf("found %v, story %v, reproduced %d of %d, final %+v", res.Found, story != nil, res.Reproduced, res.ReproducedOf, res.Final)
+	}
+	if !strings.Contains(string(story.YAML), "cause: true") || !strings.Contains(string(story.YAML), "counterfactual:") {
+		t.Errorf("found.yaml lacks its cause or counterfactual:\n%s", story.YAML)
+	}
+	never := func(context.Context, *Story) (Played, error) { return Played{Verdict: checker.Unknown}, nil }
+	res, story, _, err = Run(context.Background(), Options{Space: sp, Seed: 3, Runs: 12, Play: never})
+	if err != nil || res.Found || story != nil || res.Runs != 12 || res.Unknown != 12 {
+		t.Fatalf("all unknown: found %v, runs %d, unknown %d, err %v", res.Found, res.Runs, res.Unknown, err)
+	}
+	res, _, _, _ = Run(context.Background(), Options{Space: sp, Seed: 3, Runs: 12, Shard: 2, Of: 3, Play: never})
+	if res.Runs != 12 || res.Shard != "2/3" {
+		t.Errorf("shard 2/3 played %d candidates", res.Runs)
+	}
+}
+
+// TestClaims: the k-th operation step of a client is its k-th
+// invocation in the history; a granted acquire keeps its nodes, a write
+// its value read, a refusal its reason.
+func TestClaims(t *testing.T) {
+	sp, _ := NewSpace("redlock", "plain", []string{"pause"}, time.Second)
+	p := Plan{Work: 0.2, Gap: 1.05, Faults: []Fault{{Kind: "pause", Client: 1, X: 1.5}}}
+	s, err := sp.build(p, Meta{Name: "x", Title: "x", Source: "x", Explain: "x"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	ev := []history.Event{
+		{Process: 1, Type: history.Invoke, Op: "acquire"}, {Process: 1, Type: history.Ok, Op: "acquire", Nodes: []string{"A", "B", "C"}},
+		{Process: 1, Type: history.Invoke, Op: "write"},
+		{Process: 0, Type: history.Fault, Op: "pause"},
+		{Process: 2, Type: history.Invoke, Op: "acquire"}, {Process: 2, Type: history.Ok, Op: "acquire", Nodes: []string{"A", "B", "C", "D", "E"}},
+		{Process: 2, Type: history.Invoke, Op: "write"}, {Process: 2, Type: history.Ok, Op: "write", Read: &zero},
+		{Process: 2, Type: history.Invoke, Op: "release"}, {Process: 2, Type: history.Ok, Op: "release"},
+		{Process: 1, Type: history.Ok, Op: "write", Read: &zero},
+		{Process: 1, Type: history.Invoke, Op: "release"}, {Process: 1, Type: history.Fail, Op: "release", Reason: history.ReasonNotHeld},
+	}
+	cl := claims(s, ev, sp.Nodes)
+	found, err := sp.build(p, Meta{Name: "x", Title: "x", Source: "x", Explain: "x"}, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(found.YAML)
+	for _, want := range []string{"granted_by:\n      - A\n      - B\n      - C", "reason: not-held", "read: 0", "Client 1 writes counter+1 from its read of 0: accepted."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("found story lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -1,0 +1,17 @@
+package hunt
+
+import (
+	"os"
+	"testing"
+
+	"locksim/env"
+	"locksim/worker"
+)
+
+// The test binary doubles as the worker binary (LOCKSIM_WORKER=1).
+func TestMain(m *testing.M) {
+	worker.MaybeRun()
+	code := m.Run()
+	env.Cleanup()
+	os.Exit(code)
+}

@@ -1,0 +1,31 @@
+package hunt
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"locksim/runner"
+)
+
+// OnServers plays each story with the runner on real servers, each run
+// in a directory of its own under dir, removed once it is read: only the
+// final story's run is kept, by the caller replaying it (sim hunt does,
+// with its counterfactual and reports). base gives the runner's other
+// options (the backend, the seed).
+func OnServers(dir string, base runner.Options) Player {
+	n := 0
+	return func(ctx context.Context, s *Story) (Played, error) {
+		n++
+		o := base
+		o.Out = filepath.Join(dir, fmt.Sprintf("run-%04d", n))
+		o.Counterfactual = false
+		defer os.RemoveAll(o.Out)
+		out, err := runner.Run(ctx, s.Scenario, o)
+		if err != nil {
+			return Played{}, err
+		}
+		return Played{Verdict: out.Check.Verdict, Summary: out.Check.Summary, Events: out.Events}, nil
+	}
+}

@@ -1,0 +1,61 @@
+package hunt
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"locksim/runner"
+	"locksim/scenarios"
+)
+
+// TestHuntOnServers: on real servers, a hunt against single-node Redis
+// with plain storage finds the pause of the holder past its lease,
+// shrinks it to one pause just past the TTL and writes a story the
+// loader accepts and whose counterfactual is the same story without the
+// pause; against etcd with fenced storage, under pauses and delays, it
+// finds nothing.
+func TestHuntOnServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays stories on real servers")
+	}
+	ctx := context.Background()
+	sp, err := NewSpace("redis", "plain", []string{"pause"}, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, story, _, err := Run(ctx, Options{Space: sp, Seed: 1, Runs: 5, ShrinkRuns: 30, Play: OnServers(t.TempDir(), runner.Options{Seed: 1}), Say: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Found || res.Final == nil || len(res.Final.Faults) != 1 || res.Final.Faults[0].Kind != "pause" {
+		t.Fatalf("redis under pauses: found %v, final %+v", res.Found, res.Final)
+	}
+	if x := res.Final.Faults[0].X; x < 0.8 || x > 1.6 {
+		t.Errorf("the pause shrank to %.2f TTL, want near the TTL", x)
+	}
+	if res.Reproduced < 2 || !res.OneMinimal {
+		t.Errorf("reproduced %d of %d, one-minimal %v", res.Reproduced, res.ReproducedOf, res.OneMinimal)
+	}
+	sc, err := scenarios.Parse("found.yaml", story.YAML)
+	if err != nil {
+		t.Fatalf("found.yaml does not load: %v\n%s", err, story.YAML)
+	}
+	if !strings.Contains(string(story.YAML), "granted") || sc.Counterfactual == nil {
+		t.Errorf("found.yaml lacks its claims or counterfactual:\n%s", story.YAML)
+	}
+	t.Logf("found.yaml:\n%s", story.YAML)
+
+	sp, err = NewSpace("etcd", "fenced", []string{"pause", "latency"}, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, _, err = Run(ctx, Options{Space: sp, Seed: 1, Runs: 6, Play: OnServers(t.TempDir(), runner.Options{Seed: 1}), Say: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Found {
+		t.Fatalf("etcd with fenced storage: a false alarm: %+v", res.Final)
+	}
+}
