@@ -172,16 +172,16 @@ func containsString(list []string, s string) bool {
 // planMatrix builds the table's cells, each with the story as it runs
 // with its lock (nil: n/a). With a client program (clientCmd), a story it
 // cannot tell (a write, a fence, a watchdog: protocol v1 has none) is n/a.
-func planMatrix(locks []string, list []*scenarios.Scenario, out string, clientCmd []string) (*matrix, map[*matrixCell]variant) {
+func planMatrix(locks []string, list []*scenarios.Scenario, out string, clientCmd []string) (*matrix, map[*matrixCell]scenarios.Variant) {
 	m := &matrix{Locks: locks, Scenarios: list, Cells: map[[2]string]*matrixCell{}}
-	plays := map[*matrixCell]variant{}
+	plays := map[*matrixCell]scenarios.Variant{}
 	for _, l := range locks {
 		for _, sc := range list {
 			c := &matrixCell{Lock: l, Scenario: sc.Name, Expected: sc.Expected, Dir: filepath.Join(out, l, sc.Name)}
 			m.Cells[[2]string{l, sc.Name}] = c
-			v, err := withLock(sc, l)
+			v, err := scenarios.WithLock(sc, l)
 			if err == nil && len(clientCmd) > 0 {
-				err = v.sc.ExternalClientProblem()
+				err = v.Scenario.ExternalClientProblem()
 			}
 			if err != nil {
 				c.NA = err.Error()
@@ -190,8 +190,8 @@ func planMatrix(locks []string, list []*scenarios.Scenario, out string, clientCm
 			if sc.Counterfactual == nil && c.CFSkipped == "" {
 				c.CFSkipped = "the scenario has none"
 			}
-			if v.skipCF != "" {
-				c.CFSkipped = v.skipCF
+			if v.SkipCF != "" {
+				c.CFSkipped = v.SkipCF
 			}
 			plays[c] = v
 		}
@@ -215,7 +215,7 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 				list = append(list, sc)
 			}
 		}
-	} else if list, err = resolveTargets(false, o.targets); err != nil {
+	} else if list, err = scenarios.Select(false, o.targets); err != nil {
 		return fail(stderr, err)
 	}
 	if o.out == "" {
@@ -282,10 +282,10 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 }
 
 // playCell plays one cell's story and fills in its outcome.
-func playCell(ctx context.Context, c *matrixCell, v variant, seed int64, base runner.Options) {
+func playCell(ctx context.Context, c *matrixCell, v scenarios.Variant, seed int64, base runner.Options) {
 	started := time.Now()
-	base.Out, base.Seed, base.Counterfactual = c.Dir, seed, v.sc.Counterfactual != nil
-	res, err := play(ctx, v.sc, base)
+	base.Out, base.Seed, base.Counterfactual = c.Dir, seed, v.Scenario.Counterfactual != nil
+	res, err := play(ctx, v.Scenario, base)
 	c.Duration = time.Since(started)
 	var story *runner.StoryError
 	switch {

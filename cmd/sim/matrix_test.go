@@ -160,7 +160,7 @@ func TestMatrixClientProgramNA(t *testing.T) {
 	}{{nil, false}, {[]string{"node", "client.js"}, true}} {
 		m, plays := planMatrix([]string{"redlock"}, list, t.TempDir(), tc.clientCmd)
 		jump, pause := m.Cells[[2]string{"redlock", "redlock-clock-jump"}], m.Cells[[2]string{"redlock", "redlock-pause-after-acquire"}]
-		if jump.NA != "" || plays[jump].sc == nil {
+		if jump.NA != "" || plays[jump].Scenario == nil {
 			t.Errorf("client %v: redlock-clock-jump is n/a (%s), want it played", tc.clientCmd, jump.NA)
 		}
 		if got := pause.NA != ""; got != tc.na || (tc.na && !strings.Contains(pause.NA, "protocol v1")) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"locksim/clients"
 	"locksim/reports"
 	"locksim/runner"
 	"locksim/scenarios"
@@ -122,6 +123,9 @@ func checkRun(o *runOptions) error {
 	if err := checkBackend(o.backend); err != nil {
 		return err
 	}
+	if _, err := clients.Lookup(o.lock); o.lock != "" && err != nil {
+		return fmt.Errorf("--lock: unknown lock %q (known: %s)", o.lock, strings.Join(clients.Names(), ", "))
+	}
 	switch {
 	case o.trials < 0 || o.trials > 100000:
 		return fmt.Errorf("--trials: expected 1 to 100000, got %d", o.trials)
@@ -174,48 +178,6 @@ func applyGeneratorFlags(list []*scenarios.Scenario, o runOptions) error {
 	return nil
 }
 
-// resolveTargets turns the names given into scenarios: an exact name or a
-// file first; else a regex matching some names selects them all; else the
-// "no such scenario, did you mean" error. Each scenario runs once.
-func resolveTargets(all bool, targets []string) ([]*scenarios.Scenario, error) {
-	var list []*scenarios.Scenario
-	seen := map[string]bool{}
-	add := func(sc *scenarios.Scenario) {
-		if !seen[sc.Name] {
-			seen[sc.Name] = true
-			list = append(list, sc)
-		}
-	}
-	if all {
-		all, err := scenarios.Catalogue()
-		if err != nil {
-			return nil, err
-		}
-		for _, sc := range all {
-			add(sc)
-		}
-	}
-	for _, t := range targets {
-		sc, err := scenarios.Find(t)
-		if err == nil {
-			add(sc)
-			continue
-		}
-		var nf *scenarios.NotFoundError
-		if !errors.As(err, &nf) {
-			return nil, err
-		}
-		matches, merr := scenarios.Match(t)
-		if merr != nil || len(matches) == 0 {
-			return nil, err
-		}
-		for _, sc := range matches {
-			add(sc)
-		}
-	}
-	return list, nil
-}
-
 // planned is one scenario sim run plays: the story as it runs (with
 // --lock's lock), the name it goes by, and why its counterfactual is
 // skipped ("": it is not).
@@ -230,7 +192,7 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 		return fail(stderr, err)
 	}
 	// Load every scenario first, so a typo fails before anything starts.
-	list, err := resolveTargets(o.all, o.targets)
+	list, err := scenarios.Select(o.all, o.targets)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -244,16 +206,16 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 	for _, sc := range list {
 		p := planned{sc: sc, name: sc.Name}
 		if o.lock != "" {
-			v, err := withLock(sc, o.lock)
+			v, err := scenarios.WithLock(sc, o.lock)
 			if err != nil {
 				if len(list) > 1 {
 					err = fmt.Errorf("%w (sim matrix --locks %s runs only the stories it can play)", err, o.lock)
 				}
 				return fail(stderr, err)
 			}
-			p.sc, p.name = v.sc, v.name()
+			p.sc, p.name = v.Scenario, v.Name()
 			if o.counterfactual {
-				p.skipCF = v.skipCF
+				p.skipCF = v.SkipCF
 			}
 		}
 		plan = append(plan, p)
