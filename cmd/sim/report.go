@@ -14,6 +14,7 @@ import (
 
 	"locksim/checker"
 	"locksim/reports"
+	"locksim/runner"
 )
 
 // offlineOptions are the flags of sim report and sim check.
@@ -82,7 +83,7 @@ func checkOffline(cmd string, o offlineOptions, args []string) (offlineOptions, 
 }
 
 // recheck loads a run directory and checks its history again.
-func recheck(dir string) (*reports.Run, reports.Result, error) {
+func recheck(dir string) (*runner.Outcome, reports.Result, error) {
 	r, stored, err := reports.LoadRun(dir)
 	if err != nil {
 		return nil, stored, err

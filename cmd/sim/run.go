@@ -395,13 +395,13 @@ func writeFile(path string, data []byte) error {
 	return os.WriteFile(path, data, 0o644)
 }
 
-func printVerdict(w io.Writer, r *reports.Run) {
+func printVerdict(w io.Writer, r *runner.Outcome) {
 	printVerdictAs(w, r, r.Scenario.Name)
 }
 
 // printVerdictAs prints the verdict lines of a run that goes by name
 // ("redis-ttl-expiry with lock redlock").
-func printVerdictAs(w io.Writer, r *reports.Run, name string) {
+func printVerdictAs(w io.Writer, r *runner.Outcome, name string) {
 	status := "as expected"
 	if r.Check.Verdict != r.Expected {
 		status = "NOT as expected (" + r.Expected + ")"
