@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -191,13 +190,13 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 		}
 		return fail(stderr, err)
 	}
-	if err := writeSweep(o.out, sc, rows); err != nil {
+	if err := reports.WriteSweep(o.out, sc.Name, rows); err != nil {
 		return fail(stderr, err)
 	}
 	if err := sweep.WriteDescription(filepath.Join(o.out, "sweep.json"), desc); err != nil {
 		return fail(stderr, err)
 	}
-	printSweep(stdout, rows)
+	reports.SweepTable(stdout, rows)
 	for _, u := range unknowns {
 		fmt.Fprintf(stderr, "  no verdict: %s\n", u)
 	}
@@ -218,84 +217,4 @@ func undecided(stderr io.Writer, rows []sweep.Row) int {
 	fmt.Fprintf(stderr, "sim: %d of %d trials ended unknown (more than %.0f%%): the machine was too slow for them, so the rates rest on the rest; run the sweep again on a quieter machine\n",
 		unknown, trials, 100*sweep.MaxUnknown)
 	return exitMismatch
-}
-
-// writeSweep writes sweep.csv and the two plots (sim sweep, and sim
-// sweep merge from the shards' rows).
-func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
-	f, err := os.Create(filepath.Join(dir, "sweep.csv"))
-	if err != nil {
-		return err
-	}
-	if err := sweep.WriteCSV(f, rows); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	key := rows[0].Param
-	xlabel, mark := key+" / TTL", 1.0
-	switch key {
-	case "drift":
-		xlabel, mark = "clock drift rate (x real time)", 0
-	case "ttl":
-		xlabel, mark = "TTL (ms)", 0
-	}
-	what := map[string]string{"pause": "the pause", "jump": "the clock jump", "delay": "the network delay", "drift": "the clock drift",
-		"ttl": "the TTL", "work": "the work time"}[key]
-	for _, plot := range []struct {
-		file, ylabel, title string
-		k                   func(sweep.Row) (int, int)
-	}{
-		{"damage", "trials with a lost update or stale write (%)", "Damage to the protected data",
-			func(r sweep.Row) (int, int) { return r.Damaged, r.Decided() }},
-		{"violations", "trials where the lock or the data was violated (%)", "Lock or data violated",
-			func(r sweep.Row) (int, int) { return r.Violated, r.Decided() }},
-	} {
-		rp := reports.RatePlot{Title: fmt.Sprintf("%s: %s against %s", sc.Name, strings.ToLower(plot.title[:1])+plot.title[1:], what),
-			XLabel: xlabel, YLabel: plot.ylabel, Mark: mark, MarkLabel: key + " = TTL"}
-		index := map[string]int{}
-		for _, r := range rows {
-			i, ok := index[r.Lock]
-			if !ok {
-				i = len(rp.Series)
-				index[r.Lock] = i
-				rp.Series = append(rp.Series, reports.Series{Name: r.Lock, Dashed: reports.IsFenced(r.Lock)})
-			}
-			k, n := plot.k(r)
-			s := &rp.Series[i]
-			if r.NoData() {
-				s.NoData = append(s.NoData, r.X()) // every trial unknown: no rate
-				continue
-			}
-			lo, hi := sweep.Wilson(k, n)
-			s.X = append(s.X, r.X())
-			s.Y = append(s.Y, 100*float64(k)/float64(max(n, 1)))
-			s.Low, s.High = append(s.Low, 100*lo), append(s.High, 100*hi)
-		}
-		if err := reports.WriteRatePlot(rp, filepath.Join(dir, plot.file)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// printSweep prints the rows as a table.
-func printSweep(w io.Writer, rows []sweep.Row) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOCK\tVALUE\tVIOLATED\tDAMAGED\tPER 1000 CS\tFENCED REJECTIONS\tUNKNOWN")
-	for _, r := range rows {
-		if r.NoData() {
-			fmt.Fprintf(tw, "%s\t%s=%s\tno data\tno decided trial\t-\t-\t%d of %d\n", r.Lock, r.Param, r.Value.Format(r.Param), r.Unknown, r.Trials)
-			continue
-		}
-		lo, hi := sweep.Wilson(r.Damaged, r.Decided())
-		fmt.Fprintf(tw, "%s\t%s=%s\t%d/%d\t%d/%d (95%%: %.0f-%.0f%%)\t%.1f\t%d\t%d\n", r.Lock, r.Param, r.Value.Format(r.Param),
-			r.Violated, r.Decided(), r.Damaged, r.Decided(), 100*lo, 100*hi, r.PerThousand(), r.Refused, r.Unknown)
-	}
-	tw.Flush()
 }

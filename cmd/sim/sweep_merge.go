@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"locksim/scenarios"
+	"locksim/reports"
 	"locksim/sweep"
 )
 
@@ -43,7 +43,7 @@ func cmdSweepMerge(dirs []string, out string, stdout, stderr io.Writer) int {
 	}
 	var shards []sweep.ShardResult
 	for _, dir := range dirs {
-		s, err := readShard(dir)
+		s, err := sweep.ReadShard(dir)
 		if err != nil {
 			return fail(stderr, err)
 		}
@@ -60,43 +60,14 @@ func cmdSweepMerge(dirs []string, out string, stdout, stderr io.Writer) int {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fail(stderr, err)
 	}
-	// The plots' titles name the scenario; one this sim does not know
-	// (the shards came from another version) is drawn by its name.
-	sc, err := scenarios.Find(desc.Scenario)
-	if err != nil {
-		sc = &scenarios.Scenario{Name: desc.Scenario}
-	}
-	if err := writeSweep(out, sc, rows); err != nil {
+	if err := reports.WriteSweep(out, desc.Scenario, rows); err != nil {
 		return fail(stderr, err)
 	}
 	if err := sweep.WriteDescription(filepath.Join(out, "sweep.json"), desc); err != nil {
 		return fail(stderr, err)
 	}
-	printSweep(stdout, rows)
+	reports.SweepTable(stdout, rows)
 	_, trials, _ := sweep.Undecided(rows)
 	fmt.Fprintf(stdout, "%d trials from %d shards; %s\n", trials, len(shards), filepath.Join(out, "sweep.csv"))
 	return undecided(stderr, rows)
-}
-
-// readShard reads a shard's sweep.json and sweep.csv.
-func readShard(dir string) (sweep.ShardResult, error) {
-	s := sweep.ShardResult{Dir: dir}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return s, fmt.Errorf("%s: not a directory (name the directories sim sweep --shard wrote)", dir)
-	}
-	var err error
-	if s.Desc, err = sweep.ReadDescription(filepath.Join(dir, "sweep.json")); errors.Is(err, os.ErrNotExist) {
-		return s, fmt.Errorf("%s: no sweep.json (a shard's directory holds sweep.json and sweep.csv)", dir)
-	} else if err != nil {
-		return s, err
-	}
-	f, err := os.Open(filepath.Join(dir, "sweep.csv"))
-	if err != nil {
-		return s, fmt.Errorf("%s: no sweep.csv (a shard's directory holds sweep.json and sweep.csv)", dir)
-	}
-	defer f.Close()
-	if s.Rows, err = sweep.ReadCSV(f); err != nil {
-		return s, fmt.Errorf("%s: %v", filepath.Join(dir, "sweep.csv"), err)
-	}
-	return s, nil
 }

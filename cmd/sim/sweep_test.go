@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"locksim/env"
+	"locksim/reports"
 	"locksim/sweep"
 )
 
@@ -143,7 +144,7 @@ func TestSweepExitsOneWhenUndecided(t *testing.T) {
 		t.Fatalf("3 of 20 unknown: exit %d, %q", code, line)
 	}
 	var table bytes.Buffer
-	printSweep(&table, []sweep.Row{{Lock: "redis", Param: "pause", Value: sweep.Value{X: 3, RelTTL: true}, Trials: 5, Unknown: 5}})
+	reports.SweepTable(&table, []sweep.Row{{Lock: "redis", Param: "pause", Value: sweep.Value{X: 3, RelTTL: true}, Trials: 5, Unknown: 5}})
 	if !strings.Contains(table.String(), "no data") || !strings.Contains(table.String(), "5 of 5") {
 		t.Fatalf("a point of unknown trials in the table:\n%s", table.String())
 	}
