@@ -40,7 +40,7 @@ type matrixOptions struct {
 	backend runner.Backend
 }
 
-func (c *cli) matrixCmd() *cobra.Command {
+func matrixCmd() *cobra.Command {
 	var o matrixOptions
 	cmd := &cobra.Command{
 		Use:   "matrix --locks a,b,c [SCENARIO|REGEX...]",
@@ -65,10 +65,11 @@ findings, not errors), 2 bad input or a cell the harness could not run,
   sim matrix --locks redis,redlock 'redlock-.*' --html matrix.html
   sim matrix --locks postgres-session,postgres-xact,postgres-pooled --markdown "$GITHUB_STEP_SUMMARY"`,
 		ValidArgsFunction: completeScenarios(func(sc *scenarios.Scenario) bool { return sc.Generator == nil }),
-		RunE: c.do(func(_ *cobra.Command, args []string) int {
+		Args:              cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			o.targets = args
-			return cmdMatrix(o, c.stdout, c.stderr)
-		}),
+			return cmdMatrix(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
 	f := cmd.Flags()
 	f.SortFlags = false
@@ -111,16 +112,16 @@ func checkMatrix(o *matrixOptions) ([]string, error) {
 	return locks, nil
 }
 
-func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
+func cmdMatrix(ctx context.Context, o matrixOptions, stdout, stderr io.Writer) error {
 	locks, err := checkMatrix(&o)
 	if err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	var list []*scenarios.Scenario
 	if len(o.targets) == 0 {
 		all, err := scenarios.Catalogue()
 		if err != nil {
-			return fail(stderr, err)
+			return err
 		}
 		for _, sc := range all {
 			if sc.Generator == nil {
@@ -128,7 +129,7 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 			}
 		}
 	} else if list, err = scenarios.Select(false, o.targets); err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if o.out == "" {
 		o.out = filepath.Join("runs", "matrix-"+time.Now().Format("20060102-150405"))
@@ -136,14 +137,14 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 	m := matrix.Plan(locks, list, o.out, strings.Fields(o.clientCmd))
 	cells := m.Playable()
 	if len(cells) == 0 {
-		return fail(stderr, fmt.Errorf("no scenario given can be played with %s: each needs other servers or more nodes (sim list shows each scenario's lock)", strings.Join(locks, ", ")))
+		return fmt.Errorf("no scenario given can be played with %s: each needs other servers or more nodes (sim list shows each scenario's lock)", strings.Join(locks, ", "))
 	}
 	for _, c := range cells {
 		if err := checkOut(c.Dir); err != nil {
-			return fail(stderr, err)
+			return err
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stderr, "sim matrix: %d run(s) of %d scenario(s) with %d lock(s) (seed %d) into %s\n", len(cells), len(list), len(locks), o.seed, o.out)
 	m.Play(ctx, play, runner.Options{Seed: o.seed, ClientCmd: strings.Fields(o.clientCmd), Backend: o.backend}, func(n, total int, c *matrix.Cell) {
@@ -152,10 +153,12 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 		}
 	})
 	reports.MatrixTable(stdout, m)
-	code := exitOK
+	// The table so far is written whatever happens, interrupted included.
+	var failed error
 	if o.markdown != "" {
 		if err := writeFile(o.markdown, []byte(reports.MatrixMarkdown(m))); err != nil {
-			code = fail(stderr, fmt.Errorf("--markdown: %v", err))
+			warn(stderr, fmt.Errorf("--markdown: %v", err))
+			failed = errFailed
 		}
 	}
 	if o.html != "" {
@@ -165,15 +168,17 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 			err = writeFile(o.html, b.Bytes())
 		}
 		if err != nil {
-			code = fail(stderr, fmt.Errorf("--html: %v", err))
+			warn(stderr, fmt.Errorf("--html: %v", err))
+			failed = errFailed
 		}
 	}
-	if ctx.Err() != nil {
-		fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped; the runs so far are in %s\n", o.out)
-		return exitInterrupted
+	switch c := m.Failed(); {
+	case ctx.Err() != nil:
+		return interrupted("interrupted; every server and client was stopped; the runs so far are in %s", o.out)
+	case failed != nil:
+		return failed
+	case c != nil:
+		return fmt.Errorf("not every cell ran: %s with %s: %s", c.Scenario, c.Lock, c.Err)
 	}
-	if c := m.Failed(); c != nil && code == exitOK {
-		code = fail(stderr, fmt.Errorf("not every cell ran: %s with %s: %s", c.Scenario, c.Lock, c.Err))
-	}
-	return code
+	return nil
 }

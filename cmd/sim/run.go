@@ -62,7 +62,7 @@ type runOptions struct {
 	backend runner.Backend
 }
 
-func (c *cli) runCmd() *cobra.Command {
+func runCmd() *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
 		Use:   "run NAME|REGEX|FILE.yaml...",
@@ -83,10 +83,16 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
   sim run 'redlock-.*' --out runs/ci --junit junit.xml --markdown summary.md
   sim run my-scenario.yaml --step               # workshop mode`,
 		ValidArgsFunction: completeScenarios(nil),
-		RunE: c.do(func(_ *cobra.Command, args []string) int {
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 && !o.all {
+				return errors.New("sim run needs a scenario name, a regex or a file, or --all (sim list shows them)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
 			o.targets = args
-			return cmdRun(o, c.stdin, c.stdout, c.stderr)
-		}),
+			return cmdRun(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
 	f := cmd.Flags()
 	f.SortFlags = false
@@ -112,11 +118,8 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	return cmd
 }
 
-// checkRun checks sim run's arguments and flags.
+// checkRun checks sim run's flags.
 func checkRun(o *runOptions) error {
-	if len(o.targets) == 0 && !o.all {
-		return errors.New("sim run needs a scenario name, a regex or a file, or --all (sim list shows them)")
-	}
 	if err := checkExpect(o.expect); err != nil {
 		return err
 	}
@@ -187,20 +190,20 @@ type planned struct {
 	skipCF string
 }
 
-func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	if err := checkRun(&o); err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	// Load every scenario first, so a typo fails before anything starts.
 	list, err := scenarios.Select(o.all, o.targets)
 	if err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if err := applyGeneratorFlags(list, o); err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if o.step && len(list) > 1 {
-		return fail(stderr, fmt.Errorf("--step plays one story; %d scenarios selected", len(list)))
+		return fmt.Errorf("--step plays one story; %d scenarios selected", len(list))
 	}
 	plan := make([]planned, 0, len(list))
 	for _, sc := range list {
@@ -211,7 +214,7 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 				if len(list) > 1 {
 					err = fmt.Errorf("%w (sim matrix --locks %s runs only the stories it can play)", err, o.lock)
 				}
-				return fail(stderr, err)
+				return err
 			}
 			p.sc, p.name = v.Scenario, v.Name()
 			if o.counterfactual {
@@ -223,11 +226,11 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 	for _, p := range plan {
 		for i := 1; i <= o.repeat && o.out != ""; i++ {
 			if err := checkOut(repeatDir(runDir(o.out, p.sc.Name, len(plan)), i, o.repeat)); err != nil {
-				return fail(stderr, err)
+				return err
 			}
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var beforeStep func(context.Context, runner.StepView)
 	if o.step {
@@ -235,17 +238,16 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 		defer stopReading()
 		beforeStep = w.beforeStep
 	}
-	code = exitOK
 	var cases []reports.Case
 	// The CI outputs are written whatever happens, interrupted included.
 	defer func() {
-		if err := writeCIOutputs(o, cases); err != nil {
-			fmt.Fprintf(stderr, "sim: %v\n", err)
-			if code == exitOK {
-				code = exitHarness
-			}
+		if cerr := writeCIOutputs(o, cases); cerr != nil {
+			err = errors.Join(err, cerr)
 		}
 	}()
+	// failed is the run's verdict so far: a harness failure (said as it
+	// happened) outweighs a verdict not as expected.
+	var failed error
 	for _, p := range plan {
 		sc := p.sc
 		var log io.Writer = stderr
@@ -275,15 +277,15 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd), Backend: o.backend})
 			if err != nil {
 				if ctx.Err() != nil {
-					fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)\n", out)
-					code = exitInterrupted
-					return code
+					return interrupted("interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)", out)
 				}
 				cases = append(cases, reports.Case{Name: name, Err: err, Duration: time.Since(started)})
-				code = fail(stderr, fmt.Errorf("%s: %w", name, err))
+				err = fmt.Errorf("%s: %w", name, err)
 				if len(plan) == 1 && o.repeat == 1 {
-					return code
+					return err
 				}
+				warn(stderr, err)
+				failed = errFailed
 				verdicts["harness failure"]++
 				continue
 			}
@@ -299,15 +301,15 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 					fmt.Fprintf(stdout, "  counterfactual skipped: %s\n", p.skipCF)
 				}
 			}
-			if !res.Matches() && code == exitOK {
-				code = exitMismatch
+			if !res.Matches() && failed == nil {
+				failed = errMismatch
 			}
 		}
 		if o.repeat > 1 && !o.json {
 			fmt.Fprintf(stdout, "%s: %s (expected %s); run directories under %s\n", p.name, tally(verdicts, o.repeat), expectedOf(sc, o), filepath.Dir(repeatDir(base, 1, o.repeat)))
 		}
 	}
-	return code
+	return failed
 }
 
 // tally says how often each verdict came out: "unsafe 19/20, unknown 1/20".

@@ -35,7 +35,7 @@ type sweepOptions struct {
 	backend        runner.Backend
 }
 
-func (c *cli) sweepCmd() *cobra.Command {
+func sweepCmd() *cobra.Command {
 	var o sweepOptions
 	cmd := &cobra.Command{
 		Use:   "sweep NAME --param KEY=FROM..TO [--points N] [--trials M] [--locks a,b,c]",
@@ -66,7 +66,11 @@ redraws the plots.`,
   sim sweep gen-pause --param pause=0.2ttl..3ttl --seed 1 --shard 2/4 --out shard-2   # on machine 2 of 4
   sim sweep merge shard-1 shard-2 shard-3 shard-4 --out sweep`,
 		ValidArgsFunction: completeScenarios(func(sc *scenarios.Scenario) bool { return sc.Generator != nil }),
-		RunE:              c.do(func(_ *cobra.Command, args []string) int { return cmdSweep(o, args, c.stdout, c.stderr) }),
+		Args:              usage(cobra.ExactArgs(1), "sweep: name one generator scenario, e.g. sim sweep gen-pause --param pause=0.2ttl..3ttl"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.name = args[0]
+			return cmdSweep(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
 	f := cmd.Flags()
 	f.SortFlags = false
@@ -83,16 +87,12 @@ redraws the plots.`,
 	backendFlags(f, &o.backend)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display")
 	cmd.RegisterFlagCompletionFunc("locks", completeLocks)
-	cmd.AddCommand(c.sweepMergeCmd())
+	cmd.AddCommand(sweepMergeCmd())
 	return cmd
 }
 
-// checkSweep checks sim sweep's arguments and flags.
-func checkSweep(o *sweepOptions, args []string) error {
-	if len(args) != 1 {
-		return errors.New("sweep: name one generator scenario, e.g. sim sweep gen-pause --param pause=0.2ttl..3ttl")
-	}
-	o.name = args[0]
+// checkSweep checks sim sweep's flags.
+func checkSweep(o *sweepOptions) error {
 	switch {
 	case o.points < 1 || o.points > 1000:
 		return fmt.Errorf("--points: expected 1 to 1000, got %d", o.points)
@@ -120,31 +120,31 @@ func checkSweep(o *sweepOptions, args []string) error {
 	return nil
 }
 
-func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
-	if err := checkSweep(&o, args); err != nil {
-		return fail(stderr, err)
+func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) error {
+	if err := checkSweep(&o); err != nil {
+		return err
 	}
 	var param *sweep.Param
 	if o.param != "" {
 		p, err := sweep.ParseParam(o.param)
 		if err != nil {
-			return fail(stderr, err)
+			return err
 		}
 		param = &p
 	}
 	sc, err := scenarios.Find(o.name)
 	if err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if sc.Generator == nil {
-		return fail(stderr, fmt.Errorf("%s is a scripted story; sweep a generator scenario (sim list gen-)", sc.Name))
+		return fmt.Errorf("%s is a scripted story; sweep a generator scenario (sim list gen-)", sc.Name)
 	}
 	var locks []string
 	if o.locks != "" {
 		locks = strings.Split(o.locks, ",")
 		for _, l := range locks {
 			if _, err := sweep.Variant(sc, l); err != nil {
-				return fail(stderr, err)
+				return err
 			}
 		}
 	}
@@ -156,9 +156,9 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 		o.out = filepath.Join("runs", fmt.Sprintf("sweep-%s%s-%s", sc.Name, shard, time.Now().Format("20060102-150405")))
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return fail(stderr, err)
+		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	so := sweep.Options{Param: param, Points: o.points, Trials: o.trials, Locks: locks, Seed: o.seed,
 		TTL: o.ttl, Duration: o.duration, Clients: o.clients, Backend: o.backend}
@@ -185,16 +185,15 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 	rows, err := sweep.Run(ctx, sc, so)
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped\n")
-			return exitInterrupted
+			return interrupted("interrupted; every server and client was stopped")
 		}
-		return fail(stderr, err)
+		return err
 	}
 	if err := reports.WriteSweep(o.out, sc.Name, rows); err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if err := sweep.WriteDescription(filepath.Join(o.out, "sweep.json"), desc); err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	reports.SweepTable(stdout, rows)
 	for _, u := range unknowns {
@@ -203,18 +202,17 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 	_, trials, _ := sweep.Undecided(rows)
 	fmt.Fprintf(stdout, "%d trials in %v; %s\n", trials, time.Since(started).Round(time.Millisecond),
 		filepath.Join(o.out, "sweep.csv"))
-	return undecided(stderr, rows)
+	return undecided(rows)
 }
 
-// undecided is a sweep's exit code: 1, with the reason on stderr, when
-// more than sweep.MaxUnknown of its trials ended unknown, for then its
-// rates rest on the trials the machine happened to play on time.
-func undecided(stderr io.Writer, rows []sweep.Row) int {
+// undecided is a sweep's verdict: exit 1, saying why, when more than
+// sweep.MaxUnknown of its trials ended unknown, for then its rates rest
+// on the trials the machine happened to play on time.
+func undecided(rows []sweep.Row) error {
 	unknown, trials, tooMany := sweep.Undecided(rows)
 	if !tooMany {
-		return exitOK
+		return nil
 	}
-	fmt.Fprintf(stderr, "sim: %d of %d trials ended unknown (more than %.0f%%): the machine was too slow for them, so the rates rest on the rest; run the sweep again on a quieter machine\n",
-		unknown, trials, 100*sweep.MaxUnknown)
-	return exitMismatch
+	return &exitError{code: exitMismatch, err: fmt.Errorf("%d of %d trials ended unknown (more than %.0f%%): the machine was too slow for them, so the rates rest on the rest; run the sweep again on a quieter machine",
+		unknown, trials, 100*sweep.MaxUnknown)}
 }

@@ -4,7 +4,6 @@ package main
 // played on several machines (sim sweep --shard I/N).
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +16,7 @@ import (
 	"locksim/sweep"
 )
 
-func (c *cli) sweepMergeCmd() *cobra.Command {
+func sweepMergeCmd() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:   "merge DIR... [--out DIR]",
@@ -30,44 +29,41 @@ point, and write sweep.csv, sweep.json, damage.png/.svg and
 violations.png/.svg as the whole sweep would have. Rates and intervals are
 computed from the summed counts.`,
 		Example: `  sim sweep merge shard-1 shard-2 shard-3 shard-4 --out sweep`,
-		Args:    cobra.ArbitraryArgs,
-		RunE:    c.do(func(_ *cobra.Command, args []string) int { return cmdSweepMerge(args, out, c.stdout, c.stderr) }),
+		Args:    usage(cobra.MinimumNArgs(1), "sweep merge: name the shards' directories, e.g. sim sweep merge shard-1 shard-2"),
+		RunE:    func(cmd *cobra.Command, args []string) error { return cmdSweepMerge(args, out, cmd.OutOrStdout()) },
 	}
 	cmd.Flags().StringVar(&out, "out", "", "where the merged sweep goes (`DIR`; default runs/sweep-merge-<time>)")
 	return cmd
 }
 
-func cmdSweepMerge(dirs []string, out string, stdout, stderr io.Writer) int {
-	if len(dirs) == 0 {
-		return fail(stderr, errors.New("sweep merge: name the shards' directories, e.g. sim sweep merge shard-1 shard-2"))
-	}
+func cmdSweepMerge(dirs []string, out string, stdout io.Writer) error {
 	var shards []sweep.ShardResult
 	for _, dir := range dirs {
 		s, err := sweep.ReadShard(dir)
 		if err != nil {
-			return fail(stderr, err)
+			return err
 		}
 		shards = append(shards, s)
 	}
 	desc, rows, err := sweep.Merge(shards)
 	if err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	desc.Version = version()
 	if out == "" {
 		out = filepath.Join("runs", "sweep-merge-"+time.Now().Format("20060102-150405"))
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if err := reports.WriteSweep(out, desc.Scenario, rows); err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if err := sweep.WriteDescription(filepath.Join(out, "sweep.json"), desc); err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	reports.SweepTable(stdout, rows)
 	_, trials, _ := sweep.Undecided(rows)
 	fmt.Fprintf(stdout, "%d trials from %d shards; %s\n", trials, len(shards), filepath.Join(out, "sweep.csv"))
-	return undecided(stderr, rows)
+	return undecided(rows)
 }
