@@ -1,5 +1,7 @@
 package main
 
+// play.go: a run, from the runner to its run directory.
+
 import (
 	"context"
 	"errors"
