@@ -21,17 +21,6 @@ import (
 	"locksim/scenarios"
 )
 
-// usage is cobra's validator v saying, when the arguments do not fit,
-// what sim has always said (a usage line).
-func usage(v cobra.PositionalArgs, msg string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, a []string) error {
-		if v(cmd, a) != nil {
-			return errors.New(msg)
-		}
-		return nil
-	}
-}
-
 // overview heads sim help; footer ends it.
 const (
 	overview = `sim: lock-safety scenarios on real servers`
@@ -54,7 +43,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		// command.
 		Args: unknownCommand,
 		RunE: groupHelp,
-		// Main prints the one-line errors.
+		// main.go's exit says the errors, in one line each.
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Every start removes what killed runs left behind (sim clean),
@@ -164,6 +153,17 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("unknown command %s; did you mean %s? (%s)", what, strings.Join(s, " or "), list)
 	}
 	return fmt.Errorf("unknown command %s (%s)", what, list)
+}
+
+// usage is cobra's validator v saying, when the arguments do not fit,
+// what sim has always said (a usage line).
+func usage(v cobra.PositionalArgs, msg string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if v(cmd, a) != nil {
+			return errors.New(msg)
+		}
+		return nil
+	}
 }
 
 // normalizeFlags keeps the flag spellings sim has always taken: Go's flag
