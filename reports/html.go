@@ -16,6 +16,7 @@ import (
 
 	"locksim/checker"
 	"locksim/history"
+	"locksim/runner"
 )
 
 // MaxHTMLEvents bounds the rows of the history table; history.jsonl has
@@ -65,7 +66,7 @@ type htmlRow struct {
 type htmlFact struct{ Q, A string }
 
 type htmlPage struct {
-	Run        *Run
+	Run        *runner.Outcome
 	Verdict    string
 	Matches    bool
 	Summary    string
@@ -80,7 +81,7 @@ type htmlPage struct {
 }
 
 // WriteHTML writes the run's report.html to w; tl is its timeline.
-func WriteHTML(w io.Writer, r *Run, tl *Timeline) error {
+func WriteHTML(w io.Writer, r *runner.Outcome, tl *Timeline) error {
 	c := r.Check
 	p := htmlPage{
 		Run: r, Verdict: c.Verdict, Matches: r.Matches(), Summary: c.Summary,

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"locksim/history"
+	"locksim/runner"
 	"locksim/scenarios"
 )
 
@@ -24,10 +25,10 @@ var screenshot = flag.String("screenshot", "", "also save TestReportInChromium's
 const markup = `<script>alert(1)</script>`
 
 // writeRun writes a run directory for a recorded history.
-func writeRun(t *testing.T, sc *scenarios.Scenario, history string, expected string) *Run {
+func writeRun(t *testing.T, sc *scenarios.Scenario, history string, expected string) *runner.Outcome {
 	t.Helper()
 	events, res := load(t, history)
-	r := &Run{Scenario: sc, Dir: t.TempDir(), Seed: 42, Expected: expected, Check: res, Events: events, Duration: 1234 * time.Millisecond}
+	r := &runner.Outcome{Scenario: sc, Dir: t.TempDir(), Seed: 42, Expected: expected, Check: res, Events: events, Duration: 1234 * time.Millisecond}
 	if err := writeHistory(filepath.Join(r.Dir, "history.jsonl"), events); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestReportEscapesMarkup(t *testing.T) {
 	events[0].Key = markup
 	sc := &scenarios.Scenario{Name: "evil" + markup, Title: "title " + markup, Explain: "explain " + markup,
 		Source: "source " + markup, Fault: markup, Conditions: scenarios.Conditions{Lock: "redis" + markup, Nodes: 1, Clients: 2}}
-	r := &Run{Scenario: sc, Dir: t.TempDir(), Seed: 1, Expected: "safe", Check: check(t, events), Events: events}
+	r := &runner.Outcome{Scenario: sc, Dir: t.TempDir(), Seed: 1, Expected: "safe", Check: check(t, events), Events: events}
 	if err := WriteRunDir(r); err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +125,8 @@ func TestLoadRunScenarioGone(t *testing.T) {
 
 func TestJUnitCountsFailures(t *testing.T) {
 	events, res := load(t, "redlock-clock-jump")
-	run := func(name, expected string) *Run {
-		return &Run{Scenario: &scenarios.Scenario{Name: name}, Expected: expected, Check: res, Events: events}
+	run := func(name, expected string) *runner.Outcome {
+		return &runner.Outcome{Scenario: &scenarios.Scenario{Name: name}, Expected: expected, Check: res, Events: events}
 	}
 	cases := []Case{
 		{Name: "as-expected", Run: run("as-expected", "unsafe"), Duration: time.Second},

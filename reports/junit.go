@@ -10,6 +10,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"locksim/runner"
 )
 
 // Case is one scenario run of a batch: a finished run, or the harness
@@ -18,7 +20,7 @@ type Case struct {
 	// Name is the scenario's name.
 	Name string
 	// Run is the finished run; nil when Err is set.
-	Run *Run
+	Run *runner.Outcome
 	// Err is a failure of the harness itself (not a verdict).
 	Err error
 	// Duration is the wall time the case took.
@@ -117,7 +119,7 @@ func WriteJUnit(w io.Writer, cases []Case) error {
 }
 
 // caseText is a run's verdict, evidence and files as plain text.
-func caseText(r *Run) string {
+func caseText(r *runner.Outcome) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s\nverdict %s, expected %s; %d violation(s); seed %d\n", r.Scenario.Name, r.Check.Summary, r.Check.Verdict, r.Expected, r.Check.Violations, r.Seed)
 	if cf := r.Counterfactual; cf != nil {

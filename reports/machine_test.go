@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"locksim/history"
+	"locksim/runner"
 	"locksim/scenarios"
 )
 
@@ -16,7 +17,7 @@ func TestMachineInResult(t *testing.T) {
 	m := &history.Machine{MarginMS: 25, HarnessStallMS: 3, CPUPressure: 0.42, CPUPressureKnown: true,
 		ClientStalls: []history.ClientStall{{Client: 2, At: 0.1, MS: 300, Paused: true}, {Client: 3, At: 0.4, MS: 26}},
 		Busy:         "client 3 did not run for 26ms"}
-	r := &Run{Scenario: &scenarios.Scenario{Name: "gen-pause"}, Machine: m}
+	r := &runner.Outcome{Scenario: &scenarios.Scenario{Name: "gen-pause"}, Machine: m}
 	b, err := json.Marshal(NewResult(r))
 	if err != nil {
 		t.Fatal(err)

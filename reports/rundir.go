@@ -18,35 +18,9 @@ import (
 
 	"locksim/checker"
 	"locksim/history"
+	"locksim/runner"
 	"locksim/scenarios"
 )
-
-// Run is one finished, checked run.
-type Run struct {
-	Scenario *scenarios.Scenario
-	// Dir is the run directory.
-	Dir string
-	// Seed is the run's seed.
-	Seed int64
-	// Expected is the verdict the run was expected to end in.
-	Expected string
-	// Check is the checkers' result.
-	Check checker.Result
-	// Events is the history.
-	Events []history.Event
-	// Duration is the wall time of the whole run, servers included.
-	Duration time.Duration
-	// Counterfactual is the run of the same story without its cause, when
-	// it was asked for.
-	Counterfactual *Counterfactual
-	// Backend is where the servers ran ("local" or "docker"); Images, on
-	// the docker backend, the image of each kind of server ("redis").
-	Backend string
-	Images  map[string]string
-	// Machine is how the machine behaved during the story: stalls and CPU
-	// pressure, and why the timing could not be trusted, if it could not.
-	Machine *history.Machine
-}
 
 // MachineLine says in one line how the machine behaved: the CPU pressure,
 // the worst stalls of the harness and of the clients not paused by the
@@ -79,62 +53,21 @@ func MachineLine(m *history.Machine) string {
 	return line
 }
 
-// Counterfactual is the outcome of a scenario's counterfactual run.
-type Counterfactual struct {
-	// Change says what the counterfactual changed ("without the clock
-	// jump on C"); Removed lists each step or field it removed or changed.
-	Change  string   `json:"change"`
-	Removed []string `json:"removed"`
-	// Verdict is the counterfactual run's verdict, Expected the flipped
-	// verdict it had to reach; Flipped says it did.
-	Verdict  string `json:"verdict"`
-	Expected string `json:"expected"`
-	Flipped  bool   `json:"flipped"`
-	Summary  string `json:"summary"`
-	// Dir is the counterfactual run's own run directory.
-	Dir string `json:"dir"`
-}
-
-// Sentence says the counterfactual's outcome in one line.
-func (c *Counterfactual) Sentence() string {
-	s := fmt.Sprintf("counterfactual, %s: %s", c.Change, c.Verdict)
-	if c.Flipped {
-		return s + " (the verdict flips, as it must)"
-	}
-	return s + fmt.Sprintf(" (NOT flipped: it had to be %s)", c.Expected)
-}
-
-// Matches reports whether the verdict is the expected one and, when a
-// counterfactual ran, whether it flipped.
-func (r *Run) Matches() bool {
-	return r.Check.Verdict == r.Expected && (r.Counterfactual == nil || r.Counterfactual.Flipped)
-}
-
-// Result is the schema of result.json.
+// Result is the schema of result.json: the run's record (runner.Outcome:
+// expected, seed, check, counterfactual, backend, images, machine) and
+// what is derived from it, for a reader who does not want to dig.
 type Result struct {
-	Scenario   string         `json:"scenario"`
-	Title      string         `json:"title"`
-	Lock       string         `json:"lock"`
-	Verdict    string         `json:"verdict"`
-	Expected   string         `json:"expected"`
-	Matches    bool           `json:"matches"`
-	Summary    string         `json:"summary"`
-	Violations int            `json:"violations"`
-	Seed       int64          `json:"seed"`
-	DurationMS int64          `json:"duration_ms"`
-	Operations int            `json:"operations"`
-	Faults     int            `json:"faults"`
-	Check      checker.Result `json:"check"`
-	// Counterfactual is the same story without its cause (sim run
-	// --counterfactual).
-	Counterfactual *Counterfactual `json:"counterfactual,omitempty"`
-	// Backend is where the servers ran: local processes or docker
-	// containers, each kind of server from Images ("redis": its image).
-	Backend string            `json:"backend,omitempty"`
-	Images  map[string]string `json:"images,omitempty"`
-	// Machine is how the machine behaved during the story (the timing
-	// guard's readings): a reader of an unknown verdict wants it.
-	Machine *history.Machine `json:"machine,omitempty"`
+	Scenario   string `json:"scenario"`
+	Title      string `json:"title"`
+	Lock       string `json:"lock"`
+	Verdict    string `json:"verdict"`
+	Matches    bool   `json:"matches"`
+	Summary    string `json:"summary"`
+	Violations int    `json:"violations"`
+	DurationMS int64  `json:"duration_ms"`
+	Operations int    `json:"operations"`
+	Faults     int    `json:"faults"`
+	runner.Outcome
 	// The scenario as it was, so that a run directory can be reported
 	// again when the scenario is no longer in the catalogue.
 	Fault   string `json:"fault,omitempty"`
@@ -146,15 +79,13 @@ type Result struct {
 }
 
 // NewResult builds result.json's content.
-func NewResult(r *Run) Result {
+func NewResult(r *runner.Outcome) Result {
 	res := Result{
 		Scenario: r.Scenario.Name, Title: r.Scenario.Title, Lock: r.Scenario.Lock,
-		Verdict: r.Check.Verdict, Expected: r.Expected, Matches: r.Matches(),
-		Summary: r.Check.Summary, Violations: r.Check.Violations, Seed: r.Seed,
-		DurationMS: r.Duration.Milliseconds(), Check: r.Check, Counterfactual: r.Counterfactual,
+		Verdict: r.Check.Verdict, Matches: r.Matches(), Summary: r.Check.Summary, Violations: r.Check.Violations,
+		DurationMS: r.Duration.Milliseconds(), Outcome: *r,
 		Fault: r.Scenario.Fault, Source: r.Scenario.Source, Explain: r.Scenario.Explain,
 		Nodes: r.Scenario.Nodes, Clients: r.Scenario.Clients, File: r.Scenario.File,
-		Backend: r.Backend, Images: r.Images, Machine: r.Machine,
 	}
 	for _, e := range r.Events {
 		switch e.Type {
@@ -167,11 +98,34 @@ func NewResult(r *Run) Result {
 	return res
 }
 
+// Write writes out's run directory from the runner's record: its
+// counterfactual's first, then its own reports; a run interrupted gets a
+// result.json and summary.md that say so. A run whose counterfactual was
+// interrupted is not reported: the counterfactual's directory says it was
+// interrupted.
+func Write(out *runner.Outcome) error {
+	if out.Interrupted != "" {
+		return WriteInterrupted(out)
+	}
+	if cf := out.Counterfactual; cf != nil && cf.Run != nil {
+		if err := Write(cf.Run); err != nil {
+			return fmt.Errorf("counterfactual: %w", err)
+		}
+		if cf.Run.Interrupted != "" {
+			return nil
+		}
+	}
+	if err := WriteRunDir(out); err != nil {
+		return fmt.Errorf("writing reports: %v", err)
+	}
+	return nil
+}
+
 // WriteRunDir writes result.json, summary.md, report.html, timeline.svg,
 // junit.xml and history.html into r.Dir (history.jsonl is written while
 // the run goes). r.Check is the check of r.Events: what it derived
 // (r.Check.Derived) is drawn as it is.
-func WriteRunDir(r *Run) error {
+func WriteRunDir(r *runner.Outcome) error {
 	b, err := json.MarshalIndent(NewResult(r), "", "  ")
 	if err != nil {
 		return err
@@ -218,11 +172,12 @@ func WriteRunDir(r *Run) error {
 }
 
 // LoadRun reads a run directory back: history.jsonl, and result.json for
-// the seed, the expectation and the scenario. The scenario is taken from
-// result.json as it was when the run ran; fields it lacks (an older run
-// directory) come from the catalogue when the scenario is still there.
-// Check is the stored result; re-check Events to refresh it.
-func LoadRun(dir string) (*Run, Result, error) {
+// the run's record (the seed, the expectation, the machine...) and the
+// scenario. The scenario is taken from result.json as it was when the run
+// ran; fields it lacks (an older run directory) come from the catalogue
+// when the scenario is still there. Check is the stored result; re-check
+// Events to refresh it.
+func LoadRun(dir string) (*runner.Outcome, Result, error) {
 	var res Result
 	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
@@ -255,15 +210,13 @@ func LoadRun(dir string) (*Run, Result, error) {
 			sc.Title = k.Title
 		}
 	}
-	r := &Run{
-		Scenario: sc, Dir: dir, Seed: res.Seed, Expected: res.Expected, Check: res.Check, Counterfactual: res.Counterfactual,
-		Events: events, Duration: time.Duration(res.DurationMS) * time.Millisecond,
-	}
-	return r, res, nil
+	r := res.Outcome
+	r.Scenario, r.Dir, r.Events, r.Duration = sc, dir, events, time.Duration(res.DurationMS)*time.Millisecond
+	return &r, res, nil
 }
 
 // Markdown is a summary of one run fit for a CI job page.
-func Markdown(r *Run) string {
+func Markdown(r *runner.Outcome) string {
 	var b strings.Builder
 	mark := "✅"
 	if !r.Matches() {
@@ -358,10 +311,11 @@ func writeFileAtomic(path string, data []byte) error {
 const Interrupted = "interrupted"
 
 // WriteInterrupted writes result.json and summary.md for a run stopped
-// before its story ended: nothing is checked, the history so far (already
-// in history.jsonl, when any) is counted, and the verdict is interrupted.
-func WriteInterrupted(r *Run, why string) error {
-	r.Check = checker.Result{Verdict: Interrupted, Summary: "interrupted: " + why + "; nothing was checked, and history.jsonl holds what happened so far"}
+// before its story ended (r.Interrupted says why): nothing is checked,
+// the history so far (already in history.jsonl, when any) is counted, and
+// the verdict is interrupted.
+func WriteInterrupted(r *runner.Outcome) error {
+	r.Check = checker.Result{Verdict: Interrupted, Summary: "interrupted: " + r.Interrupted + "; nothing was checked, and history.jsonl holds what happened so far"}
 	b, err := json.MarshalIndent(NewResult(r), "", "  ")
 	if err != nil {
 		return err

@@ -479,7 +479,7 @@ func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	return &Outcome{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: kept.Check, Events: kept.Events, Duration: time.Since(started),
-		Environment: t.r.environment, Machine: kept.Machine, Backend: t.r.backend().Name, Images: t.r.images(),
+		Machine: &kept.Machine, Backend: t.r.backend().Name, Images: t.r.images(),
 	}, nil
 }
 

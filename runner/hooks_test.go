@@ -51,9 +51,9 @@ func TestStepHooksAndOutcome(t *testing.T) {
 			t.Fatalf("call %d is %s, want %s: %v", i+1, c, want, calls)
 		}
 	}
-	if out.Check.Verdict == "" || out.Dir != dir || out.Expected != sc.Expected || out.Environment == "" || len(out.Events) < last {
-		t.Errorf("outcome lacks what the reports need: verdict %q, dir %q, expected %q, environment %q, %d events",
-			out.Check.Verdict, out.Dir, out.Expected, out.Environment, len(out.Events))
+	if out.Check.Verdict == "" || out.Dir != dir || out.Expected != sc.Expected || out.Machine == nil || out.Backend == "" || len(out.Events) < last {
+		t.Errorf("outcome lacks what the reports need: verdict %q, dir %q, expected %q, machine %v, backend %q, %d events",
+			out.Check.Verdict, out.Dir, out.Expected, out.Machine, out.Backend, len(out.Events))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "history.jsonl")); err != nil {
 		t.Errorf("no history.jsonl: %v", err)

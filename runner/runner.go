@@ -71,47 +71,6 @@ type StepView struct {
 	Events []history.Event
 }
 
-// Outcome is what one run came to: the history, what the checkers found
-// in it, and the facts of the run. The caller writes the reports from it.
-type Outcome struct {
-	Scenario *scenarios.Scenario
-	// Dir is the run directory, holding history.jsonl and the clients' logs.
-	Dir      string
-	Seed     int64
-	Expected string
-	Check    checker.Result
-	Events   []history.Event
-	// Duration is the wall time of the whole run, servers included.
-	Duration time.Duration
-	// Environment says what the run stood on ("3 Redis node(s), no
-	// PostgreSQL, 2 client process(es), 6 proxies").
-	Environment string
-	// Machine is how the machine behaved during the story (a generator
-	// run: during the trial kept): stalls, CPU pressure, and why the
-	// timing could not be trusted, if it could not.
-	Machine history.Machine
-	// Backend is where the servers ran ("local" or "docker"); Images, on
-	// docker, the image of each kind of server ("redis": its image).
-	Backend string
-	Images  map[string]string
-	// Interrupted, when not empty, says why the run stopped before its
-	// story ended: nothing was checked and Events is the history so far.
-	Interrupted string
-	// Counterfactual is the same story without its cause, when asked for.
-	Counterfactual *Counterfactual
-}
-
-// Counterfactual is a scenario's counterfactual run.
-type Counterfactual struct {
-	// Change says what it changed; Removed lists each step or field it
-	// removed or changed.
-	Change  string
-	Removed []string
-	// Outcome is the counterfactual's own run (its Expected is the
-	// flipped verdict it must reach).
-	*Outcome
-}
-
 // HarnessError is a failure of the harness itself (a server that would not
 // start, a worker that died), as opposed to a verdict. The CLI exits 2.
 type HarnessError struct{ Err error }
@@ -164,7 +123,7 @@ type run struct {
 	// client paused at the end of one trial reports its stall when it
 	// wakes, which may be in the next.
 	paused map[int]spans
-	// environment says what setup started, for the Outcome.
+	// environment says what setup started, for the narration.
 	environment string
 }
 
@@ -211,7 +170,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 		}
 		cr, err := Run(ctx, cfs, co)
 		if cr != nil || err == nil {
-			out.Counterfactual = &Counterfactual{Change: sc.Counterfactual.Change, Removed: sc.CounterfactualChanges(), Outcome: cr}
+			out.Counterfactual = newCounterfactual(sc, out, cr)
 		}
 		if err != nil {
 			if cr == nil {
@@ -278,11 +237,11 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	case contended:
 		r.say("the machine was busy (%s), but every step happened as the story tells it", busy)
 	}
+	m := r.machine(stalls, r.sc.Margin.Duration, busy)
 	return &Outcome{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: res, Events: events, Duration: time.Since(started),
-		Environment: r.environment, Machine: r.machine(stalls, r.sc.Margin.Duration, busy),
-		Backend: r.backend().Name, Images: r.images(),
+		Machine: &m, Backend: r.backend().Name, Images: r.images(),
 	}, nil
 }
 

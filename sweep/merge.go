@@ -2,8 +2,10 @@ package sweep
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -109,6 +111,30 @@ type ShardResult struct {
 	Dir  string
 	Desc Description
 	Rows []Row
+}
+
+// ReadShard reads what a shard wrote in dir: its sweep.json and
+// sweep.csv.
+func ReadShard(dir string) (ShardResult, error) {
+	s := ShardResult{Dir: dir}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return s, fmt.Errorf("%s: not a directory (name the directories sim sweep --shard wrote)", dir)
+	}
+	var err error
+	if s.Desc, err = ReadDescription(filepath.Join(dir, "sweep.json")); errors.Is(err, os.ErrNotExist) {
+		return s, fmt.Errorf("%s: no sweep.json (a shard's directory holds sweep.json and sweep.csv)", dir)
+	} else if err != nil {
+		return s, err
+	}
+	f, err := os.Open(filepath.Join(dir, "sweep.csv"))
+	if err != nil {
+		return s, fmt.Errorf("%s: no sweep.csv (a shard's directory holds sweep.json and sweep.csv)", dir)
+	}
+	defer f.Close()
+	if s.Rows, err = ReadCSV(f); err != nil {
+		return s, fmt.Errorf("%s: %v", filepath.Join(dir, "sweep.csv"), err)
+	}
+	return s, nil
 }
 
 // Merge joins the shards of one sweep: it checks they share the sweep's

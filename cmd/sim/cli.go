@@ -1,11 +1,10 @@
 package main
 
 // cli.go: the command tree (github.com/spf13/cobra) and what every
-// command shares: help, the one-line errors and their exit codes, the
-// version, and the reaping of what killed runs left behind.
+// command shares: help, the arguments' and flags' one-line errors, the
+// version, completion, and the reaping of what killed runs left behind.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,24 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"locksim/clients"
 	"locksim/env"
-	"locksim/runner"
 	"locksim/scenarios"
-)
-
-// Exit codes.
-const (
-	exitOK          = 0
-	exitMismatch    = 1
-	exitHarness     = 2
-	exitInterrupted = 130
 )
 
 // overview heads sim help; footer ends it.
@@ -44,56 +32,18 @@ exit codes: 0 verdicts as expected, 1 a verdict differed, 2 the harness failed
 told), 130 interrupted.`
 )
 
-// cli is one invocation: its streams and the exit code its command set.
-type cli struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
-	code           int
-}
-
-// Main runs the CLI and returns the exit code.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
-	defer func() {
-		// Whatever happens, nothing the harness started outlives it.
-		if p := recover(); p != nil {
-			env.Cleanup()
-			panic(p)
-		}
-		env.Cleanup()
-	}()
-	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
-	root := c.root()
-	if len(args) == 0 {
-		fmt.Fprint(stderr, helpText(root))
-		return exitHarness
-	}
-	args = normalizeFlags(root, args)
-	if err := checkCommand(root, args); err != nil {
-		return fail(stderr, err)
-	}
-	// A command that only groups others (sim completion) needs one of
-	// them: its help, on stderr, as for sim alone.
-	if cmd, rest, err := root.Find(args); err == nil && !cmd.Runnable() && cmd != root &&
-		!slices.ContainsFunc(rest, func(a string) bool { return a == "-h" || a == "--help" }) {
-		fmt.Fprint(stderr, helpText(cmd))
-		return exitHarness
-	}
-	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		// Cobra's own errors (flags, arguments) are bad input: one line.
-		return fail(stderr, errors.New(strings.Join(strings.Fields(err.Error()), " ")))
-	}
-	return c.code
-}
-
-// root builds the command tree.
-func (c *cli) root() *cobra.Command {
+// newRoot builds the command tree.
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	cobra.EnableCommandSorting = false
 	root := &cobra.Command{
 		Use:     "sim",
 		Short:   "lock-safety scenarios on real servers",
 		Version: version(),
-		// The commands print their own one-line errors.
+		// sim alone: its help, on stderr, exit 2; sim NAME: an unknown
+		// command.
+		Args: unknownCommand,
+		RunE: groupHelp,
+		// main.go's exit says the errors, in one line each.
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Every start removes what killed runs left behind (sim clean),
@@ -103,23 +53,23 @@ func (c *cli) root() *cobra.Command {
 				return
 			}
 			if r, err := env.Reap(env.ReapRoots()...); !r.Empty() || err != nil {
-				fmt.Fprintf(c.stderr, "sim: %s\n", reapedLine(r, err))
+				fmt.Fprintf(cmd.ErrOrStderr(), "sim: %s\n", reapedLine(r, err))
 			}
 		},
 	}
-	root.SetIn(c.stdin)
-	root.SetOut(c.stdout)
-	root.SetErr(c.stderr)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetHelpFunc(func(cmd *cobra.Command, _ []string) { fmt.Fprint(cmd.OutOrStdout(), helpText(cmd)) })
 	root.SetUsageFunc(func(cmd *cobra.Command) error { _, err := fmt.Fprint(cmd.OutOrStderr(), helpText(cmd)); return err })
 	root.SetFlagErrorFunc(flagError)
 	root.Flags().BoolP("version", "v", false, "the version and the commit it was built from")
 	root.AddCommand(
-		c.listCmd(), c.explainCmd(), c.runCmd(), c.matrixCmd(), c.reportCmd(), c.checkCmd(),
-		c.locksCmd(), c.schemaCmd(), c.sweepCmd(), c.cleanCmd(),
+		listCmd(), explainCmd(), runCmd(), matrixCmd(), reportCmd(), checkCmd(),
+		locksCmd(), schemaCmd(), sweepCmd(), cleanCmd(),
 		&cobra.Command{Use: "version", Short: "the version and the commit it was built from", Hidden: true,
-			Args: cobra.NoArgs, Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(c.stdout, version()) }},
+			Args: cobra.NoArgs, Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version()) }},
 	)
 	root.SetHelpCommand(&cobra.Command{
 		Use:   "help [COMMAND]",
@@ -158,9 +108,18 @@ func (c *cli) root() *cobra.Command {
 			s.Use = "completion bash|zsh|fish|powershell"
 			s.Short = "print a shell completion script (sim completion bash --help says how to load it)"
 			s.Example = "  source <(sim completion bash)\n  sim completion zsh > \"${fpath[1]}/_sim\"\n  sim completion fish > ~/.config/fish/completions/sim.fish"
+			// It only groups the scripts: alone, its help (exit 2).
+			s.Args, s.RunE = unknownCommand, groupHelp
 		}
 	}
 	return root
+}
+
+// groupHelp is what a command that only groups others (sim, sim
+// completion) does alone: it prints its help on stderr, exit 2.
+func groupHelp(cmd *cobra.Command, _ []string) error {
+	fmt.Fprint(cmd.ErrOrStderr(), helpText(cmd))
+	return errFailed
 }
 
 // quietCommand says whether cmd only prints something, so that a start
@@ -171,47 +130,40 @@ func quietCommand(cmd *cobra.Command) bool {
 		case "clean", "version", "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
 			return true
 		}
+		if !cmd.HasParent() {
+			return true // sim alone: its help
+		}
 	}
 	return false
 }
 
-// checkCommand refuses an unknown command in one line, naming the closest
+// unknownCommand is the Args of a command that only groups others: an
+// argument is an unknown command, refused in one line naming the closest
 // ones (cobra's own message spans several lines).
-func checkCommand(root *cobra.Command, args []string) error {
-	if strings.HasPrefix(args[0], cobra.ShellCompRequestCmd) {
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
 		return nil
 	}
-	cmd, rest, err := root.Find(args)
-	if err == nil && (cmd.Runnable() || len(operands(rest)) == 0) {
-		return nil
-	}
-	if cmd == nil {
-		cmd = root
-	}
-	typed := ""
-	if ops := operands(rest); len(ops) > 0 {
-		typed = ops[0]
-	}
-	what, list := fmt.Sprintf("%q", typed), "sim help lists them"
-	if cmd != root {
-		what, list = fmt.Sprintf("%q for %s", typed, cmd.CommandPath()), cmd.CommandPath()+" --help lists them"
+	what, list := fmt.Sprintf("%q", args[0]), "sim help lists them"
+	if cmd.HasParent() {
+		what, list = fmt.Sprintf("%q for %s", args[0], cmd.CommandPath()), cmd.CommandPath()+" --help lists them"
 	}
 	cmd.SuggestionsMinimumDistance = 2
-	if s := cmd.SuggestionsFor(typed); len(s) > 0 {
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		return fmt.Errorf("unknown command %s; did you mean %s? (%s)", what, strings.Join(s, " or "), list)
 	}
 	return fmt.Errorf("unknown command %s (%s)", what, list)
 }
 
-// operands are the arguments that are not flags.
-func operands(args []string) []string {
-	var out []string
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			out = append(out, a)
+// usage is cobra's validator v saying, when the arguments do not fit,
+// what sim has always said (a usage line).
+func usage(v cobra.PositionalArgs, msg string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if v(cmd, a) != nil {
+			return errors.New(msg)
 		}
+		return nil
 	}
-	return out
 }
 
 // normalizeFlags keeps the flag spellings sim has always taken: Go's flag
@@ -239,7 +191,8 @@ func normalizeFlags(root *cobra.Command, args []string) []string {
 	return out
 }
 
-// flagError words a flag's error as Go's flag package did, in one line.
+// flagError words a flag's error as Go's flag package did, in one line
+// (cobra's SetFlagErrorFunc): bad input, exit 2.
 func flagError(cmd *cobra.Command, err error) error {
 	var (
 		notDefined *pflag.NotExistError
@@ -271,7 +224,7 @@ func flagError(cmd *cobra.Command, err error) error {
 		}
 		return fmt.Errorf("invalid value %q for flag --%s: %s", invalid.GetValue(), invalid.GetFlag().Name, why)
 	}
-	return err
+	return errors.New(strings.Join(strings.Fields(err.Error()), " "))
 }
 
 // nearFlags lists cmd's flags within two edits of name, as --name.
@@ -370,24 +323,6 @@ func version() string {
 	return v
 }
 
-// fail prints one line and returns the exit code for err.
-func fail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "sim: %v\n", err)
-	if errors.Is(err, context.Canceled) {
-		return exitInterrupted
-	}
-	return exitHarness
-}
-
-// do adapts a command's function, which prints its own output and errors
-// and returns the exit code, to cobra.
-func (c *cli) do(f func(cmd *cobra.Command, args []string) int) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		c.code = f(cmd, args)
-		return nil
-	}
-}
-
 // completeScenarios completes a scenario name.
 func completeScenarios(filter func(*scenarios.Scenario) bool) cobra.CompletionFunc {
 	return func(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -423,215 +358,4 @@ func completeLocks(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Com
 // completeVerdicts completes --expect.
 func completeVerdicts(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	return scenarios.Verdicts, cobra.ShellCompDirectiveNoFileComp
-}
-
-func (c *cli) cleanCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "clean",
-		Short: "remove what runs killed with kill -9 left behind (temp dirs, SysV segments, containers)",
-		Long: `Remove, and list, what runs killed before they could clean up left
-behind: temp dirs whose owner process is gone, and their PostgreSQL's SysV
-shared memory, and the docker backend's containers whose harness is gone
-(when a Docker engine answers). Run directories are never touched. Every
-start of sim (but help, version and completion) does the same for temp dirs
-and segments; a run on the docker backend, for containers.`,
-		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE:              c.do(func(_ *cobra.Command, args []string) int { return cmdClean(args, c.stdout, c.stderr) }),
-	}
-}
-
-// cmdClean removes, and lists, what runs killed before they could clean
-// up left behind: temp dirs whose owner process is gone, their
-// PostgreSQL's SysV shared memory, and (when a Docker engine answers) the
-// docker backend's containers of harnesses that are gone. Run directories
-// are never touched.
-func cmdClean(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintln(stderr, "sim: usage: sim clean")
-		return exitHarness
-	}
-	r, err := env.Reap(env.ReapRoots()...)
-	for _, d := range r.Dirs {
-		fmt.Fprintf(stdout, "removed %s\n", d)
-	}
-	for _, id := range r.Segments {
-		fmt.Fprintf(stdout, "removed SysV shared memory segment %d\n", id)
-	}
-	fmt.Fprintln(stdout, reapedLine(r, nil))
-	// The docker backend's containers, when an engine answers.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	names, cerr := env.ReapContainers(ctx)
-	for _, n := range names {
-		fmt.Fprintf(stdout, "removed container %s\n", n)
-	}
-	if len(names) > 0 {
-		fmt.Fprintf(stdout, "removed %d container(s) left by runs that were killed\n", len(names))
-	}
-	if cerr != nil && !errors.Is(cerr, env.ErrNoDocker) {
-		err = errors.Join(err, cerr)
-	}
-	if err != nil {
-		return fail(stderr, err)
-	}
-	return exitOK
-}
-
-// reapedLine says in one line what Reap removed.
-func reapedLine(r env.Reaped, err error) string {
-	s := "nothing left behind by earlier runs"
-	if !r.Empty() {
-		s = fmt.Sprintf("removed %d temp dir(s) (%.1f MB) and %d SysV segment(s) left by runs that were killed", len(r.Dirs), float64(r.Bytes)/1e6, len(r.Segments))
-	}
-	if err != nil {
-		s += fmt.Sprintf("; could not remove everything: %v", err)
-	}
-	return s
-}
-
-func (c *cli) listCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "list [REGEX]",
-		Short: "the scenario catalogue, one line each: name, lock, fault, expected verdict",
-		Long: `The scenario catalogue, one line each: name, lock, fault and expected
-verdict; with REGEX, only the scenarios whose name it matches.`,
-		Example:           "  sim list\n  sim list redlock-\n  sim list gen-      # the generator scenarios, for sim sweep",
-		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE:              c.do(func(_ *cobra.Command, args []string) int { return cmdList(args, c.stdout, c.stderr) }),
-	}
-}
-
-func cmdList(args []string, stdout, stderr io.Writer) int {
-	pattern := "."
-	if len(args) > 1 {
-		fmt.Fprintln(stderr, "sim: usage: sim list [REGEX]")
-		return exitHarness
-	}
-	if len(args) == 1 {
-		pattern = args[0]
-	}
-	list, err := scenarios.Match(pattern)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tLOCK\tFAULT\tEXPECTED")
-	for _, sc := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sc.Name, sc.Lock, sc.Fault, sc.Expected)
-	}
-	tw.Flush()
-	return exitOK
-}
-
-func (c *cli) explainCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "explain NAME",
-		Short: "what a scenario shows and its steps, without running it",
-		Long: `What a scenario shows, the published passage it comes from, its
-counterfactual and its steps (with what each must end in), without running
-it. NAME is a catalogue name or a scenario file.`,
-		Example:           "  sim explain redlock-clock-jump\n  sim explain my-scenario.yaml",
-		ValidArgsFunction: completeScenarios(nil),
-		RunE:              c.do(func(_ *cobra.Command, args []string) int { return cmdExplain(args, c.stdout, c.stderr) }),
-	}
-}
-
-func cmdExplain(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintln(stderr, "sim: usage: sim explain NAME")
-		return exitHarness
-	}
-	sc, err := scenarios.Find(args[0])
-	if err != nil {
-		return fail(stderr, err)
-	}
-	fmt.Fprintf(stdout, "%s\n%s\n\n", sc.Name, sc.Title)
-	fmt.Fprintf(stdout, "Lock: %s, %s. Expected verdict: %s.\n", sc.Lock, lockShape(sc), sc.Expected)
-	fmt.Fprintf(stdout, "Source: %s\n\n%s\n", sc.Source, strings.TrimSpace(sc.Explain))
-	if c := sc.Counterfactual; c != nil {
-		fmt.Fprintf(stdout, "\nCounterfactual (sim run %s --counterfactual): %s, it must end %s.\n", sc.Name, c.Change, c.Expected)
-		for _, ch := range sc.CounterfactualChanges() {
-			fmt.Fprintf(stdout, "  - %s\n", ch)
-		}
-	}
-	if len(sc.Steps) > 0 {
-		fmt.Fprintf(stdout, "\nSteps:\n")
-	}
-	for _, st := range sc.Steps {
-		line := st.Say
-		if line == "" {
-			line = st.Describe()
-		} else if st.Do != "say" {
-			line += "  [" + st.Describe() + "]"
-		}
-		if st.Expect != "" {
-			line += "  (must end " + runner.Claim(st) + ")"
-		}
-		if st.Cause {
-			line += "  (the cause: left out of the counterfactual)"
-		}
-		fmt.Fprintf(stdout, "  - %s\n", line)
-	}
-	return exitOK
-}
-
-// lockShape says what servers a scenario's lock runs on, how many
-// clients take part and how long a lease lasts, in the lock's own terms:
-// an advisory lock has no TTL (it lasts as long as its session or
-// transaction), and etcd's TTL is its session lease's.
-func lockShape(sc *scenarios.Scenario) string {
-	backend := ""
-	if spec, err := clients.Lookup(sc.Lock); err == nil {
-		backend = spec.Backend
-	}
-	switch backend {
-	case "postgres":
-		return fmt.Sprintf("one PostgreSQL server, %d client(s), no TTL (the lock lasts as long as its session or transaction)", sc.Clients)
-	case "etcd":
-		return fmt.Sprintf("%d etcd member(s), %d client(s), session lease TTL %v", sc.Nodes, sc.Clients, sc.TTL)
-	}
-	return fmt.Sprintf("%d Redis node(s), %d client(s), TTL %v", sc.Nodes, sc.Clients, sc.TTL)
-}
-
-func (c *cli) locksCmd() *cobra.Command {
-	var mutants bool
-	cmd := &cobra.Command{
-		Use:   "locks",
-		Short: "the lock algorithms a scenario (or --lock, --locks) can name",
-		Long: `The lock algorithms a scenario's lock: field, sim run --lock and
-sim matrix --locks can name, with the servers each needs (its backend).`,
-		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: c.do(func(_ *cobra.Command, args []string) int {
-			if len(args) > 0 {
-				fmt.Fprintln(c.stderr, "sim: usage: sim locks [--mutants]")
-				return exitHarness
-			}
-			return cmdLocks(mutants, c.stdout)
-		}),
-	}
-	cmd.Flags().BoolVar(&mutants, "mutants", false, "also list the deliberately broken locks the tests use, each a mutant of one defence")
-	return cmd
-}
-
-func cmdLocks(mutants bool, stdout io.Writer) int {
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOCK\tSERVERS\tWHAT IT IS")
-	hidden := 0
-	for _, n := range clients.Names() {
-		s, _ := clients.Lookup(n)
-		if s.Mutant != "" && !mutants {
-			hidden++
-			continue
-		}
-		doc := s.Doc
-		if s.Mutant != "" {
-			doc = "MUTANT (breaks " + s.Mutant + "): " + doc
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Backend, doc)
-	}
-	tw.Flush()
-	if hidden > 0 {
-		fmt.Fprintf(stdout, "(%d deliberately broken locks, each a mutant of one defence, are listed by sim locks --mutants)\n", hidden)
-	}
-	return exitOK
 }

@@ -14,6 +14,7 @@ import (
 
 	"locksim/checker"
 	"locksim/reports"
+	"locksim/runner"
 )
 
 // offlineOptions are the flags of sim report and sim check.
@@ -24,7 +25,7 @@ type offlineOptions struct {
 	expect string
 }
 
-func (c *cli) reportCmd() *cobra.Command {
+func reportCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "report DIR",
 		Short: "rebuild a run directory's reports from its history (re-checked): report.html, timeline.svg, ...",
@@ -37,13 +38,14 @@ naming the line and the rule).`,
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return nil, cobra.ShellCompDirectiveFilterDirs
 		},
-		RunE: c.do(func(_ *cobra.Command, args []string) int {
-			return cmdReport(offlineOptions{}, args, c.stdout, c.stderr)
-		}),
+		Args: offlineArgs("report"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdReport(offlineOptions{dir: args[0]}, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
 }
 
-func (c *cli) checkCmd() *cobra.Command {
+func checkCmd() *cobra.Command {
 	var o offlineOptions
 	cmd := &cobra.Command{
 		Use:   "check DIR",
@@ -56,33 +58,40 @@ rules (naming the line and the rule).`,
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return nil, cobra.ShellCompDirectiveFilterDirs
 		},
-		RunE: c.do(func(_ *cobra.Command, args []string) int { return cmdCheck(o, args, c.stdout, c.stderr) }),
+		Args: offlineArgs("check"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.dir = args[0]
+			return cmdCheck(o, cmd.OutOrStdout())
+		},
 	}
 	cmd.Flags().StringVar(&o.expect, "expect", "", "the verdict `V` to expect instead of result.json's: safe, unsafe or leaked")
 	cmd.RegisterFlagCompletionFunc("expect", completeVerdicts)
 	return cmd
 }
 
-// checkOffline checks the arguments of sim report and sim check.
-func checkOffline(cmd string, o offlineOptions, args []string) (offlineOptions, error) {
-	if len(args) != 1 {
-		return o, fmt.Errorf("usage: sim %s DIR (a run directory holding history.jsonl and result.json)", cmd)
-	}
+// offlineArgs are the arguments of sim report and sim check: one run
+// directory.
+func offlineArgs(cmd string) cobra.PositionalArgs {
+	return usage(cobra.ExactArgs(1), fmt.Sprintf("usage: sim %s DIR (a run directory holding history.jsonl and result.json)", cmd))
+}
+
+// checkOffline checks the flags and the run directory of sim report and
+// sim check.
+func checkOffline(o offlineOptions) error {
 	if err := checkExpect(o.expect); err != nil {
-		return o, err
+		return err
 	}
-	o.dir = args[0]
 	if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
-		return o, fmt.Errorf("%s: not a run directory", o.dir)
+		return fmt.Errorf("%s: not a run directory", o.dir)
 	}
 	if _, err := os.Stat(filepath.Join(o.dir, "history.jsonl")); err != nil {
-		return o, fmt.Errorf("%s: no history.jsonl (not a run directory?)", o.dir)
+		return fmt.Errorf("%s: no history.jsonl (not a run directory?)", o.dir)
 	}
-	return o, nil
+	return nil
 }
 
 // recheck loads a run directory and checks its history again.
-func recheck(dir string) (*reports.Run, reports.Result, error) {
+func recheck(dir string) (*runner.Outcome, reports.Result, error) {
 	r, stored, err := reports.LoadRun(dir)
 	if err != nil {
 		return nil, stored, err
@@ -96,54 +105,50 @@ func recheck(dir string) (*reports.Run, reports.Result, error) {
 // cmdReport rebuilds every report of a run directory from its history:
 // result.json (re-checked), summary.md, report.html, timeline.svg,
 // junit.xml and history.html.
-func cmdReport(o offlineOptions, args []string, stdout, stderr io.Writer) int {
-	o, err := checkOffline("report", o, args)
-	if err != nil {
-		return fail(stderr, err)
+func cmdReport(o offlineOptions, stdout, stderr io.Writer) error {
+	if err := checkOffline(o); err != nil {
+		return err
 	}
 	r, stored, err := recheck(o.dir)
 	if err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if stored.Verdict != "" && stored.Verdict != r.Check.Verdict {
 		fmt.Fprintf(stderr, "sim: note: the stored verdict was %s; the history checks %s now\n", stored.Verdict, r.Check.Verdict)
 	}
 	if err := reports.WriteRunDir(r); err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	fmt.Fprintf(stdout, "%s: %s\n  reports rebuilt: %s\n", r.Scenario.Name, r.Check.Summary, filepath.Join(o.dir, "report.html"))
-	return exitOK
+	return nil
 }
 
 // cmdCheck re-checks a run directory's history and prints the verdict; the
 // exit code says whether it is the expected one (result.json's, or
 // --expect).
-func cmdCheck(o offlineOptions, args []string, stdout, stderr io.Writer) int {
-	o, err := checkOffline("check", o, args)
-	if err != nil {
-		return fail(stderr, err)
+func cmdCheck(o offlineOptions, stdout io.Writer) error {
+	if err := checkOffline(o); err != nil {
+		return err
 	}
 	r, stored, err := recheck(o.dir)
 	if err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if o.expect != "" {
 		r.Expected = o.expect
 	}
 	if r.Expected == "" {
-		return fail(stderr, fmt.Errorf("%s: result.json names no expected verdict; give --expect", o.dir))
+		return fmt.Errorf("%s: result.json names no expected verdict; give --expect", o.dir)
 	}
 	printVerdict(stdout, r)
 	if stored.Verdict != "" && stored.Verdict != r.Check.Verdict {
 		fmt.Fprintf(stdout, "  (result.json recorded %s)\n", stored.Verdict)
 	}
-	if lines := reports.EvidenceLines(r.Check); len(lines) > 0 {
-		for _, l := range lines {
-			fmt.Fprintf(stdout, "  %s\n", l)
-		}
+	for _, l := range reports.EvidenceLines(r.Check) {
+		fmt.Fprintf(stdout, "  %s\n", l)
 	}
 	if !r.Matches() {
-		return exitMismatch
+		return errMismatch
 	}
-	return exitOK
+	return nil
 }

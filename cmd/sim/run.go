@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"locksim/clients"
 	"locksim/reports"
 	"locksim/runner"
 	"locksim/scenarios"
@@ -61,7 +62,7 @@ type runOptions struct {
 	backend runner.Backend
 }
 
-func (c *cli) runCmd() *cobra.Command {
+func runCmd() *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
 		Use:   "run NAME|REGEX|FILE.yaml...",
@@ -82,10 +83,16 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
   sim run 'redlock-.*' --out runs/ci --junit junit.xml --markdown summary.md
   sim run my-scenario.yaml --step               # workshop mode`,
 		ValidArgsFunction: completeScenarios(nil),
-		RunE: c.do(func(_ *cobra.Command, args []string) int {
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 && !o.all {
+				return errors.New("sim run needs a scenario name, a regex or a file, or --all (sim list shows them)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
 			o.targets = args
-			return cmdRun(o, c.stdin, c.stdout, c.stderr)
-		}),
+			return cmdRun(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
 	f := cmd.Flags()
 	f.SortFlags = false
@@ -111,16 +118,16 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	return cmd
 }
 
-// checkRun checks sim run's arguments and flags.
+// checkRun checks sim run's flags.
 func checkRun(o *runOptions) error {
-	if len(o.targets) == 0 && !o.all {
-		return errors.New("sim run needs a scenario name, a regex or a file, or --all (sim list shows them)")
-	}
 	if err := checkExpect(o.expect); err != nil {
 		return err
 	}
 	if err := checkBackend(o.backend); err != nil {
 		return err
+	}
+	if _, err := clients.Lookup(o.lock); o.lock != "" && err != nil {
+		return fmt.Errorf("--lock: unknown lock %q (known: %s)", o.lock, strings.Join(clients.Names(), ", "))
 	}
 	switch {
 	case o.trials < 0 || o.trials > 100000:
@@ -174,48 +181,6 @@ func applyGeneratorFlags(list []*scenarios.Scenario, o runOptions) error {
 	return nil
 }
 
-// resolveTargets turns the names given into scenarios: an exact name or a
-// file first; else a regex matching some names selects them all; else the
-// "no such scenario, did you mean" error. Each scenario runs once.
-func resolveTargets(all bool, targets []string) ([]*scenarios.Scenario, error) {
-	var list []*scenarios.Scenario
-	seen := map[string]bool{}
-	add := func(sc *scenarios.Scenario) {
-		if !seen[sc.Name] {
-			seen[sc.Name] = true
-			list = append(list, sc)
-		}
-	}
-	if all {
-		all, err := scenarios.Catalogue()
-		if err != nil {
-			return nil, err
-		}
-		for _, sc := range all {
-			add(sc)
-		}
-	}
-	for _, t := range targets {
-		sc, err := scenarios.Find(t)
-		if err == nil {
-			add(sc)
-			continue
-		}
-		var nf *scenarios.NotFoundError
-		if !errors.As(err, &nf) {
-			return nil, err
-		}
-		matches, merr := scenarios.Match(t)
-		if merr != nil || len(matches) == 0 {
-			return nil, err
-		}
-		for _, sc := range matches {
-			add(sc)
-		}
-	}
-	return list, nil
-}
-
 // planned is one scenario sim run plays: the story as it runs (with
 // --lock's lock), the name it goes by, and why its counterfactual is
 // skipped ("": it is not).
@@ -225,35 +190,35 @@ type planned struct {
 	skipCF string
 }
 
-func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	if err := checkRun(&o); err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	// Load every scenario first, so a typo fails before anything starts.
-	list, err := resolveTargets(o.all, o.targets)
+	list, err := scenarios.Select(o.all, o.targets)
 	if err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if err := applyGeneratorFlags(list, o); err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if o.step && len(list) > 1 {
-		return fail(stderr, fmt.Errorf("--step plays one story; %d scenarios selected", len(list)))
+		return fmt.Errorf("--step plays one story; %d scenarios selected", len(list))
 	}
 	plan := make([]planned, 0, len(list))
 	for _, sc := range list {
 		p := planned{sc: sc, name: sc.Name}
 		if o.lock != "" {
-			v, err := withLock(sc, o.lock)
+			v, err := scenarios.WithLock(sc, o.lock)
 			if err != nil {
 				if len(list) > 1 {
 					err = fmt.Errorf("%w (sim matrix --locks %s runs only the stories it can play)", err, o.lock)
 				}
-				return fail(stderr, err)
+				return err
 			}
-			p.sc, p.name = v.sc, v.name()
+			p.sc, p.name = v.Scenario, v.Name()
 			if o.counterfactual {
-				p.skipCF = v.skipCF
+				p.skipCF = v.SkipCF
 			}
 		}
 		plan = append(plan, p)
@@ -261,11 +226,11 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 	for _, p := range plan {
 		for i := 1; i <= o.repeat && o.out != ""; i++ {
 			if err := checkOut(repeatDir(runDir(o.out, p.sc.Name, len(plan)), i, o.repeat)); err != nil {
-				return fail(stderr, err)
+				return err
 			}
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var beforeStep func(context.Context, runner.StepView)
 	if o.step {
@@ -273,17 +238,16 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 		defer stopReading()
 		beforeStep = w.beforeStep
 	}
-	code = exitOK
 	var cases []reports.Case
 	// The CI outputs are written whatever happens, interrupted included.
 	defer func() {
-		if err := writeCIOutputs(o, cases); err != nil {
-			fmt.Fprintf(stderr, "sim: %v\n", err)
-			if code == exitOK {
-				code = exitHarness
-			}
+		if cerr := writeCIOutputs(o, cases); cerr != nil {
+			err = errors.Join(err, cerr)
 		}
 	}()
+	// failed is the run's verdict so far: a harness failure (said as it
+	// happened) outweighs a verdict not as expected.
+	var failed error
 	for _, p := range plan {
 		sc := p.sc
 		var log io.Writer = stderr
@@ -313,15 +277,15 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd), Backend: o.backend})
 			if err != nil {
 				if ctx.Err() != nil {
-					fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)\n", out)
-					code = exitInterrupted
-					return code
+					return interrupted("interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)", out)
 				}
 				cases = append(cases, reports.Case{Name: name, Err: err, Duration: time.Since(started)})
-				code = fail(stderr, fmt.Errorf("%s: %w", name, err))
+				err = fmt.Errorf("%s: %w", name, err)
 				if len(plan) == 1 && o.repeat == 1 {
-					return code
+					return err
 				}
+				warn(stderr, err)
+				failed = errFailed
 				verdicts["harness failure"]++
 				continue
 			}
@@ -337,15 +301,15 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 					fmt.Fprintf(stdout, "  counterfactual skipped: %s\n", p.skipCF)
 				}
 			}
-			if !res.Matches() && code == exitOK {
-				code = exitMismatch
+			if !res.Matches() && failed == nil {
+				failed = errMismatch
 			}
 		}
 		if o.repeat > 1 && !o.json {
 			fmt.Fprintf(stdout, "%s: %s (expected %s); run directories under %s\n", p.name, tally(verdicts, o.repeat), expectedOf(sc, o), filepath.Dir(repeatDir(base, 1, o.repeat)))
 		}
 	}
-	return code
+	return failed
 }
 
 // tally says how often each verdict came out: "unsafe 19/20, unknown 1/20".
@@ -433,13 +397,13 @@ func writeFile(path string, data []byte) error {
 	return os.WriteFile(path, data, 0o644)
 }
 
-func printVerdict(w io.Writer, r *reports.Run) {
+func printVerdict(w io.Writer, r *runner.Outcome) {
 	printVerdictAs(w, r, r.Scenario.Name)
 }
 
 // printVerdictAs prints the verdict lines of a run that goes by name
 // ("redis-ttl-expiry with lock redlock").
-func printVerdictAs(w io.Writer, r *reports.Run, name string) {
+func printVerdictAs(w io.Writer, r *runner.Outcome, name string) {
 	status := "as expected"
 	if r.Check.Verdict != r.Expected {
 		status = "NOT as expected (" + r.Expected + ")"

@@ -3,14 +3,12 @@ package main
 // schema.go: sim schema, which prints the scenario file's JSON Schema.
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"locksim/scenarios"
 )
 
-func (c *cli) schemaCmd() *cobra.Command {
+func schemaCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "schema",
 		Short: "the scenario file's JSON Schema, for editors and validators",
@@ -21,14 +19,11 @@ Every catalogue file names it on its first line,
 so that an editor with a YAML language server completes and checks the
 fields; for your own file, save the schema beside it:
   sim schema > schema.json`,
+		Args:              usage(cobra.NoArgs, "usage: sim schema"),
 		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: c.do(func(_ *cobra.Command, args []string) int {
-			if len(args) > 0 {
-				fmt.Fprintln(c.stderr, "sim: usage: sim schema")
-				return exitHarness
-			}
-			c.stdout.Write(scenarios.SchemaJSON)
-			return exitOK
-		}),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := cmd.OutOrStdout().Write(scenarios.SchemaJSON)
+			return err
+		},
 	}
 }

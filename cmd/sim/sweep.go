@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,7 +35,7 @@ type sweepOptions struct {
 	backend        runner.Backend
 }
 
-func (c *cli) sweepCmd() *cobra.Command {
+func sweepCmd() *cobra.Command {
 	var o sweepOptions
 	cmd := &cobra.Command{
 		Use:   "sweep NAME --param KEY=FROM..TO [--points N] [--trials M] [--locks a,b,c]",
@@ -67,7 +66,11 @@ redraws the plots.`,
   sim sweep gen-pause --param pause=0.2ttl..3ttl --seed 1 --shard 2/4 --out shard-2   # on machine 2 of 4
   sim sweep merge shard-1 shard-2 shard-3 shard-4 --out sweep`,
 		ValidArgsFunction: completeScenarios(func(sc *scenarios.Scenario) bool { return sc.Generator != nil }),
-		RunE:              c.do(func(_ *cobra.Command, args []string) int { return cmdSweep(o, args, c.stdout, c.stderr) }),
+		Args:              usage(cobra.ExactArgs(1), "sweep: name one generator scenario, e.g. sim sweep gen-pause --param pause=0.2ttl..3ttl"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.name = args[0]
+			return cmdSweep(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
 	f := cmd.Flags()
 	f.SortFlags = false
@@ -87,16 +90,12 @@ redraws the plots.`,
 	backendFlags(f, &o.backend)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display")
 	cmd.RegisterFlagCompletionFunc("locks", completeLocks)
-	cmd.AddCommand(c.sweepMergeCmd())
+	cmd.AddCommand(sweepMergeCmd())
 	return cmd
 }
 
-// checkSweep checks sim sweep's arguments and flags.
-func checkSweep(o *sweepOptions, args []string) error {
-	if len(args) != 1 {
-		return errors.New("sweep: name one generator scenario, e.g. sim sweep gen-pause --param pause=0.2ttl..3ttl")
-	}
-	o.name = args[0]
+// checkSweep checks sim sweep's flags.
+func checkSweep(o *sweepOptions) error {
 	switch {
 	case o.points < 1 || o.points > 1000:
 		return fmt.Errorf("--points: expected 1 to 1000, got %d", o.points)
@@ -124,31 +123,31 @@ func checkSweep(o *sweepOptions, args []string) error {
 	return nil
 }
 
-func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
-	if err := checkSweep(&o, args); err != nil {
-		return fail(stderr, err)
+func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) error {
+	if err := checkSweep(&o); err != nil {
+		return err
 	}
 	var param *sweep.Param
 	if o.param != "" {
 		p, err := sweep.ParseParam(o.param)
 		if err != nil {
-			return fail(stderr, err)
+			return err
 		}
 		param = &p
 	}
 	sc, err := scenarios.Find(o.name)
 	if err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	if sc.Generator == nil {
-		return fail(stderr, fmt.Errorf("%s is a scripted story; sweep a generator scenario (sim list gen-)", sc.Name))
+		return fmt.Errorf("%s is a scripted story; sweep a generator scenario (sim list gen-)", sc.Name)
 	}
 	var locks []string
 	if o.locks != "" {
 		locks = strings.Split(o.locks, ",")
 		for _, l := range locks {
 			if _, err := sweep.Variant(sc, l); err != nil {
-				return fail(stderr, err)
+				return err
 			}
 		}
 	}
@@ -160,9 +159,9 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 		o.out = filepath.Join("runs", fmt.Sprintf("sweep-%s%s-%s", sc.Name, shard, time.Now().Format("20060102-150405")))
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return fail(stderr, err)
+		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	so := sweep.Options{Param: param, Points: o.points, Trials: o.trials, Locks: locks, Seed: o.seed,
 		TTL: o.ttl, Duration: o.duration, Clients: o.clients, Backend: o.backend}
@@ -189,111 +188,34 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 	rows, err := sweep.Run(ctx, sc, so)
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped\n")
-			return exitInterrupted
+			return interrupted("interrupted; every server and client was stopped")
 		}
-		return fail(stderr, err)
+		return err
 	}
-	if err := writeSweep(o.out, sc, rows); err != nil {
-		return fail(stderr, err)
+	if err := reports.WriteSweep(o.out, sc.Name, rows); err != nil {
+		return err
 	}
 	if err := sweep.WriteDescription(filepath.Join(o.out, "sweep.json"), desc); err != nil {
-		return fail(stderr, err)
+		return err
 	}
-	printSweep(stdout, rows)
+	reports.SweepTable(stdout, rows)
 	for _, u := range unknowns {
 		fmt.Fprintf(stderr, "  no verdict: %s\n", u)
 	}
 	_, trials, _ := sweep.Undecided(rows)
 	fmt.Fprintf(stdout, "%d trials in %v; %s\n", trials, time.Since(started).Round(time.Millisecond),
 		filepath.Join(o.out, "sweep.csv"))
-	return undecided(stderr, rows)
+	return undecided(rows)
 }
 
-// undecided is a sweep's exit code: 1, with the reason on stderr, when
-// more than sweep.MaxUnknown of its trials ended unknown, for then its
-// rates rest on the trials the machine happened to play on time.
-func undecided(stderr io.Writer, rows []sweep.Row) int {
+// undecided is a sweep's verdict: exit 1, saying why, when more than
+// sweep.MaxUnknown of its trials ended unknown, for then its rates rest
+// on the trials the machine happened to play on time.
+func undecided(rows []sweep.Row) error {
 	unknown, trials, tooMany := sweep.Undecided(rows)
 	if !tooMany {
-		return exitOK
-	}
-	fmt.Fprintf(stderr, "sim: %d of %d trials ended unknown (more than %.0f%%): the machine was too slow for them, so the rates rest on the rest; run the sweep again on a quieter machine\n",
-		unknown, trials, 100*sweep.MaxUnknown)
-	return exitMismatch
-}
-
-// writeSweep writes sweep.csv and the two plots (sim sweep, and sim
-// sweep merge from the shards' rows).
-func writeSweep(dir string, sc *scenarios.Scenario, rows []sweep.Row) error {
-	f, err := os.Create(filepath.Join(dir, "sweep.csv"))
-	if err != nil {
-		return err
-	}
-	if err := sweep.WriteCSV(f, rows); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if len(rows) == 0 {
 		return nil
 	}
-	key, _ := sweep.LookupKey(rows[0].Param)
-	xlabel, mark, what := key.Axis(), 1.0, key.What
-	if key.Rate() || key.Name == "ttl" {
-		mark = 0
-	}
-	for _, plot := range []struct {
-		file, ylabel, title string
-		k                   func(sweep.Row) (int, int)
-	}{
-		{"damage", "trials with a lost update or stale write (%)", "Damage to the protected data",
-			func(r sweep.Row) (int, int) { return r.Damaged, r.Decided() }},
-		{"violations", "trials where the lock or the data was violated (%)", "Lock or data violated",
-			func(r sweep.Row) (int, int) { return r.Violated, r.Decided() }},
-	} {
-		rp := reports.RatePlot{Title: fmt.Sprintf("%s: %s against %s", sc.Name, strings.ToLower(plot.title[:1])+plot.title[1:], what),
-			XLabel: xlabel, YLabel: plot.ylabel, Mark: mark, MarkLabel: key.Name + " = TTL"}
-		index := map[string]int{}
-		for _, r := range rows {
-			i, ok := index[r.Lock]
-			if !ok {
-				i = len(rp.Series)
-				index[r.Lock] = i
-				rp.Series = append(rp.Series, reports.Series{Name: r.Lock, Dashed: reports.IsFenced(r.Lock)})
-			}
-			k, n := plot.k(r)
-			s := &rp.Series[i]
-			if r.NoData() {
-				s.NoData = append(s.NoData, r.X()) // every trial unknown: no rate
-				continue
-			}
-			lo, hi := sweep.Wilson(k, n)
-			s.X = append(s.X, r.X())
-			s.Y = append(s.Y, 100*float64(k)/float64(max(n, 1)))
-			s.Low, s.High = append(s.Low, 100*lo), append(s.High, 100*hi)
-		}
-		if err := reports.WriteRatePlot(rp, filepath.Join(dir, plot.file)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// printSweep prints the rows as a table.
-func printSweep(w io.Writer, rows []sweep.Row) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOCK\tVALUE\tVIOLATED\tDAMAGED\tPER 1000 CS\tFENCED REJECTIONS\tUNKNOWN")
-	for _, r := range rows {
-		if r.NoData() {
-			fmt.Fprintf(tw, "%s\t%s=%s\tno data\tno decided trial\t-\t-\t%d of %d\n", r.Lock, r.Param, r.Value.Format(r.Param), r.Unknown, r.Trials)
-			continue
-		}
-		lo, hi := sweep.Wilson(r.Damaged, r.Decided())
-		fmt.Fprintf(tw, "%s\t%s=%s\t%d/%d\t%d/%d (95%%: %.0f-%.0f%%)\t%.1f\t%d\t%d\n", r.Lock, r.Param, r.Value.Format(r.Param),
-			r.Violated, r.Decided(), r.Damaged, r.Decided(), 100*lo, 100*hi, r.PerThousand(), r.Refused, r.Unknown)
-	}
-	tw.Flush()
+	return &exitError{code: exitMismatch, err: fmt.Errorf("%d of %d trials ended unknown (more than %.0f%%): the machine was too slow for them, so the rates rest on the rest; run the sweep again on a quieter machine",
+		unknown, trials, 100*sweep.MaxUnknown)}
 }

@@ -4,7 +4,6 @@ package main
 // played on several machines (sim sweep --shard I/N).
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"locksim/scenarios"
+	"locksim/reports"
 	"locksim/sweep"
 )
 
-func (c *cli) sweepMergeCmd() *cobra.Command {
+func sweepMergeCmd() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:   "merge DIR... [--out DIR]",
@@ -30,73 +29,41 @@ point, and write sweep.csv, sweep.json, damage.png/.svg and
 violations.png/.svg as the whole sweep would have. Rates and intervals are
 computed from the summed counts.`,
 		Example: `  sim sweep merge shard-1 shard-2 shard-3 shard-4 --out sweep`,
-		Args:    cobra.ArbitraryArgs,
-		RunE:    c.do(func(_ *cobra.Command, args []string) int { return cmdSweepMerge(args, out, c.stdout, c.stderr) }),
+		Args:    usage(cobra.MinimumNArgs(1), "sweep merge: name the shards' directories, e.g. sim sweep merge shard-1 shard-2"),
+		RunE:    func(cmd *cobra.Command, args []string) error { return cmdSweepMerge(args, out, cmd.OutOrStdout()) },
 	}
 	cmd.Flags().StringVar(&out, "out", "", "where the merged sweep goes (`DIR`; default runs/sweep-merge-<time>)")
 	return cmd
 }
 
-func cmdSweepMerge(dirs []string, out string, stdout, stderr io.Writer) int {
-	if len(dirs) == 0 {
-		return fail(stderr, errors.New("sweep merge: name the shards' directories, e.g. sim sweep merge shard-1 shard-2"))
-	}
+func cmdSweepMerge(dirs []string, out string, stdout io.Writer) error {
 	var shards []sweep.ShardResult
 	for _, dir := range dirs {
-		s, err := readShard(dir)
+		s, err := sweep.ReadShard(dir)
 		if err != nil {
-			return fail(stderr, err)
+			return err
 		}
 		shards = append(shards, s)
 	}
 	desc, rows, err := sweep.Merge(shards)
 	if err != nil {
-		return fail(stderr, err)
+		return err
 	}
 	desc.Version = version()
 	if out == "" {
 		out = filepath.Join("runs", "sweep-merge-"+time.Now().Format("20060102-150405"))
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fail(stderr, err)
+		return err
 	}
-	// The plots' titles name the scenario; one this sim does not know
-	// (the shards came from another version) is drawn by its name.
-	sc, err := scenarios.Find(desc.Scenario)
-	if err != nil {
-		sc = &scenarios.Scenario{Name: desc.Scenario}
-	}
-	if err := writeSweep(out, sc, rows); err != nil {
-		return fail(stderr, err)
+	if err := reports.WriteSweep(out, desc.Scenario, rows); err != nil {
+		return err
 	}
 	if err := sweep.WriteDescription(filepath.Join(out, "sweep.json"), desc); err != nil {
-		return fail(stderr, err)
+		return err
 	}
-	printSweep(stdout, rows)
+	reports.SweepTable(stdout, rows)
 	_, trials, _ := sweep.Undecided(rows)
 	fmt.Fprintf(stdout, "%d trials from %d shards; %s\n", trials, len(shards), filepath.Join(out, "sweep.csv"))
-	return undecided(stderr, rows)
-}
-
-// readShard reads a shard's sweep.json and sweep.csv.
-func readShard(dir string) (sweep.ShardResult, error) {
-	s := sweep.ShardResult{Dir: dir}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return s, fmt.Errorf("%s: not a directory (name the directories sim sweep --shard wrote)", dir)
-	}
-	var err error
-	if s.Desc, err = sweep.ReadDescription(filepath.Join(dir, "sweep.json")); errors.Is(err, os.ErrNotExist) {
-		return s, fmt.Errorf("%s: no sweep.json (a shard's directory holds sweep.json and sweep.csv)", dir)
-	} else if err != nil {
-		return s, err
-	}
-	f, err := os.Open(filepath.Join(dir, "sweep.csv"))
-	if err != nil {
-		return s, fmt.Errorf("%s: no sweep.csv (a shard's directory holds sweep.json and sweep.csv)", dir)
-	}
-	defer f.Close()
-	if s.Rows, err = sweep.ReadCSV(f); err != nil {
-		return s, fmt.Errorf("%s: %v", filepath.Join(dir, "sweep.csv"), err)
-	}
-	return s, nil
+	return undecided(rows)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"locksim/env"
+	"locksim/reports"
 	"locksim/sweep"
 )
 
@@ -135,15 +136,15 @@ func TestProgressPlainLines(t *testing.T) {
 // or fewer does not.
 func TestSweepExitsOneWhenUndecided(t *testing.T) {
 	var b bytes.Buffer
-	if code := undecided(&b, []sweep.Row{{Trials: 10, Unknown: 1}, {Trials: 10, Unknown: 1}}); code != exitOK || b.Len() != 0 {
+	if code := exit(&b, undecided([]sweep.Row{{Trials: 10, Unknown: 1}, {Trials: 10, Unknown: 1}})); code != exitOK || b.Len() != 0 {
 		t.Fatalf("2 of 20 unknown: exit %d, %q", code, b.String())
 	}
-	code := undecided(&b, []sweep.Row{{Trials: 10, Unknown: 3}, {Trials: 10}})
-	if line := b.String(); code != exitMismatch || !strings.Contains(line, "3 of 20 trials ended unknown") || !strings.Contains(line, "quieter machine") {
+	code := exit(&b, undecided([]sweep.Row{{Trials: 10, Unknown: 3}, {Trials: 10}}))
+	if line := b.String(); code != exitMismatch || !strings.HasPrefix(line, "sim: 3 of 20 trials ended unknown") || !strings.Contains(line, "quieter machine") || strings.Count(line, "\n") != 1 {
 		t.Fatalf("3 of 20 unknown: exit %d, %q", code, line)
 	}
 	var table bytes.Buffer
-	printSweep(&table, []sweep.Row{{Lock: "redis", Param: "pause", Value: sweep.Value{X: 3, RelTTL: true}, Trials: 5, Unknown: 5}})
+	reports.SweepTable(&table, []sweep.Row{{Lock: "redis", Param: "pause", Value: sweep.Value{X: 3, RelTTL: true}, Trials: 5, Unknown: 5}})
 	if !strings.Contains(table.String(), "no data") || !strings.Contains(table.String(), "5 of 5") {
 		t.Fatalf("a point of unknown trials in the table:\n%s", table.String())
 	}

@@ -1,0 +1,270 @@
+// Package matrix plans and plays sim matrix: every story against every
+// lock of its servers, a cell each, so that a table says which locks each
+// story catches and which stories each lock survives. It decides what
+// each cell is (n/a, run with its outcome, a story that did not happen,
+// not run) and says it in words; reports draws the table.
+package matrix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"locksim/checker"
+	"locksim/runner"
+	"locksim/scenarios"
+)
+
+// Cell is one lock and one scenario: not applicable, not run, or run with
+// its outcome.
+type Cell struct {
+	Lock, Scenario string
+	// Played is the story as it is played with the cell's lock; nil when
+	// NA says why it cannot be told with it.
+	Played *scenarios.Scenario
+	NA     string
+	// Ran says the run ended with a verdict.
+	Ran               bool
+	Verdict, Expected string
+	// Slow says the verdict is unknown because the machine was too slow.
+	Slow bool
+	// CF is the counterfactual's verdict ("": none ran), CFFlipped
+	// whether it flipped; CFSkipped why it was not played, and
+	// CFChangesLock whether that is because it changes the lock (which
+	// means nothing for the cell's).
+	CF            string
+	CFFlipped     bool
+	CFSkipped     string
+	CFChangesLock bool
+	// Story is how the run contradicted its story; Err a harness failure;
+	// Interrupted says the run was cut short.
+	Story, Err  string
+	Interrupted bool
+	// Dir is the run directory; Summary the checkers' sentence.
+	Dir, Summary string
+	Duration     time.Duration
+}
+
+// Matrix is the table: the scenarios (rows), the locks (columns), the
+// cells by lock and scenario.
+type Matrix struct {
+	Locks     []string
+	Scenarios []*scenarios.Scenario
+	Cells     map[[2]string]*Cell
+}
+
+// Cell is the cell of lock and scenario.
+func (m *Matrix) Cell(lock, scenario string) *Cell { return m.Cells[[2]string{lock, scenario}] }
+
+// Ordered lists the cells in the order they run: lock by lock, each
+// lock's scenarios in turn.
+func (m *Matrix) Ordered() []*Cell {
+	var out []*Cell
+	for _, l := range m.Locks {
+		for _, sc := range m.Scenarios {
+			if c := m.Cell(l, sc.Name); c != nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// Playable lists the cells that can be played, in the order they run.
+func (m *Matrix) Playable() []*Cell {
+	var out []*Cell
+	for _, c := range m.Ordered() {
+		if c.Played != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Plan builds the table's cells, each with the story as it runs with its
+// lock, in out/<lock>/<scenario>. With a client program (clientCmd), a
+// story it cannot tell (a write, a fence, a watchdog: protocol v1 has
+// none) is n/a.
+func Plan(locks []string, list []*scenarios.Scenario, out string, clientCmd []string) *Matrix {
+	m := &Matrix{Locks: locks, Scenarios: list, Cells: map[[2]string]*Cell{}}
+	for _, l := range locks {
+		for _, sc := range list {
+			c := &Cell{Lock: l, Scenario: sc.Name, Expected: sc.Expected, Dir: filepath.Join(out, l, sc.Name)}
+			m.Cells[[2]string{l, sc.Name}] = c
+			v, err := scenarios.WithLock(sc, l)
+			if err == nil && len(clientCmd) > 0 {
+				err = v.Scenario.ExternalClientProblem()
+			}
+			if err != nil {
+				c.NA = err.Error()
+				continue
+			}
+			if sc.Counterfactual == nil {
+				c.CFSkipped = "the scenario has none"
+			}
+			if v.SkipCF != "" {
+				c.CFSkipped, c.CFChangesLock = v.SkipCF, true
+			}
+			c.Played = v.Scenario
+		}
+	}
+	return m
+}
+
+// PlayFunc plays a story and writes its run directory (runner.Run and the
+// reports).
+type PlayFunc func(ctx context.Context, sc *scenarios.Scenario, o runner.Options) (*runner.Outcome, error)
+
+// Play plays every cell that can be played, one after another, each with
+// its counterfactual where it has one, into the cell's directory, with
+// o's client program and backend and seed. Once ctx ends, the cells left
+// are marked interrupted. done is called after each cell played, with how
+// many have been and how many there are.
+func (m *Matrix) Play(ctx context.Context, play PlayFunc, o runner.Options, done func(n, total int, c *Cell)) {
+	cells := m.Playable()
+	for i, c := range cells {
+		if ctx.Err() != nil {
+			c.Interrupted = true
+			continue
+		}
+		started := time.Now()
+		co := o
+		co.Out, co.Counterfactual = c.Dir, c.Played.Counterfactual != nil
+		res, err := play(ctx, c.Played, co)
+		c.Duration = time.Since(started)
+		c.record(res, err, ctx.Err() != nil)
+		if done != nil {
+			done(i+1, len(cells), c)
+		}
+	}
+}
+
+// record fills in the cell's outcome from its run.
+func (c *Cell) record(res *runner.Outcome, err error, interrupted bool) {
+	var story *runner.StoryError
+	switch {
+	case err != nil && interrupted:
+		c.Interrupted = true
+	case errors.As(err, &story):
+		c.Story = fmt.Sprintf("step %d (%s): %s", story.Step, story.Claimed, story.Saw)
+	case err != nil:
+		c.Err = strings.Join(strings.Fields(err.Error()), " ")
+	default:
+		c.Ran = true
+		c.Verdict, c.Expected, c.Summary = res.Check.Verdict, res.Expected, res.Check.Summary
+		c.Slow = res.Check.Verdict == checker.Unknown && res.Machine != nil && res.Machine.Busy != ""
+		if cf := res.Counterfactual; cf != nil {
+			c.CF, c.CFFlipped = cf.Verdict, cf.Flipped
+		}
+	}
+}
+
+// Failed is the first cell the harness could not run, nil when every
+// cell ran.
+func (m *Matrix) Failed() *Cell {
+	for _, c := range m.Ordered() {
+		if c.Err != "" {
+			return c
+		}
+	}
+	return nil
+}
+
+// Kinds of cell, for the HTML page's colours and the legend.
+const (
+	KindMatch   = "match"
+	KindDiffers = "differs"
+	KindStory   = "story"
+	KindUnknown = "unknown"
+	KindNA      = "na"
+	KindError   = "error"
+)
+
+// Kinds lists the kinds of cell, each with its words in the tally and
+// the legend.
+var Kinds = []struct{ Kind, Words string }{
+	{KindMatch, "as expected"}, {KindDiffers, "another verdict"}, {KindStory, "story did not happen"},
+	{KindUnknown, "unknown"}, {KindError, "not run"}, {KindNA, "n/a"},
+}
+
+// Kind is what the cell came to.
+func (c *Cell) Kind() string {
+	switch {
+	case c.NA != "":
+		return KindNA
+	case c.Err != "" || c.Interrupted:
+		return KindError
+	case c.Story != "":
+		return KindStory
+	case c.Verdict == checker.Unknown:
+		return KindUnknown
+	case c.Verdict == c.Expected:
+		return KindMatch
+	}
+	return KindDiffers
+}
+
+// Text is the cell in words, its reasons cut to width (0: whole).
+func (c *Cell) Text(width int) string {
+	cut := func(s string) string {
+		if r := []rune(s); width > 0 && len(r) > width {
+			return string(r[:width-1]) + "…"
+		}
+		return s
+	}
+	switch c.Kind() {
+	case KindNA:
+		return "n/a"
+	case KindError:
+		if c.Interrupted {
+			return "not run (interrupted)"
+		}
+		return "error: " + cut(c.Err)
+	case KindStory:
+		return "story did not happen: " + cut(c.Story)
+	}
+	var s string
+	switch c.Kind() {
+	case KindUnknown:
+		s = "unknown"
+		if c.Slow {
+			s += " (machine too slow)"
+		}
+	case KindMatch:
+		s = c.Verdict + ", as expected"
+	default:
+		s = c.Verdict + ", NOT " + c.Expected
+	}
+	return s + c.cfText()
+}
+
+// cfText is the counterfactual's part of a cell: "; cf safe".
+func (c *Cell) cfText() string {
+	switch {
+	case c.CF != "" && c.CFFlipped:
+		return "; cf " + c.CF
+	case c.CF != "":
+		return "; cf " + c.CF + " (no flip)"
+	case c.CFChangesLock:
+		return "; cf skipped (it changes the lock)"
+	}
+	return ""
+}
+
+// Tally counts the cells by kind, in words.
+func (m *Matrix) Tally() string {
+	n := map[string]int{}
+	for _, c := range m.Cells {
+		n[c.Kind()]++
+	}
+	var parts []string
+	for _, k := range Kinds {
+		if n[k.Kind] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[k.Kind], k.Words))
+		}
+	}
+	return fmt.Sprintf("%d cell(s): %s", len(m.Cells), strings.Join(parts, ", "))
+}

@@ -1,0 +1,117 @@
+package matrix
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"locksim/checker"
+	"locksim/history"
+	"locksim/runner"
+	"locksim/scenarios"
+)
+
+// TestMatrixClientProgramNA: with a client program, a story that writes to
+// the protected storage is n/a (protocol v1 has no writes), and a story
+// without one is played.
+func TestMatrixClientProgramNA(t *testing.T) {
+	var list []*scenarios.Scenario
+	for _, name := range []string{"redlock-clock-jump", "redlock-pause-after-acquire"} {
+		sc, err := scenarios.Find(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, sc)
+	}
+	for _, tc := range []struct {
+		clientCmd []string
+		na        bool
+	}{{nil, false}, {[]string{"node", "client.js"}, true}} {
+		m := Plan([]string{"redlock"}, list, t.TempDir(), tc.clientCmd)
+		jump, pause := m.Cell("redlock", "redlock-clock-jump"), m.Cell("redlock", "redlock-pause-after-acquire")
+		if jump.NA != "" || jump.Played == nil {
+			t.Errorf("client %v: redlock-clock-jump is n/a (%s), want it played", tc.clientCmd, jump.NA)
+		}
+		if got := pause.NA != ""; got != tc.na || (tc.na && !strings.Contains(pause.NA, "protocol v1")) {
+			t.Errorf("client %v: redlock-pause-after-acquire n/a = %q, want n/a %v (protocol v1 has no writes)", tc.clientCmd, pause.NA, tc.na)
+		}
+	}
+}
+
+// TestPlayRecordsEachCell plays a made-up matrix with a fake play (no
+// server starts): each cell records what its run came to (a verdict and
+// its counterfactual's, a machine too busy, a story that did not happen,
+// a harness failure), n/a cells are not played, the cells run lock by
+// lock, and once the context ends the cells left are not run.
+func TestPlayRecordsEachCell(t *testing.T) {
+	var list []*scenarios.Scenario
+	for _, name := range []string{"redis-ttl-expiry", "redis-unsafe-release", "postgres-idle-timeout"} {
+		sc, err := scenarios.Find(name)
+		if err != nil {
+			t.Skipf("%s: %v", name, err)
+		}
+		list = append(list, sc)
+	}
+	dir := t.TempDir()
+	m := Plan([]string{"redis", "redis-plain-del"}, list, dir, nil)
+	if c := m.Cell("redis", "postgres-idle-timeout"); c.NA == "" || c.Played != nil {
+		t.Errorf("a PostgreSQL story with a Redis lock: n/a %q", c.NA)
+	}
+	if c := m.Cell("redis", "redis-unsafe-release"); !c.CFChangesLock || c.Played.Counterfactual != nil {
+		t.Errorf("redis-unsafe-release with redis: its counterfactual changes the lock, skipped %q", c.CFSkipped)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var order []string
+	play := func(ctx context.Context, sc *scenarios.Scenario, o runner.Options) (*runner.Outcome, error) {
+		order = append(order, sc.Lock+"/"+filepath.Base(o.Out))
+		switch len(order) {
+		case 1:
+			return &runner.Outcome{Expected: "unsafe", Check: checker.Result{Verdict: "unsafe"},
+				Counterfactual: &runner.Counterfactual{Verdict: "safe", Flipped: true}}, nil
+		case 2:
+			return nil, &runner.StoryError{Step: 4, Claimed: "client 1's release ends ok", Saw: "refused (not-held)"}
+		case 3:
+			return &runner.Outcome{Expected: "unsafe", Check: checker.Result{Verdict: checker.Unknown}, Machine: &history.Machine{Busy: "client 2 did not run for 80ms"}}, nil
+		}
+		cancel()
+		return nil, errors.New("server would not\nstart")
+	}
+	var progress []int
+	m.Play(ctx, play, runner.Options{Seed: 1}, func(n, total int, c *Cell) { progress = append(progress, n, total) })
+	if want := "redis/redis-ttl-expiry redis/redis-unsafe-release redis-plain-del/redis-ttl-expiry redis-plain-del/redis-unsafe-release"; strings.Join(order, " ") != want {
+		t.Errorf("played %v, want %s", order, want)
+	}
+	if want := []int{1, 4, 2, 4, 3, 4, 4, 4}; !slices.Equal(progress, want) {
+		t.Errorf("progress %v, want %v", progress, want)
+	}
+	for _, c := range []struct {
+		lock, scenario, kind, text string
+	}{
+		{"redis", "redis-ttl-expiry", KindMatch, "unsafe, as expected; cf safe"},
+		{"redis", "redis-unsafe-release", KindStory, "story did not happen: step 4 (client 1's release ends ok): refused (not-held)"},
+		{"redis-plain-del", "redis-ttl-expiry", KindUnknown, "unknown (machine too slow)"},
+		{"redis-plain-del", "redis-unsafe-release", KindError, "not run (interrupted)"},
+		{"redis", "postgres-idle-timeout", KindNA, "n/a"},
+	} {
+		cell := m.Cell(c.lock, c.scenario)
+		if cell.Kind() != c.kind || cell.Text(0) != c.text {
+			t.Errorf("%s with %s: %s %q, want %s %q", c.scenario, c.lock, cell.Kind(), cell.Text(0), c.kind, c.text)
+		}
+	}
+	if f := m.Failed(); f != nil {
+		t.Errorf("an interrupted cell is not a failed one: %s with %s", f.Scenario, f.Lock)
+	}
+
+	// Not interrupted, the harness failure is the cell's error, in one line.
+	m = Plan([]string{"redis"}, list[:1], dir, nil)
+	m.Play(context.Background(), func(context.Context, *scenarios.Scenario, runner.Options) (*runner.Outcome, error) {
+		return nil, errors.New("server would not\nstart")
+	}, runner.Options{}, nil)
+	if f := m.Failed(); f == nil || f.Err != "server would not start" || f.Kind() != KindError {
+		t.Errorf("a harness failure: %+v", f)
+	}
+}

@@ -1,0 +1,162 @@
+package scenarios
+
+// variant.go: a story played with another registered lock than its own
+// (sim run --lock, sim matrix --locks), and the scenarios a command line
+// names.
+
+import (
+	"errors"
+	"fmt"
+
+	"locksim/clients"
+)
+
+// Variant is a story played with another lock than its own.
+type Variant struct {
+	// Scenario is the story as it runs: its lock (and how many nodes it
+	// has) replaced.
+	Scenario *Scenario
+	// Own is the story's own lock; Lock the one it runs with.
+	Own, Lock string
+	// SkipCF says why the story's counterfactual means nothing with this
+	// lock ("": it does, or there is none).
+	SkipCF string
+}
+
+// Name is how the run goes by in what sim prints: "redis-ttl-expiry with
+// lock redlock".
+func (v Variant) Name() string {
+	if v.Lock == v.Own {
+		return v.Scenario.Name
+	}
+	return v.Scenario.Name + " with lock " + v.Lock
+}
+
+// inapplicable is a story that cannot be told with a lock: the lock needs
+// other servers, or has fewer nodes than the story names. sim run
+// refuses it (exit 2); sim matrix shows the cell as n/a.
+type inapplicable struct{ msg string }
+
+func (e *inapplicable) Error() string { return e.msg }
+
+// WithLock returns sc played with lock name instead of its own. The story
+// keeps everything else: its servers' settings, its steps and what they
+// claim (a lock that does not behave as told ends as a contradiction, exit
+// 2), its expected verdict. The nodes (Redis servers, etcd members) are
+// the lock's kind: a single-node lock (redis) runs on one node, a quorum
+// lock (redlock) on the story's nodes when it has several, else on its own
+// default (5); a story that names a node the lock does not have cannot be
+// told with it.
+func WithLock(sc *Scenario, name string) (Variant, error) {
+	v := Variant{Scenario: sc, Own: sc.Lock, Lock: name}
+	spec, err := clients.Lookup(name)
+	if err != nil {
+		return v, err
+	}
+	own, err := clients.Lookup(sc.Lock)
+	if err != nil {
+		return v, err
+	}
+	if spec.Backend != own.Backend {
+		return v, &inapplicable{fmt.Sprintf("scenario %s uses a %s lock; %s is a %s lock", sc.Name, own.Backend, name, spec.Backend)}
+	}
+	if name == sc.Lock {
+		return v, nil
+	}
+	cp := *sc
+	cp.Lock = name
+	cp.Title = fmt.Sprintf("%s (played with lock %s instead of %s)", sc.Title, name, sc.Lock)
+	if sc.Nodes > 0 || spec.Nodes > 0 { // a backend of nodes (Redis, etcd), not PostgreSQL
+		switch want := max(spec.Nodes, 1); {
+		case want == 1:
+			cp.Nodes = 1
+		case sc.Nodes <= 1:
+			cp.Nodes = want
+		}
+		if n, where := highestNode(sc); n >= cp.Nodes {
+			has := "one node, A"
+			if cp.Nodes > 1 {
+				has = fmt.Sprintf("%d nodes, A to %s", cp.Nodes, NodeName(cp.Nodes-1))
+			}
+			return v, &inapplicable{fmt.Sprintf("scenario %s names node %s (%s); lock %s runs on %s", sc.Name, NodeName(n), where, name, has)}
+		}
+	}
+	if c := sc.Counterfactual; c != nil && c.Given("lock") {
+		v.SkipCF = fmt.Sprintf("it changes the lock (%s -> %s: %s), which means nothing for lock %s", sc.Lock, c.Lock, c.Change, name)
+		cp.Counterfactual = nil
+	}
+	v.Scenario = &cp
+	return v, nil
+}
+
+// highestNode returns the index of the highest node the story's
+// steps name (-1: none) and where.
+func highestNode(sc *Scenario) (int, string) {
+	best, where := -1, ""
+	see := func(node string, at string) {
+		if len(node) == 1 && node[0] >= 'A' && node[0] <= 'Z' && int(node[0]-'A') > best {
+			best, where = int(node[0]-'A'), at
+		}
+	}
+	var visit func(st Step, at string)
+	visit = func(st Step, at string) {
+		aim := st.Aim()
+		see(aim.Node, at)
+		for _, n := range aim.Links {
+			see(n, at)
+		}
+		for _, n := range st.GrantedBy {
+			see(n, at)
+		}
+		if st.Counterfactual != nil {
+			visit(*st.Counterfactual, at+"'s counterfactual")
+		}
+	}
+	for i, st := range sc.Steps {
+		visit(st, fmt.Sprintf("step %d", i+1))
+	}
+	return best, where
+}
+
+// Select turns the names a command line gives into scenarios (all: the
+// whole catalogue first): an exact name or a file first; else a regex
+// matching some names selects them all; else the "no such scenario, did
+// you mean" error. Each scenario comes once.
+func Select(all bool, targets []string) ([]*Scenario, error) {
+	var list []*Scenario
+	seen := map[string]bool{}
+	add := func(sc *Scenario) {
+		if !seen[sc.Name] {
+			seen[sc.Name] = true
+			list = append(list, sc)
+		}
+	}
+	if all {
+		all, err := Catalogue()
+		if err != nil {
+			return nil, err
+		}
+		for _, sc := range all {
+			add(sc)
+		}
+	}
+	for _, t := range targets {
+		sc, err := Find(t)
+		if err == nil {
+			add(sc)
+			continue
+		}
+		var nf *NotFoundError
+		if !errors.As(err, &nf) {
+			return nil, err
+		}
+		matches, merr := Match(t)
+		if merr != nil || len(matches) == 0 {
+			return nil, err
+		}
+		for _, sc := range matches {
+			add(sc)
+		}
+	}
+	return list, nil
+}

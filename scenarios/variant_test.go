@@ -1,0 +1,84 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestLockVariant: a story played with another lock of its servers keeps
+// its claims and takes the lock's nodes; a lock of other servers, or one
+// with fewer nodes than the story names, cannot tell it; a counterfactual
+// that itself changes the lock is skipped.
+func TestLockVariant(t *testing.T) {
+	find := func(name string) *Scenario {
+		sc, err := Find(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	ttl := find("redis-ttl-expiry")
+	v, err := WithLock(ttl, "redlock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Scenario.Lock != "redlock" || v.Scenario.Nodes != 5 || ttl.Lock != "redis" || ttl.Nodes != 1 || v.SkipCF != "" || v.Scenario.Counterfactual == nil {
+		t.Errorf("redis-ttl-expiry with redlock: lock %s, %d nodes, skip %q (the story's own: %s, %d)", v.Scenario.Lock, v.Scenario.Nodes, v.SkipCF, ttl.Lock, ttl.Nodes)
+	}
+	if v.Name() != "redis-ttl-expiry with lock redlock" || !strings.Contains(v.Scenario.Title, "played with lock redlock instead of redis") {
+		t.Errorf("name %q, title %q", v.Name(), v.Scenario.Title)
+	}
+	if len(v.Scenario.Steps) != len(ttl.Steps) || v.Scenario.Expected != ttl.Expected {
+		t.Error("the variant lost the story's steps or expected verdict")
+	}
+	if v, err := WithLock(ttl, "redis"); err != nil || v.Scenario != ttl || v.Name() != "redis-ttl-expiry" {
+		t.Errorf("its own lock: %v, %v", v.Scenario, err)
+	}
+
+	if _, err := WithLock(ttl, "postgres-session"); err == nil || err.Error() != "scenario redis-ttl-expiry uses a redis lock; postgres-session is a postgres lock" {
+		t.Errorf("another backend: %v", err)
+	}
+	if _, err := WithLock(ttl, "zookeeper"); err == nil || !strings.HasPrefix(err.Error(), `unknown lock "zookeeper"`) {
+		t.Errorf("unknown lock: %v", err)
+	}
+	if _, err := WithLock(find("redlock-clock-jump"), "redis"); err == nil || !strings.Contains(err.Error(), "lock redis runs on one node, A") {
+		t.Errorf("a five-node story with a one-node lock: %v", err)
+	}
+
+	release := find("redis-unsafe-release") // its counterfactual is lock: redis
+	v, err = WithLock(release, "redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(v.SkipCF, "it changes the lock (redis-plain-del -> redis") || v.Scenario.Counterfactual != nil || release.Counterfactual == nil {
+		t.Errorf("counterfactual that changes the lock: skip %q, counterfactual %v", v.SkipCF, v.Scenario.Counterfactual)
+	}
+}
+
+// TestSelect: a name, a file or a regex, each scenario once; a name that
+// is neither keeps the "did you mean" error.
+func TestSelect(t *testing.T) {
+	list, err := Select(false, []string{"redlock-clock-jump", "^redlock-clock-jump(-control)?$"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, sc := range list {
+		names = append(names, sc.Name)
+	}
+	if strings.Join(names, " ") != "redlock-clock-jump redlock-clock-jump-control" {
+		t.Errorf("selected %v", names)
+	}
+	all, err := Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, err := Select(true, []string{"redlock-clock-jump"}); err != nil || len(list) != len(all) {
+		t.Errorf("--all and a name: %d scenarios (%v), want the catalogue's %d", len(list), err, len(all))
+	}
+	for _, name := range []string{"redlock-clockjump", "redlock-["} {
+		if _, err := Select(false, []string{name}); err == nil || !strings.Contains(err.Error(), "no scenario named") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
