@@ -103,8 +103,11 @@ func narrate(st step, c claim) string {
 	who := fmt.Sprintf("Client %d", st.Client)
 	switch st.Do {
 	case "acquire":
-		if c.expect == "granted" && len(c.grantedBy) > 0 {
+		switch {
+		case c.expect == "granted" && len(c.grantedBy) > 0:
 			return fmt.Sprintf("%s takes the lock (granted by %s).", who, strings.Join(c.grantedBy, ", "))
+		case c.expect == "granted":
+			return who + " takes the lock."
 		}
 		return fmt.Sprintf("%s asks for the lock: %s%s.", who, c.expect, because(c.reason))
 	case "write":

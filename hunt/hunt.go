@@ -134,7 +134,8 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 	}
 	h.res.Found = true
 	h.res.SecondsToFind = round2(time.Since(h.started).Seconds())
-	h.res.Original, h.res.FaultsFound = found, len(found.Faults)
+	orig := clonePlan(*found)
+	h.res.Original, h.res.FaultsFound = &orig, len(orig.Faults)
 	original, err := sp.build(*found, h.meta("original", *found), nil)
 	if err != nil {
 		return nil, nil, nil, err
@@ -202,6 +203,7 @@ func (h *hunter) fails(ctx context.Context, p Plan) (bool, error) {
 // bisected toward the point where it stops failing and rounded to a
 // readable value that still fails, then the work shortened alike.
 func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
+	p = clonePlan(p) // the sizes are changed in place
 	budget := h.played + h.o.ShrinkRuns
 	fails := func(q Plan) (bool, error) {
 		if h.played >= budget {

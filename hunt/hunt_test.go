@@ -138,6 +138,9 @@ func TestRunFindsAndSaysNothingWhenSafe(t *testing.T) {
 	if !res.Found || story == nil || original == nil || res.Reproduced != 3 || res.Final == nil || len(res.Final.Faults) != 1 {
 		t.Fatalf("found %v, story %v, reproduced %d of %d, final %+v", res.Found, story != nil, res.Reproduced, res.ReproducedOf, res.Final)
 	}
+	if res.Original.Faults[0].X == res.Final.Faults[0].X {
+		t.Errorf("original %+v and final %+v: the shrink changed the original too", res.Original.Faults, res.Final.Faults)
+	}
 	if !strings.Contains(string(story.YAML), "cause: true") || !strings.Contains(string(story.YAML), "counterfactual:") {
 		t.Errorf("found.yaml lacks its cause or counterfactual:\n%s", story.YAML)
 	}

@@ -1,0 +1,190 @@
+package main
+
+// hunt.go: sim hunt, which searches fault schedules against a lock and
+// shrinks the first violation to a story.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"locksim/hunt"
+	"locksim/runner"
+	"locksim/scenarios"
+	"locksim/sweep"
+)
+
+// huntOptions are sim hunt's flags.
+type huntOptions struct {
+	lock, storage, faults string
+	ttl, budget           time.Duration
+	runs                  int
+	seed                  int64
+	shard, out            string
+	backend               runner.Backend
+}
+
+func huntCmd() *cobra.Command {
+	var o huntOptions
+	cmd := &cobra.Command{
+		Use:   "hunt LOCK [--storage MODE] [--faults KIND,...] [--runs N|--budget D] [--seed S]",
+		Short: "search fault schedules against a lock; shrink the first violation to a story",
+		Long: `Search fault schedules against a lock on real servers, the story workload
+of every scenario: client 1 takes the lock and starts a read-modify-write of
+the protected counter, faults strike inside its critical section, client 2
+takes the lock a while later and does its own. The faults are the kinds the
+fault registry lets a generator draw (pause, clock-jump, latency,
+clock-drift), each with a size from its kind's range relative to the TTL,
+aimed at the holder, the next client or a node; the work and the gap are
+drawn too (work that outlasts the TTL is the TTL trap, with no fault). The
+classic shapes come first, then swarm draws (each kind in or out of a run),
+every candidate drawn from the seed. A candidate counts only when 2 of 3
+runs end unsafe; a run the timing guard gives no verdict never counts.
+
+The first finding is shrunk: faults dropped while it still fails (to a
+1-minimal set), each size bisected toward the point where it stops failing
+and rounded, and the final story played three more times. Written to DIR:
+found.yaml (a scenario sim run plays: the claims its run made, cause on the
+fault steps, a counterfactual, the narration), original.yaml (the schedule
+as found), hunt.json (what was searched, runs, seconds to find, shrink runs,
+thresholds, how often the final story reproduced), schema.json (for the
+editor line of the two stories) and run/, the final story played with its
+counterfactual (report.html and its timeline).
+
+Exit codes: 1 it found a violation, 0 the budget ran out with nothing found
+(it says what it searched), 2 bad input or a harness failure, 130
+interrupted (hunt.json keeps what it had).`,
+		Example: `  sim hunt redis --faults pause --runs 10 --seed 1
+  sim hunt redlock --storage fenced --budget 10m
+  sim hunt etcd --storage fenced --faults pause,latency --runs 40   # nothing should break it`,
+		ValidArgsFunction: completeLocks,
+		Args:              usage(cobra.ExactArgs(1), "hunt: name one lock (sim locks), e.g. sim hunt redis --faults pause"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.lock = args[0]
+			return cmdHunt(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringVar(&o.storage, "storage", "plain", "the protected storage `MODE`: none (mutual exclusion alone), "+strings.Join(scenarios.StorageModes[1:], ", "))
+	f.StringVar(&o.faults, "faults", "", "the fault kinds searched, `KIND,...`: "+strings.Join(hunt.Searchable(), ", ")+" (default: those the lock's servers and the storage allow)")
+	f.DurationVar(&o.ttl, "ttl", 500*time.Millisecond, "the lease time clients ask for (`D`)")
+	f.IntVar(&o.runs, "runs", 40, "candidates to play at most (`N`)")
+	f.DurationVar(&o.budget, "budget", 0, "stop searching after `D` of wall time (default: only --runs bounds it)")
+	f.Int64Var(&o.seed, "seed", 1, "seed `S` of every candidate")
+	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the candidates (the same --seed on every shard)")
+	f.StringVar(&o.out, "out", "", "where found.yaml, hunt.json and run/ go (`DIR`; default runs/hunt-LOCK-<time>)")
+	backendFlags(f, &o.backend)
+	return cmd
+}
+
+func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error {
+	var kinds []string
+	if o.faults != "" {
+		kinds = strings.Split(o.faults, ",")
+	}
+	sp, err := hunt.NewSpace(o.lock, o.storage, kinds, o.ttl)
+	if err != nil {
+		return err
+	}
+	if len(sp.Kinds) == 0 {
+		return fmt.Errorf("hunt: no fault kind can strike %s with --storage %s", o.lock, o.storage)
+	}
+	if o.runs < 1 || o.budget < 0 {
+		return errors.New("--runs: expected 1 or more; --budget: expected a positive duration")
+	}
+	if err := checkBackend(o.backend); err != nil {
+		return err
+	}
+	ho := hunt.Options{Space: sp, Runs: o.runs, Budget: o.budget, Seed: o.seed}
+	if o.shard != "" {
+		s, err := sweep.ParseShard(o.shard)
+		if err != nil {
+			return err
+		}
+		ho.Shard, ho.Of = s.I, s.N
+	}
+	if o.out == "" {
+		o.out = filepath.Join("runs", fmt.Sprintf("hunt-%s-%s", o.lock, time.Now().Format("20060102-150405")))
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	candidates := filepath.Join(o.out, "candidates")
+	defer os.RemoveAll(candidates)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ho.Play = hunt.OnServers(candidates, runner.Options{Seed: o.seed, Backend: o.backend})
+	ho.Say = func(format string, args ...any) { fmt.Fprintf(stderr, "  "+format+"\n", args...) }
+	fmt.Fprintf(stderr, "sim hunt %s (storage %s, faults %s, ttl %v, seed %d)\n", o.lock, o.storage, strings.Join(sp.Kinds, ","), o.ttl, o.seed)
+	res, found, original, err := hunt.Run(ctx, ho)
+	if res != nil {
+		if werr := writeJSON(filepath.Join(o.out, "hunt.json"), res); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return interrupted("interrupted after %d candidate(s); %s keeps what the hunt had", res.Runs, filepath.Join(o.out, "hunt.json"))
+		}
+		return err
+	}
+	if !res.Found {
+		fmt.Fprintf(stdout, "nothing found: %d candidate(s) (%d run(s), %d classic shape(s), then swarm draws) of %s against %s with %s storage in %.0fs; %s\n",
+			res.Runs, res.CandidateRuns, min(res.Shapes, res.Runs), strings.Join(sp.Kinds, ", "), o.lock, o.storage, res.Seconds, filepath.Join(o.out, "hunt.json"))
+		return nil
+	}
+	for name, s := range map[string]*hunt.Story{"found.yaml": found, "original.yaml": original} {
+		if err := os.WriteFile(filepath.Join(o.out, name), s.YAML, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "schema.json"), scenarios.SchemaJSON, 0o644); err != nil {
+		return err
+	}
+	// The final story, played as sim run plays any: its run directory
+	// with the counterfactual, report.html and its timeline.
+	file := filepath.Join(o.out, "found.yaml")
+	sc, err := scenarios.Find(file)
+	if err != nil {
+		return err
+	}
+	out, perr := play(ctx, sc, runner.Options{Out: filepath.Join(o.out, "run"), Seed: o.seed, Counterfactual: true, Backend: o.backend})
+	fmt.Fprintf(stdout, "FOUND %s: %s\n", o.lock, res.Summary)
+	fmt.Fprintf(stdout, "  after %d candidate(s) in %.0fs; shrunk from %d fault(s) to %d in %d run(s); reproduced %d of %d\n",
+		res.Runs, res.SecondsToFind, res.FaultsFound, res.FaultsFinal, res.ShrinkRuns, res.Reproduced, res.ReproducedOf)
+	for _, t := range res.Thresholds {
+		fmt.Fprintf(stdout, "  %s\n", t)
+	}
+	fmt.Fprintf(stdout, "  %s (sim run %s --counterfactual)\n", file, file)
+	switch {
+	case perr != nil:
+		warn(stderr, fmt.Errorf("replaying %s: %w", file, perr))
+	case out != nil:
+		cf := ""
+		if c := out.Counterfactual; c != nil {
+			cf = fmt.Sprintf("; without the cause (%s): %s", c.Change, c.Verdict)
+		}
+		fmt.Fprintf(stdout, "  replayed: %s%s; %s\n", out.Check.Verdict, cf, filepath.Join(out.Dir, "report.html"))
+	}
+	return errMismatch // a finding, as --expect safe fails
+}
+
+// writeJSON writes v, indented, to path.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
