@@ -64,7 +64,7 @@ func TestNewSpaceRefuses(t *testing.T) {
 	}{
 		{"etcd", "fenced", []string{"clock-jump"}, "--faults clock-jump: it strikes a Redis node and etcd has none"},
 		{"redis", "none", []string{"latency"}, "--faults latency: it delays the write"},
-		{"redis", "plain", []string{"crash"}, `--faults "crash": expected some of`},
+		{"redis", "plain", []string{"partition"}, `--faults "partition": expected some of`},
 		{"redis", "damp", nil, `--storage "damp"`},
 		{"nolock", "plain", nil, "nolock"},
 	} {

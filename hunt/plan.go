@@ -102,10 +102,11 @@ type Space struct {
 }
 
 // Searchable lists the fault kinds a hunt can draw: those the registry
-// lets a generator draw (each declares its parameter and range).
+// says how to draw (each declares its parameter and range), a
+// generator's and those only a hunt draws (a crash).
 func Searchable() []string {
 	var out []string
-	for _, k := range nemesis.GeneratedKinds() {
+	for _, k := range nemesis.DrawnKinds() {
 		out = append(out, k.Name)
 	}
 	return out
@@ -164,15 +165,12 @@ func (sp Space) classic() []Plan {
 	var out []Plan
 	for _, k := range sp.Kinds {
 		g := mustDrawn(k)
-		f := Fault{Kind: k, X: g.Range[1] / 2}
+		f := Fault{Kind: k, X: g.Classic}
 		p := Plan{Work: 0.2, Gap: 1.05}
 		switch {
 		case g.OnNode:
 			f.Node = "A"
 			p = Plan{Work: 0.8, Gap: 0.4}
-			if g.Unit == nemesis.UnitRate {
-				f.X = g.Range[1]
-			}
 			if sp.Nodes > 1 { // a majority's clocks
 				for i := 0; i < sp.Nodes/2+1; i++ {
 					p.Faults = append(p.Faults, Fault{Kind: k, Node: scenarios.NodeName(i), X: f.X})

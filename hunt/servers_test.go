@@ -14,8 +14,9 @@ import (
 // with plain storage finds the pause of the holder past its lease,
 // shrinks it to one pause just past the TTL and writes a story the
 // loader accepts and whose counterfactual is the same story without the
-// pause; against etcd with fenced storage, under pauses and delays, it
-// finds nothing.
+// pause; against etcd with fenced storage, under pauses and delays, and
+// against Redlock under pauses with mutual exclusion alone, it finds
+// nothing.
 func TestHuntOnServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plays stories on real servers")
@@ -57,5 +58,18 @@ func TestHuntOnServers(t *testing.T) {
 	}
 	if res.Found {
 		t.Fatalf("etcd with fenced storage: a false alarm: %+v", res.Final)
+	}
+	// Redlock keeps mutual exclusion under pauses (no clock or crash
+	// fault): a paused holder's lease has ended in its own eyes too.
+	sp, err = NewSpace("redlock", "none", []string{"pause"}, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, _, err = Run(ctx, Options{Space: sp, Seed: 1, Runs: 5, Play: OnServers(t.TempDir(), runner.Options{Seed: 1}), Say: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Found {
+		t.Fatalf("redlock under pauses, mutual exclusion alone: a false alarm: %+v", res.Final)
 	}
 }

@@ -63,7 +63,7 @@ func init() {
 		},
 		New: func(p *ClockJumpParams) Fault { return &ClockJump{Node: p.Node, Client: p.Client, By: p.By} },
 		Draw: &Draw[ClockJumpParams]{
-			Generated: Generated{Drawn: Drawn{Name: "jump", Doc: "size of the clock-jump fault", What: "the clock jump", Range: [2]float64{0.2, 3}},
+			Generated: Generated{Drawn: Drawn{Name: "jump", Doc: "size of the clock-jump fault", What: "the clock jump", Range: [2]float64{0.2, 3}, Classic: 1.5},
 				OnNode: true},
 			Params: func(_ int, n string, x float64) ClockJumpParams {
 				return ClockJumpParams{ClientOrNode: ClientOrNode{Node: n}, By: time.Duration(x)}

@@ -171,7 +171,14 @@ func init() {
 			}
 			return nonNegative("for", p.For)
 		},
-		New: func(p *CrashParams) Fault { return &Crash{Node: p.Node, RestartAfter: p.For, NodeClock: p.NodeClock} }})
+		New: func(p *CrashParams) Fault { return &Crash{Node: p.Node, RestartAfter: p.For, NodeClock: p.NodeClock} },
+		// A hunt crashes a node and draws how long it stays down.
+		Draw: &Draw[CrashParams]{
+			Generated: Generated{Drawn: Drawn{Name: "restart", Doc: "restart delay of the crash fault", What: "the restart delay", Range: [2]float64{0, 1.5}, Classic: 0},
+				OnNode: true, HuntOnly: true},
+			Params: func(_ int, n string, x float64) CrashParams {
+				return CrashParams{OneNode: OneNode{n}, For: time.Duration(x)}
+			}}})
 }
 
 func (f *Crash) Fields() history.FaultFields {

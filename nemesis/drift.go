@@ -75,7 +75,7 @@ func init() {
 		New: func(p *ClockDriftParams) Fault { return &ClockDrift{Node: p.Node, Rate: p.Rate} },
 		Draw: &Draw[ClockDriftParams]{
 			Generated: Generated{Drawn: Drawn{Name: "drift", Unit: UnitRate, Doc: "rate of the clock-drift fault (a number: 1.5 runs the clock 50% fast)",
-				What: "the clock drift", Range: [2]float64{1, 3}},
+				What: "the clock drift", Range: [2]float64{1, 3}, Classic: 3},
 				OnNode: true, Whole: true},
 			Params: func(_ int, n string, x float64) ClockDriftParams {
 				return ClockDriftParams{OneNode: OneNode{n}, Rate: x}

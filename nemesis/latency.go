@@ -100,7 +100,7 @@ func init() {
 		// A generated latency delays the client's link to the storage:
 		// its read and its write both arrive late.
 		Draw: &Draw[LatencyParams]{
-			Generated: Generated{Drawn: Drawn{Name: "delay", Doc: "delay of the latency fault", What: "the network delay", Range: [2]float64{0.1, 2}},
+			Generated: Generated{Drawn: Drawn{Name: "delay", Doc: "delay of the latency fault", What: "the network delay", Range: [2]float64{0.1, 2}, Classic: 1},
 				UntilSectionEnds: true, Outlasts: func(d time.Duration) time.Duration { return 2 * d }},
 			Params: func(c int, _ string, x float64) LatencyParams {
 				return LatencyParams{ClientLinks: ClientLinks{Client: c, Links: []string{StorageNode}}, Delay: time.Duration(x)}

@@ -108,7 +108,7 @@ func init() {
 		},
 		New: func(p *PauseParams) Fault { return &Pause{Client: p.Client, Node: p.Node, For: p.For} },
 		Draw: &Draw[PauseParams]{
-			Generated: Generated{Drawn: Drawn{Name: "pause", Doc: "length of the pause fault", What: "the pause", Range: [2]float64{0.2, 3}},
+			Generated: Generated{Drawn: Drawn{Name: "pause", Doc: "length of the pause fault", What: "the pause", Range: [2]float64{0.2, 3}, Classic: 1.5},
 				Outlasts: func(d time.Duration) time.Duration { return d }},
 			Params: func(c int, _ string, x float64) PauseParams {
 				return PauseParams{ClientOrNode: ClientOrNode{Client: c}, For: time.Duration(x)}

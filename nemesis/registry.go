@@ -94,6 +94,9 @@ type Drawn struct {
 	// for a duration, plain numbers for a rate. `--param NAME` alone
 	// sweeps it.
 	Range [2]float64
+	// Classic is its value in the classic shape a hunt tries first (a
+	// pause of 1.5 TTL, a restart at once).
+	Classic float64
 }
 
 // Generated says how a generator scenario's schedule draws a fault.
@@ -112,6 +115,10 @@ type Generated struct {
 	// Outlasts is how long after it strikes the clients must keep looping
 	// for the fault to have run its course, given its size.
 	Outlasts func(size time.Duration) time.Duration
+	// HuntOnly: a generator's schedule does not draw it (it is not in
+	// GeneratedKinds, nor a generator field or a sweep parameter); only a
+	// hunt, which plays it in a story, does (DrawnKinds).
+	HuntOnly bool
 	// Params makes the kind's parameters (a pointer to its Spec's P) from
 	// the draw, as a step with those fields would give them; Build makes
 	// the fault. Register fills both in from the Draw's Params and the
@@ -122,6 +129,18 @@ type Generated struct {
 
 // GeneratedKinds lists the kinds a generator scenario can draw, by name.
 func GeneratedKinds() []Kind {
+	var out []Kind
+	for _, k := range DrawnKinds() {
+		if !k.Generate.HuntOnly {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// DrawnKinds lists the kinds that say how to draw them, those only a
+// hunt draws included, by name.
+func DrawnKinds() []Kind {
 	var out []Kind
 	for _, k := range Kinds() {
 		if k.Generate != nil {
