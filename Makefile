@@ -18,10 +18,12 @@ all: build
 # deps installs what the harness drives, when missing: the servers
 # (redis-server, PostgreSQL, pgbouncer, etcd) and the C compiler the clock
 # shim is built with. test-deps adds Chromium, which only the report test
-# needs (it renders report.html headless), and the Node.js example client's
-# npm packages (examples/node-redlock): `make demo` installs neither.
+# needs (it renders report.html headless), ZooKeeper (Debian's 3.8, which
+# pulls a Java runtime) and redis-sentinel, which env's and clients' tests
+# start, and the Node.js example client's npm packages
+# (examples/node-redlock): `make demo` installs none of them.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
-TEST_DEPS := $(DEPS) chromium
+TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel
 
 deps:
 	@$(MAKE) --no-print-directory install PKGS="$(DEPS)"
@@ -50,6 +52,7 @@ install:
 		postgresql) ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing $$p" ;; \
 		pgbouncer) [ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null || missing="$$missing $$p" ;; \
 		etcd-server) command -v etcd >/dev/null || missing="$$missing $$p" ;; \
+		zookeeper) [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null || missing="$$missing $$p" ;; \
 		gcc) command -v cc >/dev/null || missing="$$missing $$p" ;; \
 		*) command -v $$p >/dev/null || missing="$$missing $$p" ;; \
 		esac; \

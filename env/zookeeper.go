@@ -1,0 +1,613 @@
+package env
+
+// A ZooKeeper ensemble of Debian's zookeeper package (3.8.0): each member
+// is a JVM the harness starts directly (java ... QuorumPeerMain zoo.cfg,
+// not zkServer.sh or an init script), so that it is a child process like
+// every other server: its own process group, SIGKILL on the harness's
+// death (Pdeathsig: the java launcher runs the JVM in the process it was
+// exec'd as), its data on tmpfs in a marked temp dir that Reap removes
+// after a harness killed with kill -9.
+//
+// # What ZooKeeper's sessions are timed by (checked 2026-12-01)
+//
+// Session expiry, which frees a lock holder's ephemeral znode, is timed on
+// the JVM's monotonic clock, which no wall-clock fault moves:
+//
+//   - The leader's SessionTrackerImpl
+//     (zookeeper-server/src/main/java/org/apache/zookeeper/server/SessionTrackerImpl.java,
+//     class SessionTrackerImpl, methods run and touchSession) keeps every
+//     session in an ExpiryQueue and sleeps (Thread.sleep) until the queue's
+//     next expiry time; touchSession moves a session to the bucket
+//     now + timeout, rounded up to the next tick.
+//   - ExpiryQueue (.../server/ExpiryQueue.java, methods update, poll and
+//     getWaitTime) reads the time only through Time.currentElapsedTime().
+//   - Time.currentElapsedTime() (.../common/Time.java) is
+//     System.nanoTime() / 1000000; its doc says a change of the system
+//     clock moves currentWallTime but not this.
+//     Tag release-3.8.0-1, commit 5a02a05eddb59aee6ac762f7ea82e92a68eb9c0f,
+//     https://github.com/apache/zookeeper/blob/release-3.8.0-1/zookeeper-server/src/main/java/org/apache/zookeeper/common/Time.java
+//     (ExpiryQueue.java and SessionTrackerImpl.java beside it under server/).
+//     Leader election and the leader's quorum checks (Leader.java,
+//     FastLeaderElection.java) use currentElapsedTime too, and the
+//     follower-leader heartbeats are socket timeouts.
+//   - OpenJDK 17 (Debian's openjdk-17, which the package pulls):
+//     os::javaTimeNanos, behind System.nanoTime, is
+//     clock_gettime(CLOCK_MONOTONIC); os::javaTimeMillis, behind
+//     System.currentTimeMillis, is clock_gettime(CLOCK_REALTIME); relative
+//     timed waits (Thread.sleep, LockSupport.parkNanos) wait on a condition
+//     variable bound to CLOCK_MONOTONIC
+//     (src/hotspot/os/posix/os_posix.cpp, https://github.com/openjdk/jdk17u-dev/blob/master/src/hotspot/os/posix/os_posix.cpp).
+//
+// The clock shim (clockshim/) is an LD_PRELOAD library, and it does load
+// into the JVM (HotSpot calls glibc's clock_gettime): run under it with
+// +60 s, System.currentTimeMillis moves by 60 s while System.nanoTime and
+// a 1 s Thread.sleep do not (measured here, JDK 17.0.15). But it shifts
+// only CLOCK_REALTIME (and gettimeofday and time), as a real clock step
+// (NTP, an operator's date -s) does: CLOCK_MONOTONIC passes through. So a
+// clock fault reaches only what ZooKeeper stamps with the wall clock
+// (znodes' ctime and mtime, transaction headers, metrics, and TTL and
+// container znodes, which ContainerManager reaps by wall-clock age;
+// the lock recipe uses none of those) and never a session's expiry:
+// TestZooKeeperWallClockJump jumps every member an hour ahead while a
+// session with a 1 s timeout stays open, and the session and its ephemeral
+// znode live on, while a znode created after the jump carries a ctime an
+// hour ahead. A clock fault aimed at a ZooKeeper member therefore changes
+// nothing a lock depends on, and a loader should refuse it with that
+// reason (as it refuses clock faults on etcd, whose Go binary reads the
+// clock through the vDSO, out of the shim's reach).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"locksim/clockshim"
+)
+
+// ErrZooKeeperNotFound says ZooKeeper (its jar) or a Java runtime is not
+// installed.
+var ErrZooKeeperNotFound = errors.New("zookeeper not found: apt-get install zookeeper (it pulls a Java runtime)")
+
+// ZooKeeperStartTimeout bounds how long StartZooKeeper and a member's
+// Restart wait for the ensemble to serve. A JVM takes about a second to
+// start here on an idle machine, several on a loaded one.
+const ZooKeeperStartTimeout = 30 * time.Second
+
+// DefaultZooKeeperTick is the tickTime members run with unless told.
+//
+// ZooKeeper counts everything in ticks: a session's timeout must lie
+// within [minSessionTimeout, maxSessionTimeout], 2 and 20 ticks by
+// default; a session expires between its timeout and one tick later (the
+// ExpiryQueue rounds up to the next tick); followers must answer the
+// leader within syncLimit ticks. 200 ms (ZooKeeper's default is 2 s)
+// makes sessions of 0.4 s to 4 s possible, the range of the catalogue's
+// TTLs, with an expiry precise to 0.2 s; 100 ms would allow shorter
+// sessions but leave the followers' 10-tick limit at 1 s, within reach of
+// a JVM starved of CPU on a 2-core machine shared by four test runs.
+const DefaultZooKeeperTick = 200 * time.Millisecond
+
+// zkInitLimit and zkSyncLimit are in ticks: 5 s for a follower to connect
+// to and sync with a new leader (a restarted member's JVM is still warming
+// up), 2 s for a follower to answer the leader before the leader drops it,
+// which is also how long followers take to notice a paused leader.
+const (
+	zkInitLimit = 25
+	zkSyncLimit = 10
+)
+
+// zkHeap is each member's Java heap bound: the lock recipe's data is a few
+// znodes, and three members of 64 MiB heaps take about 66 MiB of RSS each.
+const zkHeap = "64m"
+
+// ZooKeeperOptions says how to start an ensemble.
+type ZooKeeperOptions struct {
+	// Members is how many members (A, B, C...; myid 1, 2, 3...); default
+	// 1, which runs standalone.
+	Members int
+	// TickTime is ZooKeeper's tick; default DefaultZooKeeperTick. Whole
+	// milliseconds.
+	TickTime time.Duration
+	// MaxSessionTimeout is the longest session timeout the members grant
+	// (a client asking for more gets this); default 20 ticks, ZooKeeper's
+	// own. The shortest is ZooKeeper's 2 ticks.
+	MaxSessionTimeout time.Duration
+
+	// clockShim runs each member under the clock shim, for the test that
+	// shows no wall-clock jump moves a session's expiry (see the doc
+	// above); no run uses it.
+	clockShim bool
+}
+
+// ZooKeeper is a real ZooKeeper ensemble of one or more members, each a
+// java child process on 127.0.0.1 with its data dir on tmpfs, killed with
+// the harness.
+type ZooKeeper struct {
+	Members []*ZooKeeperMember
+	// TickTime, MinSessionTimeout and MaxSessionTimeout are what the
+	// members were configured with: a session timeout a client asks for
+	// is clamped to [MinSessionTimeout, MaxSessionTimeout].
+	TickTime          time.Duration
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+
+	dir string
+}
+
+// ZooKeeperMember is one member of an ensemble. A crash (SIGKILL) keeps
+// its data dir: ZooKeeper syncs its transaction log before it
+// acknowledges (forceSync, on tmpfs), so a restarted member has all it
+// acknowledged and catches up from the leader on the rest.
+type ZooKeeperMember struct {
+	Name string
+	// ID is its myid (1 for A).
+	ID int
+	// Addr is the client port's host:port.
+	Addr string
+	// Dir holds its config, data dir and log.
+	Dir string
+
+	peers        int    // the ensemble's size
+	quorumAddr   string // followers connect to the leader here
+	electionAddr string // leader election
+	args         []string
+	env          []string
+	clock        *clockshim.Control // with ZooKeeperOptions.clockShim
+
+	serverProc
+}
+
+// Java and the jars, from Debian's packages (zookeeper, libzookeeper-java,
+// libslf4j-java). zookeeper.jar's manifest names its dependencies;
+// slf4j-simple, when present, gives the members a log (without a binding
+// slf4j logs nothing at all).
+const (
+	zkJar        = "/usr/share/java/zookeeper.jar"
+	zkLogJar     = "/usr/share/java/slf4j-simple.jar"
+	zkMainClass  = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+	zkLogName    = "zookeeper.log"
+	zkStderrName = "zookeeper.stderr"
+)
+
+func zooKeeperJava() (java, classpath string, err error) {
+	if java, err = exec.LookPath("java"); err != nil {
+		if _, serr := os.Stat("/usr/bin/java"); serr != nil {
+			return "", "", ErrZooKeeperNotFound
+		}
+		java = "/usr/bin/java"
+	}
+	if _, err := os.Stat(zkJar); err != nil {
+		return "", "", ErrZooKeeperNotFound
+	}
+	classpath = zkJar
+	if _, err := os.Stat(zkLogJar); err == nil {
+		classpath += ":" + zkLogJar
+	}
+	return java, classpath, nil
+}
+
+// StartZooKeeper starts an ensemble of o.Members members on free ports of
+// 127.0.0.1 and waits until every member serves and, with more than one,
+// one of them leads.
+func StartZooKeeper(ctx context.Context, o ZooKeeperOptions) (*ZooKeeper, error) {
+	if o.Members == 0 {
+		o.Members = 1
+	}
+	if o.Members < 0 || o.Members > 26 {
+		return nil, fmt.Errorf("start zookeeper: %d members (want 1 to 26)", o.Members)
+	}
+	if o.TickTime == 0 {
+		o.TickTime = DefaultZooKeeperTick
+	}
+	if o.TickTime < time.Millisecond || o.TickTime%time.Millisecond != 0 {
+		return nil, fmt.Errorf("start zookeeper: tick %v (want whole milliseconds)", o.TickTime)
+	}
+	if o.MaxSessionTimeout == 0 {
+		o.MaxSessionTimeout = 20 * o.TickTime
+	}
+	if o.MaxSessionTimeout < 2*o.TickTime || o.MaxSessionTimeout%time.Millisecond != 0 {
+		return nil, fmt.Errorf("start zookeeper: max session timeout %v (want whole milliseconds, at least 2 ticks: %v)",
+			o.MaxSessionTimeout, 2*o.TickTime)
+	}
+	java, cp, err := zooKeeperJava()
+	if err != nil {
+		return nil, err
+	}
+	// Another process may take a port between freePorts and the JVM's
+	// bind: start again on new ports, a few times.
+	for attempt := 0; ; attempt++ {
+		z, err := startZooKeeper(ctx, o, java, cp)
+		if err == nil {
+			return z, nil
+		}
+		if attempt >= 2 || ctx.Err() != nil || !errors.Is(err, errZooKeeperPortInUse) {
+			return nil, err
+		}
+	}
+}
+
+var errZooKeeperPortInUse = errors.New("port in use")
+
+func startZooKeeper(ctx context.Context, o ZooKeeperOptions, java, cp string) (_ *ZooKeeper, err error) {
+	dir, err := fastTempDir("locksim-zookeeper-")
+	if err != nil {
+		return nil, fmt.Errorf("start zookeeper: %w", err)
+	}
+	z := &ZooKeeper{dir: dir, TickTime: o.TickTime, MinSessionTimeout: 2 * o.TickTime, MaxSessionTimeout: o.MaxSessionTimeout}
+	defer func() {
+		if err != nil {
+			z.Close()
+		}
+	}()
+	ports, err := freePorts(3 * o.Members)
+	if err != nil {
+		return nil, fmt.Errorf("start zookeeper: %w", err)
+	}
+	addr := func(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
+	for i := 0; i < o.Members; i++ {
+		name := string(rune('A' + i))
+		m := &ZooKeeperMember{Name: name, ID: i + 1, Dir: filepath.Join(dir, "zookeeper-"+name),
+			Addr: addr(ports[3*i]), peers: o.Members, quorumAddr: addr(ports[3*i+1]), electionAddr: addr(ports[3*i+2]),
+			serverProc: serverProc{what: "zookeeper " + name}}
+		if err := os.MkdirAll(filepath.Join(m.Dir, "data"), 0o700); err != nil {
+			return nil, fmt.Errorf("start zookeeper %s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(m.Dir, "data", "myid"), []byte(strconv.Itoa(m.ID)+"\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("start zookeeper %s: %w", name, err)
+		}
+		z.Members = append(z.Members, m)
+	}
+	for _, m := range z.Members {
+		conf := filepath.Join(m.Dir, "zoo.cfg")
+		if err := os.WriteFile(conf, []byte(z.config(m)), 0o644); err != nil {
+			return nil, fmt.Errorf("start zookeeper %s: %w", m.Name, err)
+		}
+		m.args = []string{java,
+			"-Xmx" + zkHeap,
+			// One GC thread and the C1 compiler only: a quicker start and
+			// less CPU taken from the stories on a 2-core machine.
+			"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+			// Nothing outside the member's dir: no /tmp/hsperfdata_<user>
+			// file, no attach socket, temp files and crash logs in Dir.
+			"-XX:-UsePerfData", "-XX:+DisableAttachMechanism",
+			"-XX:+ExitOnOutOfMemoryError",
+			"-XX:ErrorFile=" + filepath.Join(m.Dir, "hs_err_%p.log"),
+			"-Djava.io.tmpdir=" + m.Dir,
+			// Transaction log files grow 1 MiB at a time (64 MiB by default).
+			"-Dzookeeper.preAllocSize=1024",
+			"-Dorg.slf4j.simpleLogger.logFile=" + filepath.Join(m.Dir, zkLogName),
+			"-Dorg.slf4j.simpleLogger.showDateTime=true",
+			"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+			"-cp", cp, zkMainClass, conf,
+		}
+		if o.clockShim {
+			if m.clock, err = clockshim.NewControl(filepath.Join(m.Dir, "clock")); err != nil {
+				return nil, fmt.Errorf("start zookeeper %s: %w", m.Name, err)
+			}
+			if m.env, err = clockshim.Env(m.clock.Path()); err != nil {
+				return nil, fmt.Errorf("start zookeeper %s: %w", m.Name, err)
+			}
+		}
+		if err := m.start(); err != nil {
+			return nil, err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, ZooKeeperStartTimeout)
+	defer cancel()
+	if err := z.waitServing(wctx, z.Members, true); err != nil {
+		for _, m := range z.Members {
+			if strings.Contains(m.tail(), "Address already in use") {
+				return nil, errors.Join(errZooKeeperPortInUse, err)
+			}
+		}
+		return nil, err
+	}
+	return z, nil
+}
+
+// freePorts asks the kernel for n distinct free ports on 127.0.0.1,
+// holding each until all are found.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// config is member m's zoo.cfg. Every port binds 127.0.0.1 only: the
+// client port by clientPortAddress, the quorum and election ports by the
+// address in each server line (quorumListenOnAllIPs is false by default),
+// and the admin server (Jetty, 0.0.0.0:8080 by default) is off.
+func (z *ZooKeeper) config(m *ZooKeeperMember) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	_, port, _ := net.SplitHostPort(m.Addr)
+	p("# written by locksim for zookeeper %s", m.Name)
+	p("tickTime=%d", z.TickTime.Milliseconds())
+	p("initLimit=%d", zkInitLimit)
+	p("syncLimit=%d", zkSyncLimit)
+	p("minSessionTimeout=%d", z.MinSessionTimeout.Milliseconds())
+	p("maxSessionTimeout=%d", z.MaxSessionTimeout.Milliseconds())
+	p("dataDir=%s", filepath.Join(m.Dir, "data"))
+	p("clientPort=%s", port)
+	p("clientPortAddress=127.0.0.1")
+	// Every client of a run connects from 127.0.0.1 (through its proxies):
+	// no per-address limit (60 by default).
+	p("maxClientCnxns=0")
+	p("admin.enableServer=false")
+	// srvr for the ready check (the only one allowed by default), ruok and
+	// mntr for a person debugging a run.
+	p("4lw.commands.whitelist=srvr,ruok,mntr")
+	p("autopurge.purgeInterval=0")
+	if len(z.Members) > 1 {
+		for _, o := range z.Members {
+			_, qp, _ := net.SplitHostPort(o.quorumAddr)
+			_, ep, _ := net.SplitHostPort(o.electionAddr)
+			p("server.%d=127.0.0.1:%s:%s", o.ID, qp, ep)
+		}
+	}
+	return b.String()
+}
+
+func (m *ZooKeeperMember) start() error {
+	stderr, err := os.OpenFile(filepath.Join(m.Dir, zkStderrName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start zookeeper %s: %w", m.Name, err)
+	}
+	defer stderr.Close() // the child has its own copy
+	cmd := exec.Command(m.args[0], m.args[1:]...)
+	cmd.Dir = m.Dir
+	cmd.Env = append(os.Environ(), m.env...)
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	p, err := StartProc("zookeeper "+m.Name, cmd)
+	if err != nil {
+		return err
+	}
+	m.set(p)
+	return nil
+}
+
+// Endpoints lists the members' client addresses.
+func (z *ZooKeeper) Endpoints() []string {
+	var out []string
+	for _, m := range z.Members {
+		out = append(out, m.Addr)
+	}
+	return out
+}
+
+// Member finds a member by name.
+func (z *ZooKeeper) Member(name string) (*ZooKeeperMember, bool) {
+	for _, m := range z.Members {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+// Leader is the member that leads now (with one member, that member).
+func (z *ZooKeeper) Leader() (*ZooKeeperMember, error) {
+	var modes []string
+	for _, m := range z.Members {
+		mode, err := m.Mode()
+		if mode == ZooKeeperLeader || mode == ZooKeeperStandalone {
+			return m, nil
+		}
+		if err != nil {
+			modes = append(modes, fmt.Sprintf("%s: %v", m.Name, err))
+		} else {
+			modes = append(modes, m.Name+": "+mode)
+		}
+	}
+	return nil, fmt.Errorf("zookeeper: no leader (%s)", strings.Join(modes, "; "))
+}
+
+// Close kills every member and removes the ensemble's dir.
+func (z *ZooKeeper) Close() {
+	for _, m := range z.Members {
+		m.Crash()
+		if m.clock != nil {
+			m.clock.Close()
+		}
+	}
+	if z.dir != "" {
+		RemoveTempDir(z.dir)
+	}
+}
+
+// Reset readies the ensemble for the next trial: paused members resume,
+// crashed ones restart, and every znode but ZooKeeper's own (/zookeeper)
+// is deleted.
+func (z *ZooKeeper) Reset(ctx context.Context) error {
+	for _, m := range z.Members {
+		if m.Paused() {
+			if err := m.Resume(); err != nil {
+				return err
+			}
+		}
+		if !m.Running() {
+			if err := m.Restart(ctx); err != nil {
+				return err
+			}
+		}
+		if m.clock != nil {
+			m.clock.Reset()
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, ZooKeeperStartTimeout)
+	defer cancel()
+	if err := z.waitServing(wctx, z.Members, true); err != nil {
+		return fmt.Errorf("reset zookeeper: %w", err)
+	}
+	c, err := z.Connect(wctx, 2*time.Second)
+	if err != nil {
+		return fmt.Errorf("reset zookeeper: %w", err)
+	}
+	defer c.Close()
+	if err := zkDeleteChildren(c, "/"); err != nil {
+		return fmt.Errorf("reset zookeeper: %w", err)
+	}
+	return nil
+}
+
+// zkDeleteChildren deletes every znode under path, depth first, except
+// /zookeeper (the server's own, which refuses deletion).
+func zkDeleteChildren(c *zk.Conn, path string) error {
+	kids, _, err := c.Children(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		child := strings.TrimSuffix(path, "/") + "/" + k
+		if child == "/zookeeper" {
+			continue
+		}
+		if err := zkDeleteChildren(c, child); err != nil {
+			return err
+		}
+		if err := c.Delete(child, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("delete %s: %w", child, err)
+		}
+	}
+	return nil
+}
+
+// zkQuiet is a go-zookeeper logger that says nothing (its default prints
+// every connect and disconnect to stderr).
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
+
+// Connect opens a client session on the whole ensemble, straight to the
+// members (never through a proxy), for resets, checks and tests, and waits
+// until the session is established. The caller closes it.
+func (z *ZooKeeper) Connect(ctx context.Context, sessionTimeout time.Duration) (*zk.Conn, error) {
+	c, events, err := zk.Connect(z.Endpoints(), sessionTimeout, zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false))
+	if err != nil {
+		return nil, err
+	}
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				go func() { // go-zookeeper drops events nobody reads; drain until Close
+					for range events {
+					}
+				}()
+				return c, nil
+			}
+		case <-ctx.Done():
+			c.Close()
+			return nil, fmt.Errorf("zookeeper: no session on %v: %w", z.Endpoints(), ctx.Err())
+		}
+	}
+}
+
+// The modes a member's srvr reports.
+const (
+	ZooKeeperLeader     = "leader"
+	ZooKeeperFollower   = "follower"
+	ZooKeeperStandalone = "standalone"
+)
+
+// Mode asks the member (srvr, a four-letter word) whether it leads,
+// follows or runs standalone. A member that is not serving (no quorum,
+// electing, starting) is an error.
+func (m *ZooKeeperMember) Mode() (string, error) {
+	c, err := net.DialTimeout("tcp", m.Addr, 300*time.Millisecond)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := c.Write([]byte("srvr")); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(c) // the member closes the connection after its answer
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if mode, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(mode), nil
+		}
+	}
+	return "", fmt.Errorf("srvr: %s", strings.TrimSpace(string(b)))
+}
+
+// waitServing waits until each of ms serves and, if leader, until one of
+// them leads (with one member: runs standalone).
+func (z *ZooKeeper) waitServing(ctx context.Context, ms []*ZooKeeperMember, leader bool) error {
+	for {
+		var waiting []string
+		for _, m := range ms {
+			if p := m.Proc(); p == nil || p.Exited() {
+				return fmt.Errorf("start zookeeper %s: the process exited\n%s", m.Name, m.tail())
+			}
+			if mode, err := m.Mode(); err != nil {
+				waiting = append(waiting, fmt.Sprintf("%s: %v", m.Name, err))
+			} else if m.peers > 1 && mode == ZooKeeperStandalone {
+				return fmt.Errorf("start zookeeper %s: runs standalone in an ensemble of %d", m.Name, m.peers)
+			}
+		}
+		if len(waiting) == 0 {
+			if !leader {
+				return nil
+			}
+			_, err := z.Leader()
+			if err == nil {
+				return nil
+			}
+			waiting = append(waiting, err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("start zookeeper: not serving: %s\n%s", strings.Join(waiting, "; "), ms[0].tail())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// tail is the last lines of the member's log and stderr, for errors.
+func (m *ZooKeeperMember) tail() string {
+	var b strings.Builder
+	for _, name := range []string{zkLogName, zkStderrName} {
+		data, _ := os.ReadFile(filepath.Join(m.Dir, name))
+		if s := lastLines(data, 10); s != "" {
+			fmt.Fprintf(&b, "--- zookeeper %s: %s (last lines)\n%s\n", m.Name, name, s)
+		}
+	}
+	return b.String()
+}
+
+// Restart starts the member again with the same ports and data dir and
+// waits until it serves again (a follower has rejoined the ensemble and
+// synced with its leader).
+func (m *ZooKeeperMember) Restart(ctx context.Context) error {
+	m.Crash()
+	if err := m.start(); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, ZooKeeperStartTimeout)
+	defer cancel()
+	return (&ZooKeeper{}).waitServing(wctx, []*ZooKeeperMember{m}, false)
+}
