@@ -55,7 +55,7 @@ func (f *ClockJump) Heal(ctx context.Context, t *Target) error { return f.heal(c
 
 func init() {
 	Register(Kind{Name: "clock-jump", Doc: "move the node's or the client's wall clock by `by`",
-		Needs: []string{"by"}, Check: all(oneOfClientOrNode("clock-jump"), noClockOnEtcd),
+		Needs: []string{"by"}, Check: all(oneOfClientOrNode("clock-jump"), noNodeClock),
 		New: func(p Params) Fault { return &ClockJump{Node: p.Node, Client: p.Client, By: p.By} },
 		Generate: &Generated{Size: "jump", OnNode: true,
 			Build: func(_ int, n string, d time.Duration, _ float64) Fault { return &ClockJump{Node: n, By: d} }}})

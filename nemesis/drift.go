@@ -57,7 +57,7 @@ func (f *ClockDrift) Heal(ctx context.Context, t *Target) error { return f.heal(
 func init() {
 	Register(Kind{Name: "clock-drift", Doc: "run the node's wall clock at `rate` times real speed",
 		Needs: []string{"node", "rate"},
-		Check: all(noClockOnEtcd, func(p Params, _ Facts) *ParamError {
+		Check: all(noNodeClock, func(p Params, _ Facts) *ParamError {
 			if !(p.Rate > 0) || math.IsInf(p.Rate, 0) {
 				return &ParamError{"rate", fmt.Sprintf("expected a rate above 0, got %g", p.Rate)}
 			}

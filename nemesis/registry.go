@@ -26,11 +26,12 @@ type Params struct {
 // Facts is what a kind may check a step against: the scenario's servers
 // and clients.
 type Facts struct {
-	// Backend is the lock's backend: redis, postgres or etcd.
-	Backend  string
-	Nodes    int
-	Clients  int
-	Replicas bool
+	// NodeClockless, when set, says why no clock fault reaches the
+	// scenario's nodes (etcd's members), as their lock backend says it.
+	NodeClockless string
+	Nodes         int
+	Clients       int
+	Replicas      bool
 }
 
 // Kind is one fault as scenarios name it, in the style of toxiproxy's
@@ -134,10 +135,11 @@ func oneOfClientOrNode(name string) func(Params, Facts) *ParamError {
 	}
 }
 
-// noClockOnEtcd refuses a clock fault on an etcd member.
-func noClockOnEtcd(p Params, f Facts) *ParamError {
-	if p.Node != "" && f.Backend == "etcd" {
-		return &ParamError{"node", "no clock fault reaches an etcd member: etcd is a Go binary that reads the clock through the vDSO, out of the clock shim's reach (and times its leases on the monotonic clock)"}
+// noNodeClock refuses a clock fault on a node whose clock no fault
+// reaches (an etcd member's).
+func noNodeClock(p Params, f Facts) *ParamError {
+	if p.Node != "" && f.NodeClockless != "" {
+		return &ParamError{"node", f.NodeClockless}
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"locksim/backends"
+	"locksim/clients"
 	"locksim/history"
 	"locksim/nemesis"
 	"locksim/storage"
@@ -22,7 +24,7 @@ var ServerBackends = []string{"", "local", "docker"}
 // the loader checks against them and the schema (schema.go) lists them.
 var (
 	StorageModes     = storageModes()
-	FenceSources     = []string{"", "postgres", "redis-incr", "redlock-incr"}
+	FenceSources     = []string{"", clients.FencePostgres, clients.FenceRedisIncr, clients.FenceRedlockIncr}
 	Watchdogs        = []string{"", "token", "pexpire"}
 	PersistenceModes = []string{"", "none", "everysec", "always"}
 	PoolModes        = []string{"", "transaction", "session"}
@@ -383,7 +385,7 @@ func ActionNames() []string {
 }
 
 // NodeName is the letter of the i-th node (0 -> A).
-func NodeName(i int) string { return string(rune('A' + i)) }
+func NodeName(i int) string { return backends.NodeName(i) }
 
 // Describe is a one-line account of a step, for narration and errors.
 func (s Step) Describe() string {

@@ -131,21 +131,21 @@ func (s *servers) setup(t testing.TB, spec clients.Spec) (clients.Config, lockte
 		return l.Listen
 	}
 	switch spec.Backend {
-	case "redis":
+	case clients.RedisBackend:
 		n := max(spec.Nodes, 1)
 		if n > len(s.redis) {
 			t.Fatalf("lock %s wants %d Redis nodes; the test starts %d", spec.Name, n, len(s.redis))
 		}
 		for _, r := range s.redis[:n] {
-			cfg.Redis = append(cfg.Redis, clients.Node{Name: r.Name, Addr: link(r.Name, r.Addr)})
+			cfg.AddServer(clients.RedisBackend, clients.Node{Name: r.Name, Addr: link(r.Name, r.Addr)})
 		}
 		opts.Quorum = n > 1
-	case "postgres":
+	case clients.PostgresBackend:
 		cfg.Postgres = testPG.DSN(link("pg", testPG.Addr()))
 		// Session and transaction locks: no expiry, and Extend only
 		// checks what the client already knows.
 		opts.NoExpiry, opts.LocalExtend = true, true
-	case "etcd":
+	case clients.EtcdBackend:
 		if s.etcd == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			e, err := env.StartEtcd(ctx, env.EtcdOptions{Members: max(spec.Nodes, 1)})
@@ -156,7 +156,7 @@ func (s *servers) setup(t testing.TB, spec clients.Spec) (clients.Config, lockte
 			s.etcd = e
 		}
 		for _, m := range s.etcd.Members {
-			cfg.Etcd = append(cfg.Etcd, clients.Node{Name: m.Name, Addr: link(m.Name, m.Addr)})
+			cfg.AddServer(clients.EtcdBackend, clients.Node{Name: m.Name, Addr: link(m.Name, m.Addr)})
 		}
 		// The client believes it holds the lock until it releases it
 		// (Validity 0); its session keeps the server's lease alive.

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"locksim/backends"
 	"locksim/clients"
 	"locksim/env"
 	"locksim/runner"
@@ -415,7 +416,7 @@ func completeLocks(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Com
 	var out []cobra.Completion
 	for _, n := range clients.Names() {
 		s, _ := clients.Lookup(n)
-		out = append(out, cobra.CompletionWithDesc(done+n, s.Backend+": "+s.Doc))
+		out = append(out, cobra.CompletionWithDesc(done+n, string(s.Backend)+": "+s.Doc))
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }
@@ -580,17 +581,9 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 // an advisory lock has no TTL (it lasts as long as its session or
 // transaction), and etcd's TTL is its session lease's.
 func lockShape(sc *scenarios.Scenario) string {
-	backend := ""
-	if spec, err := clients.Lookup(sc.Lock); err == nil {
-		backend = spec.Backend
-	}
-	switch backend {
-	case "postgres":
-		return fmt.Sprintf("one PostgreSQL server, %d client(s), no TTL (the lock lasts as long as its session or transaction)", sc.Clients)
-	case "etcd":
-		return fmt.Sprintf("%d etcd member(s), %d client(s), session lease TTL %v", sc.Nodes, sc.Clients, sc.TTL)
-	}
-	return fmt.Sprintf("%d Redis node(s), %d client(s), TTL %v", sc.Nodes, sc.Clients, sc.TTL)
+	spec, _ := clients.Lookup(sc.Lock) // the loader refuses a lock with no backend
+	servers, lease := backends.Of(spec).Shape(sc.Nodes, sc.TTL.Duration)
+	return fmt.Sprintf("%s, %d client(s), %s", servers, sc.Clients, lease)
 }
 
 func (c *cli) locksCmd() *cobra.Command {

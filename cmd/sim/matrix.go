@@ -37,7 +37,7 @@ type matrixOptions struct {
 	// clientCmd runs every client as this program (argv, split on spaces).
 	clientCmd string
 	// backend says where the servers run.
-	backend runner.Backend
+	backend runner.Host
 }
 
 func (c *cli) matrixCmd() *cobra.Command {
@@ -247,7 +247,7 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 			continue
 		}
 		done++
-		playCell(ctx, c, v, o.seed, runner.Options{ClientCmd: strings.Fields(o.clientCmd), Backend: o.backend})
+		playCell(ctx, c, v, o.seed, runner.Options{ClientCmd: strings.Fields(o.clientCmd), Host: o.backend})
 		if !o.quiet && !c.Interrupted {
 			fmt.Fprintf(stderr, "[%d/%d] %s with %s: %s (%v)\n", done, total, c.Scenario, c.Lock, c.text(0), c.Duration.Round(100*time.Millisecond))
 		}

@@ -58,7 +58,7 @@ type runOptions struct {
 	// instead of the Go worker ("": the Go worker).
 	clientCmd string
 	// backend says where the servers run (--backend and the images).
-	backend runner.Backend
+	backend runner.Host
 }
 
 func (c *cli) runCmd() *cobra.Command {
@@ -310,7 +310,7 @@ func cmdRun(o runOptions, stdin io.Reader, stdout, stderr io.Writer) (code int) 
 				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", p.name, i)
 			}
 			res, err := play(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, BeforeStep: beforeStep,
-				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd), Backend: o.backend})
+				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd), Host: o.backend})
 			if err != nil {
 				if ctx.Err() != nil {
 					fmt.Fprintf(stderr, "sim: interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)\n", out)

@@ -33,7 +33,7 @@ type sweepOptions struct {
 	out            string
 	quiet          bool
 	shard          string
-	backend        runner.Backend
+	backend        runner.Host
 }
 
 func (c *cli) sweepCmd() *cobra.Command {
@@ -162,7 +162,7 @@ func cmdSweep(o sweepOptions, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	so := sweep.Options{Param: param, Points: o.points, Trials: o.trials, Locks: locks, Seed: o.seed,
-		TTL: o.ttl, Duration: o.duration, Clients: o.clients, Backend: o.backend}
+		TTL: o.ttl, Duration: o.duration, Clients: o.clients, Host: o.backend}
 	if o.shard != "" {
 		so.Shard, _ = sweep.ParseShard(o.shard) // checked by checkSweep
 	}
