@@ -30,7 +30,7 @@ import (
 const EtcdBackend Backend = "etcd"
 
 func init() {
-	Register(Spec{Name: "etcd", Backend: EtcdBackend, Fences: true,
+	Register(Spec{Name: "etcd", Backend: EtcdBackend, Fences: true, NoExpiry: true,
 		Doc: "etcd clientv3 concurrency.Mutex (TryLock) on a session lease kept alive in the background; the lock key's revision is its fencing token",
 		New: func(cfg Config) (Lock, error) { return NewEtcd(cfg) }})
 }

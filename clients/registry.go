@@ -163,6 +163,13 @@ type Spec struct {
 	// revision), so a scenario can claim a grant's token with no fence
 	// source of its own.
 	Fences bool
+	// NoExpiry says that its leases do not expire by a TTL but last as
+	// long as the client's session (an advisory lock's connection, an
+	// etcd session kept alive), and say so (Validity 0).
+	NoExpiry bool
+	// LocalExtend says that Extend sends nothing: it only checks what the
+	// client already knows (an advisory lock's, which has no TTL to push).
+	LocalExtend bool
 	// Mutant, when set, names the defence this lock deliberately breaks:
 	// it exists so that a scenario can prove it catches the breakage, and
 	// `sim locks` lists it only when asked.
