@@ -87,10 +87,11 @@ type Scenario struct {
 type Conditions struct {
 	// Lock names a registered lock algorithm (see `sim locks`).
 	Lock string `yaml:"lock"`
-	// Nodes is how many Redis servers (or etcd members, for an etcd lock)
-	// to start, named A, B, C... Default: what the lock's registration says
-	// (5 for the Redlock family), else 1 for a Redis or etcd lock; 0 for a
-	// PostgreSQL lock, which has one server.
+	// Nodes is how many servers of the lock's backend to start (Redis
+	// nodes, etcd members), named A, B, C... Default: what the lock's
+	// registration says (5 for the Redlock family), else 1; 0 for a
+	// PostgreSQL lock, which has one server (nodes set for it are Redis
+	// nodes, for a Redis fence).
 	Nodes int `yaml:"nodes"`
 	// Clients is how many client processes take part. Default 2.
 	Clients int `yaml:"clients"`
