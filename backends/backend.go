@@ -150,6 +150,21 @@ func All() []Backend {
 	return out
 }
 
+// connectEach gives a client's config its way to each of servers, the
+// nodes of backend b: a link to the server's address, named as the node
+// (nameAddr gives both), in cfg.Servers[b].
+func connectEach[S any](cfg *clients.Config, link Link, b clients.Backend, servers []S, nameAddr func(S) (string, string)) error {
+	for _, s := range servers {
+		name, upstream := nameAddr(s)
+		addr, err := link(name, upstream)
+		if err != nil {
+			return err
+		}
+		cfg.AddServer(b, clients.Node{Name: name, Addr: addr})
+	}
+	return nil
+}
+
 // NodeName names a scenario's node i (from 0): A, B, C...
 func NodeName(i int) string { return string(rune('A' + i)) }
 

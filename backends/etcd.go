@@ -66,14 +66,7 @@ func (s *etcdServers) Target(t *nemesis.Target) {
 }
 
 func (s *etcdServers) Connect(cfg *clients.Config, link Link) error {
-	for _, m := range s.Members {
-		addr, err := link(m.Name, m.Addr)
-		if err != nil {
-			return err
-		}
-		cfg.AddServer(clients.EtcdBackend, clients.Node{Name: m.Name, Addr: addr})
-	}
-	return nil
+	return connectEach(cfg, link, clients.EtcdBackend, s.Members, func(m *env.EtcdMember) (string, string) { return m.Name, m.Addr })
 }
 
 func (s *etcdServers) Describe() string {

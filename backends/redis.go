@@ -109,14 +109,7 @@ func (s *redisServers) Target(t *nemesis.Target) {
 }
 
 func (s *redisServers) Connect(cfg *clients.Config, link Link) error {
-	for _, n := range s.nodes {
-		addr, err := link(n.Name, n.Addr)
-		if err != nil {
-			return err
-		}
-		cfg.AddServer(clients.RedisBackend, clients.Node{Name: n.Name, Addr: addr})
-	}
-	return nil
+	return connectEach(cfg, link, clients.RedisBackend, s.nodes, func(n *env.Redis) (string, string) { return n.Name, n.Addr })
 }
 
 func (s *redisServers) Describe() string { return fmt.Sprintf("%d Redis node(s)", len(s.nodes)) }

@@ -151,7 +151,8 @@ func (r *run) startServers(ctx context.Context, plan []backends.Backend) error {
 	return nil
 }
 
-// closeServers stops every server of the run at once.
+// closeServers stops every server of the run at once. r.servers stays,
+// for the record (images).
 func (r *run) closeServers() {
 	var wg sync.WaitGroup
 	for _, s := range r.servers {
@@ -159,7 +160,6 @@ func (r *run) closeServers() {
 		go func() { defer wg.Done(); s.Close() }()
 	}
 	wg.Wait()
-	r.servers = nil
 }
 
 // images are the container images the run's servers ran in, by lock
