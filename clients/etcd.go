@@ -25,8 +25,12 @@ import (
 	"locksim/history"
 )
 
+// EtcdBackend is etcd: a cluster of the scenario's nodes as members (A,
+// B, C...), in Config.Servers[EtcdBackend].
+const EtcdBackend Backend = "etcd"
+
 func init() {
-	Register(Spec{Name: "etcd", Backend: "etcd", Fences: true,
+	Register(Spec{Name: "etcd", Backend: EtcdBackend, Fences: true, NoExpiry: true,
 		Doc: "etcd clientv3 concurrency.Mutex (TryLock) on a session lease kept alive in the background; the lock key's revision is its fencing token",
 		New: func(cfg Config) (Lock, error) { return NewEtcd(cfg) }})
 }
@@ -49,10 +53,10 @@ type etcdHold struct {
 	rev   int64
 }
 
-// NewEtcd makes an etcd lock client on cfg.Etcd's members; it connects on
+// NewEtcd makes an etcd lock client on cfg's etcd members; it connects on
 // first use.
 func NewEtcd(cfg Config) (*Etcd, error) {
-	if len(cfg.Etcd) == 0 {
+	if len(cfg.Servers[EtcdBackend]) == 0 {
 		return nil, errors.New("etcd: no etcd members configured")
 	}
 	return &Etcd{cfg: cfg, held: map[string]*etcdHold{}}, nil
@@ -63,7 +67,7 @@ func (e *Etcd) client() (*clientv3.Client, error) {
 		return e.cli, nil
 	}
 	var eps []string
-	for _, n := range e.cfg.Etcd {
+	for _, n := range e.cfg.Servers[EtcdBackend] {
 		eps = append(eps, n.Addr)
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: e.cfg.Timeout(), Logger: zap.NewNop()})

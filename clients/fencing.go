@@ -10,6 +10,30 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// The fencing-token sources a scenario's fence names, each on the servers
+// of one backend (FenceBackend).
+const (
+	// FencePostgres draws from a PostgreSQL sequence (PGSequence).
+	FencePostgres = "postgres"
+	// FenceRedisIncr counts with INCR on the first Redis node (RedisIncr).
+	FenceRedisIncr = "redis-incr"
+	// FenceRedlockIncr counts with INCR on every Redis node that granted
+	// the lock, the largest count (RedlockIncr).
+	FenceRedlockIncr = "redlock-incr"
+)
+
+// FenceBackend is the backend whose servers the fence source counts on
+// ("" for no source, or one unknown).
+func FenceBackend(source string) Backend {
+	switch source {
+	case FencePostgres:
+		return PostgresBackend
+	case FenceRedisIncr, FenceRedlockIncr:
+		return RedisBackend
+	}
+	return ""
+}
+
 // TokenSource hands out fencing tokens: each call returns a number larger
 // than every number it returned before, as long as the source keeps its
 // state.

@@ -20,11 +20,15 @@ import (
 	"locksim/history"
 )
 
+// PostgresBackend is PostgreSQL: one server (a scenario's nodes do not
+// count it), reached by the connection string Config.Postgres.
+const PostgresBackend Backend = "postgres"
+
 func init() {
-	Register(Spec{Name: "postgres-session", Backend: "postgres",
+	Register(Spec{Name: "postgres-session", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
 		Doc: "PostgreSQL pg_try_advisory_lock on one dedicated connection, pg_advisory_unlock on the same one",
 		New: func(cfg Config) (Lock, error) { return NewPGSession(cfg) }})
-	Register(Spec{Name: "postgres-shared", Backend: "postgres", Mutant: "the lock's exclusive mode",
+	Register(Spec{Name: "postgres-shared", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true, Mutant: "the lock's exclusive mode",
 		Doc: "pg_try_advisory_lock_shared by mistake: every session is granted the shared lock at once",
 		New: func(cfg Config) (Lock, error) {
 			s, err := NewPGSession(cfg)
@@ -33,7 +37,7 @@ func init() {
 			}
 			return s, err
 		}})
-	Register(Spec{Name: "postgres-hashtext", Backend: "postgres",
+	Register(Spec{Name: "postgres-hashtext", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
 		Doc: "PostgreSQL session lock keyed by hashtext(name), a 32-bit hash: unrelated names can share one lock",
 		New: func(cfg Config) (Lock, error) {
 			s, err := NewPGSession(cfg)
@@ -42,13 +46,13 @@ func init() {
 			}
 			return s, err
 		}})
-	Register(Spec{Name: "postgres-pooled", Backend: "postgres",
+	Register(Spec{Name: "postgres-pooled", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
 		Doc: "PostgreSQL session lock through a pool: unlock lands on another connection and is ignored (leaks)",
 		New: func(cfg Config) (Lock, error) { return NewPGPooled(cfg) }})
-	Register(Spec{Name: "postgres-xact", Backend: "postgres",
+	Register(Spec{Name: "postgres-xact", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
 		Doc: "PostgreSQL pg_try_advisory_xact_lock; the protected write runs in the lock's transaction, commit releases",
 		New: func(cfg Config) (Lock, error) { return NewPGXact(cfg) }})
-	Register(Spec{Name: "postgres-xact-outside", Backend: "postgres", Mutant: "writing inside the lock's transaction",
+	Register(Spec{Name: "postgres-xact-outside", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true, Mutant: "writing inside the lock's transaction",
 		Doc: "pg_try_advisory_xact_lock, but the protected write runs on its own connection, outside the lock's transaction",
 		New: func(cfg Config) (Lock, error) {
 			x, err := NewPGXact(cfg)

@@ -17,13 +17,13 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "redislock", Backend: "redis",
+	Register(Spec{Name: "redislock", Backend: RedisBackend,
 		Doc: "bsm/redislock on one Redis node (library defaults: no retry, random token)",
 		New: func(cfg Config) (Lock, error) { return NewRedislock(cfg) }})
 }
 
-// Redislock is a thin adapter over bsm/redislock on the first node of
-// cfg.Redis. Obtain runs with the library's defaults, RetryStrategy
+// Redislock is a thin adapter over bsm/redislock on the first Redis node
+// of its config. Obtain runs with the library's defaults, RetryStrategy
 // NoRetry (try once) stated explicitly; the token is the library's own
 // (16 random bytes, base64url).
 //
@@ -56,13 +56,13 @@ type Redislock struct {
 	held map[string]*redislock.Lock // lease token -> the library's lock
 }
 
-// NewRedislock connects (lazily) to cfg.Redis[0] through a NewRedisClient
-// (per-request timeouts cfg.Timeout(), no retries).
+// NewRedislock connects (lazily) to cfg's first Redis node through a
+// NewRedisClient (per-request timeouts cfg.Timeout(), no retries).
 func NewRedislock(cfg Config) (*Redislock, error) {
-	if len(cfg.Redis) == 0 {
+	if len(cfg.Servers[RedisBackend]) == 0 {
 		return nil, errors.New("redislock: no Redis node configured")
 	}
-	n := cfg.Redis[0]
+	n := cfg.Servers[RedisBackend][0]
 	c := NewRedisClient(n.Addr, cfg.Timeout())
 	return &Redislock{node: redisNode{name: n.Name, client: c}, lc: redislock.New(c), timeout: cfg.Timeout(),
 		held: map[string]*redislock.Lock{}}, nil

@@ -11,7 +11,7 @@ import (
 
 func newRedislock(t *testing.T, nodes []Node) *Redislock {
 	t.Helper()
-	r, err := NewRedislock(Config{Redis: nodes})
+	r, err := NewRedislock(Config{Servers: map[Backend][]Node{RedisBackend: nodes}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,15 +58,19 @@ type Redlock struct {
 	noValidity bool
 }
 
+// RedisBackend is Redis: a scenario's Redis nodes (A, B, C...), in
+// Config.Servers[RedisBackend].
+const RedisBackend Backend = "redis"
+
 func init() {
-	Register(Spec{Name: "redlock", Backend: "redis", Nodes: 5, Doc: "Redlock over the scenario's Redis nodes (majority of N)",
+	Register(Spec{Name: "redlock", Backend: RedisBackend, Nodes: 5, Doc: "Redlock over the scenario's Redis nodes (majority of N)",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
-	Register(Spec{Name: "redis", Backend: "redis", Doc: "single Redis: SET NX PX with a random token, token-checked Lua release",
+	Register(Spec{Name: "redis", Backend: RedisBackend, Doc: "single Redis: SET NX PX with a random token, token-checked Lua release",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
-	Register(Spec{Name: "redis-plain-del", Backend: "redis", Mutant: "the token-checked release",
+	Register(Spec{Name: "redis-plain-del", Backend: RedisBackend, Mutant: "the token-checked release",
 		Doc: "single Redis, released with a plain DEL (deletes whoever holds it)",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, true) }})
-	Register(Spec{Name: "redlock-wallclock", Backend: "redis", Nodes: 5, Mutant: "monotonic lease timing",
+	Register(Spec{Name: "redlock-wallclock", Backend: RedisBackend, Nodes: 5, Mutant: "monotonic lease timing",
 		Doc: "Redlock measuring its validity by the client's wall clock, as Date.now()-based clients do",
 		New: func(cfg Config) (Lock, error) {
 			r, err := NewRedlock(cfg, false)
@@ -78,7 +82,7 @@ func init() {
 			}
 			return r, err
 		}})
-	Register(Spec{Name: "redlock-no-validity", Backend: "redis", Nodes: 5, Mutant: "the validity check",
+	Register(Spec{Name: "redlock-no-validity", Backend: RedisBackend, Nodes: 5, Mutant: "the validity check",
 		Doc: "Redlock that skips the validity check: a majority granted is held, however long the acquire took",
 		New: func(cfg Config) (Lock, error) {
 			r, err := NewRedlock(cfg, false)
@@ -89,14 +93,14 @@ func init() {
 		}})
 }
 
-// NewRedlock connects to every node in cfg.Redis. Connections are lazy:
-// an unreachable node fails its requests, not the constructor.
+// NewRedlock connects to every Redis node in cfg. Connections are lazy: an
+// unreachable node fails its requests, not the constructor.
 func NewRedlock(cfg Config, plainDel bool) (*Redlock, error) {
-	if len(cfg.Redis) == 0 {
+	if len(cfg.Servers[RedisBackend]) == 0 {
 		return nil, errors.New("redlock: no Redis nodes configured")
 	}
 	r := &Redlock{timeout: cfg.Timeout(), plainDel: plainDel}
-	for _, n := range cfg.Redis {
+	for _, n := range cfg.Servers[RedisBackend] {
 		r.nodes = append(r.nodes, redisNode{name: n.Name, client: NewRedisClient(n.Addr, r.timeout)})
 	}
 	return r, nil

@@ -11,7 +11,7 @@ import (
 
 func newRedlock(t *testing.T, nodes []Node, plainDel bool) *Redlock {
 	t.Helper()
-	r, err := NewRedlock(Config{Redis: nodes}, plainDel)
+	r, err := NewRedlock(Config{Servers: map[Backend][]Node{RedisBackend: nodes}}, plainDel)
 	if err != nil {
 		t.Fatal(err)
 	}

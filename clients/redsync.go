@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "redsync", Backend: "redis", Nodes: 5,
+	Register(Spec{Name: "redsync", Backend: RedisBackend, Nodes: 5,
 		Doc: "go-redsync/redsync v4 (Redlock, library defaults, one try) over the scenario's Redis nodes",
 		New: func(cfg Config) (Lock, error) { return NewRedsync(cfg) }})
 }
@@ -99,14 +99,14 @@ type Redsync struct {
 	timeout time.Duration
 }
 
-// NewRedsync connects (lazily) to every node in cfg.Redis, each through a
+// NewRedsync connects (lazily) to every Redis node in cfg, each through a
 // NewRedisClient (per-request timeouts cfg.Timeout(), no retries).
 func NewRedsync(cfg Config) (*Redsync, error) {
-	if len(cfg.Redis) == 0 {
+	if len(cfg.Servers[RedisBackend]) == 0 {
 		return nil, errors.New("redsync: no Redis nodes configured")
 	}
-	r := &Redsync{timeout: cfg.Timeout(), quorum: len(cfg.Redis)/2 + 1}
-	for _, n := range cfg.Redis {
+	r := &Redsync{timeout: cfg.Timeout(), quorum: len(cfg.Servers[RedisBackend])/2 + 1}
+	for _, n := range cfg.Servers[RedisBackend] {
 		c := NewRedisClient(n.Addr, r.timeout)
 		r.nodes = append(r.nodes, redisNode{name: n.Name, client: c})
 		r.pools = append(r.pools, goredis.NewPool(c))

@@ -49,7 +49,7 @@ func closedAddr(t *testing.T) string {
 
 func newRedsync(t *testing.T, nodes []Node) *Redsync {
 	t.Helper()
-	r, err := NewRedsync(Config{Redis: nodes})
+	r, err := NewRedsync(Config{Servers: map[Backend][]Node{RedisBackend: nodes}})
 	if err != nil {
 		t.Fatal(err)
 	}

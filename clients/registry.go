@@ -1,10 +1,20 @@
 package clients
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 	"time"
 )
+
+// Backend names a lock backend: the servers a lock runs on. Each is
+// declared beside its locks (RedisBackend in redlock.go, PostgresBackend
+// in postgres.go, EtcdBackend in etcd.go) and registered, with how to
+// start its servers, in package backends.
+type Backend string
 
 // Node is one lock server as one client reaches it (through its own proxy).
 type Node struct {
@@ -16,10 +26,12 @@ type Node struct {
 
 // Config is what a lock implementation needs to connect.
 type Config struct {
-	// Redis lists the Redis nodes, in order (one for single-node locks).
-	Redis []Node `json:"redis,omitempty"`
-	// Etcd lists the etcd members (A, B, C...), for the etcd lock.
-	Etcd []Node `json:"etcd,omitempty"`
+	// Servers lists, by backend, the servers this client reaches, in
+	// story order (A, B, C...): Servers[RedisBackend] the Redis nodes (one
+	// for single-node locks), Servers[EtcdBackend] the etcd members. In
+	// JSON each backend's list is a field of its own, named as the backend
+	// ("redis": [...]), as worker protocol v1 has them.
+	Servers map[Backend][]Node `json:"-"`
 	// Postgres is a pgx connection string for this client's link to
 	// PostgreSQL.
 	Postgres string `json:"postgres,omitempty"`
@@ -31,6 +43,95 @@ type Config struct {
 	// WallClock is the client's wall clock, for locks that measure their
 	// validity by it (nil: time.Now). The worker sets it.
 	WallClock func() time.Time `json:"-"`
+}
+
+// AddServer adds a server of backend b to the ones c reaches, after them.
+func (c *Config) AddServer(b Backend, n Node) {
+	if c.Servers == nil {
+		c.Servers = map[Backend][]Node{}
+	}
+	c.Servers[b] = append(c.Servers[b], n)
+}
+
+// configFields are Config's own JSON fields: Config without its methods.
+type configFields Config
+
+// MarshalJSON writes each backend's servers as a field of its own, ahead
+// of the other fields: {"redis":[...],"node_timeout":...}.
+func (c Config) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	names := make([]string, 0, len(c.Servers))
+	for b, nodes := range c.Servers {
+		if len(nodes) > 0 {
+			names = append(names, string(b))
+		}
+	}
+	sort.Strings(names)
+	for _, b := range names {
+		k, _ := json.Marshal(b)
+		v, err := json.Marshal(c.Servers[Backend(b)])
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(k)
+		buf.WriteByte(':')
+		buf.Write(v)
+		buf.WriteByte(',')
+	}
+	rest, err := json.Marshal(configFields(c))
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) == 2 { // {}
+		buf.Truncate(max(buf.Len()-1, 1))
+		buf.WriteByte('}')
+		return buf.Bytes(), nil
+	}
+	buf.Write(rest[1:])
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads Config's own fields, and every other field as the
+// servers of the backend it names.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var f configFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	own := configFieldNames()
+	for k, v := range fields {
+		if own[k] {
+			continue
+		}
+		var nodes []Node
+		if err := json.Unmarshal(v, &nodes); err != nil {
+			return fmt.Errorf("config.%s: a backend's servers: %v", k, err)
+		}
+		if f.Servers == nil {
+			f.Servers = map[Backend][]Node{}
+		}
+		f.Servers[Backend(k)] = nodes
+	}
+	*c = Config(f)
+	return nil
+}
+
+// configFieldNames are the JSON names of Config's own fields.
+func configFieldNames() map[string]bool {
+	out := map[string]bool{}
+	t := reflect.TypeOf(configFields{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out[name] = true
+		}
+	}
+	return out
 }
 
 // Timeout returns NodeTimeout or its default.
@@ -50,8 +151,9 @@ type Spec struct {
 	Name string
 	// Doc is one line for `sim list` and the README.
 	Doc string
-	// Backend is "redis", "postgres" or "etcd": what servers it needs.
-	Backend string
+	// Backend is the servers it needs (RedisBackend, PostgresBackend,
+	// EtcdBackend).
+	Backend Backend
 	// New builds one client.
 	New Constructor
 	// Nodes is how many Redis servers a scenario starts for this lock
@@ -61,6 +163,13 @@ type Spec struct {
 	// revision), so a scenario can claim a grant's token with no fence
 	// source of its own.
 	Fences bool
+	// NoExpiry says that its leases do not expire by a TTL but last as
+	// long as the client's session (an advisory lock's connection, an
+	// etcd session kept alive), and say so (Validity 0).
+	NoExpiry bool
+	// LocalExtend says that Extend sends nothing: it only checks what the
+	// client already knows (an advisory lock's, which has no TTL to push).
+	LocalExtend bool
 	// Mutant, when set, names the defence this lock deliberately breaks:
 	// it exists so that a scenario can prove it catches the breakage, and
 	// `sim locks` lists it only when asked.

@@ -19,15 +19,6 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 )
 
-// The docker backend's default images, built locally by `make docker`
-// (docker/build-images) from Debian's packages: the same server versions
-// as the local backend on this Debian.
-const (
-	DefaultRedisImage    = "locksim/redis:bookworm"
-	DefaultPostgresImage = "locksim/postgres:bookworm"
-	DefaultEtcdImage     = "locksim/etcd:bookworm"
-)
-
 // ContainerLabel marks every container the harness starts; its value is
 // the owning harness process ("o<pid>.<start time>"), so that a later
 // start removes the containers of a harness that died (ReapContainers).

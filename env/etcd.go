@@ -23,6 +23,10 @@ var ErrEtcdNotFound = errors.New("etcd not found: apt-get install etcd-server")
 // for the cluster to answer.
 const EtcdStartTimeout = 15 * time.Second
 
+// DefaultEtcdImage is the docker backend's default etcd image (built by
+// `make docker`, as DefaultRedisImage is).
+const DefaultEtcdImage = "locksim/etcd:bookworm"
+
 // EtcdOptions says how to start an etcd cluster.
 type EtcdOptions struct {
 	// Members is how many members (A, B, C...); default 1.

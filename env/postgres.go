@@ -26,6 +26,10 @@ import (
 // ErrPostgresNotFound says the PostgreSQL server binaries are not installed.
 var ErrPostgresNotFound = errors.New("PostgreSQL not found: apt-get install postgresql")
 
+// DefaultPostgresImage is the docker backend's default PostgreSQL image
+// (built by `make docker`, as DefaultRedisImage is).
+const DefaultPostgresImage = "locksim/postgres:bookworm"
+
 // PostgresOptions tunes a throwaway cluster.
 type PostgresOptions struct {
 	// IdleSessionTimeout makes the server end any session idle for longer

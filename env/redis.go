@@ -37,6 +37,12 @@ const (
 	PersistAlways Persistence = "always"
 )
 
+// DefaultRedisImage is the docker backend's default Redis image, built
+// locally by `make docker` (docker/build-images) from Debian's packages:
+// the same server version as the local backend on this Debian (so are
+// DefaultPostgresImage and DefaultEtcdImage).
+const DefaultRedisImage = "locksim/redis:bookworm"
+
 // RedisOptions says how to start one redis-server.
 type RedisOptions struct {
 	// Name names the server ("A".."E"); it must be set.

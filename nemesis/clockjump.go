@@ -59,7 +59,7 @@ func init() {
 	Register(Spec[ClockJumpParams]{Name: "clock-jump", Doc: "move the node's or the client's wall clock by `by`",
 		Needs: []string{"by"},
 		Check: func(p *ClockJumpParams, f Facts) *ParamError {
-			return firstRefusal(p.exactlyOne("clock-jump"), noClockOnEtcd(p.Node, f))
+			return firstRefusal(p.exactlyOne("clock-jump"), noNodeClock(p.Node, f))
 		},
 		New: func(p *ClockJumpParams) Fault { return &ClockJump{Node: p.Node, Client: p.Client, By: p.By} },
 		Draw: &Draw[ClockJumpParams]{

@@ -64,7 +64,7 @@ func init() {
 	Register(Spec[ClockDriftParams]{Name: "clock-drift", Doc: "run the node's wall clock at `rate` times real speed",
 		Needs: []string{"node", "rate"},
 		Check: func(p *ClockDriftParams, f Facts) *ParamError {
-			if err := noClockOnEtcd(p.Node, f); err != nil {
+			if err := noNodeClock(p.Node, f); err != nil {
 				return err
 			}
 			if !(p.Rate > 0) || math.IsInf(p.Rate, 0) {

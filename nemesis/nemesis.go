@@ -28,17 +28,15 @@ type Target struct {
 	// Replicas maps a primary's node name to its asynchronous replica
 	// (started with env.RedisOptions.ReplicaOf), for Failover.
 	Replicas map[string]*env.Redis
-	// Etcd maps member names (A, B, ...) to this run's etcd members.
-	Etcd map[string]*env.EtcdMember
-	// Postgres is this run's PostgreSQL cluster, if it has one.
+	// Servers maps node names (A, B, ...) to this run's lock servers that
+	// are not Redis nodes (etcd's members): the faults that stop, kill and
+	// restart a server reach them as they reach a Redis node.
+	Servers map[string]Server
+	// Postgres is this run's PostgreSQL cluster, if it has one. Link
+	// faults (Partition, Latency, ConnReset) name a client's link to it as
+	// the node PGNode ("pg"), and its link to the protected storage as
+	// StorageNode ("storage"), so no node may be called either.
 	Postgres *env.Postgres
-	// PGLinks maps a client number to its proxy to PostgreSQL. Link
-	// faults (Partition, Latency, ConnReset) name that link as the node
-	// PGNode ("pg"), so no Redis node may be called "pg".
-	PGLinks map[int]*env.Link
-	// StorageLinks maps a client number to its proxy to the protected
-	// storage, named as the node StorageNode ("storage").
-	StorageLinks map[int]*env.Link
 	// ClientClocks maps a client number to the control file of the wall
 	// clock its worker reads.
 	ClientClocks map[int]*clockshim.Control
@@ -74,10 +72,12 @@ func (t *Target) clock(node string, client int) (*clockshim.Control, error) {
 }
 
 // PGNode is the node name by which a link fault names a client's link to
-// PostgreSQL (Target.PGLinks) instead of a link to a Redis node.
+// PostgreSQL (its proxy env.LinkName(client, PGNode)) instead of a link
+// to a Redis node.
 const PGNode = "pg"
 
-// StorageNode names a client's link to the protected storage.
+// StorageNode names a client's link to the protected storage (its proxy
+// env.LinkName(client, StorageNode)).
 const StorageNode = "storage"
 
 // Fault is one injectable, healable fault. The runner calls Inject, then
@@ -112,14 +112,14 @@ type Server interface {
 	Restart(ctx context.Context) error
 }
 
-// server finds a lock server of this run (a Redis node or an etcd
-// member), refusing any other.
+// server finds a lock server of this run (a Redis node, an etcd member),
+// refusing any other.
 func (t *Target) server(node string) (Server, error) {
 	if r, ok := t.Redis[node]; ok {
 		return r, nil
 	}
-	if m, ok := t.Etcd[node]; ok {
-		return m, nil
+	if s, ok := t.Servers[node]; ok {
+		return s, nil
 	}
 	return nil, fmt.Errorf("node %q is not a server of this run", node)
 }
@@ -133,22 +133,22 @@ func (t *Target) redis(node string) (*env.Redis, error) {
 	return r, nil
 }
 
-// link finds the proxy from client to node (PGNode: to PostgreSQL),
-// refusing any other.
+// link finds the proxy from client to node (PGNode: to PostgreSQL,
+// StorageNode: to the protected storage), refusing any other.
 func (t *Target) link(client int, node string) (*env.Link, error) {
+	if t.Network == nil {
+		return nil, fmt.Errorf("this run has no network proxies")
+	}
 	if node == PGNode || node == StorageNode {
-		links, what := t.PGLinks, "PostgreSQL"
-		if node == StorageNode {
-			links, what = t.StorageLinks, "the protected storage"
-		}
-		l, ok := links[client]
-		if !ok || l == nil {
+		l, err := t.Network.Link(env.LinkName(client, node))
+		if err != nil {
+			what := "PostgreSQL"
+			if node == StorageNode {
+				what = "the protected storage"
+			}
 			return nil, fmt.Errorf("client %d has no link to %s in this run", client, what)
 		}
 		return l, nil
-	}
-	if t.Network == nil {
-		return nil, fmt.Errorf("this run has no network proxies")
 	}
 	if _, err := t.server(node); err != nil {
 		return nil, err

@@ -161,11 +161,12 @@ func TestConnDropFreesAdvisoryLockAtOnce(t *testing.T) {
 func pgLinkSetup(t *testing.T) (pg *env.Postgres, l *env.Link, tg *Target, holder, other *pgx.Conn) {
 	t.Helper()
 	pg = startPG(t)
-	l, err := newNetwork(t).AddLink("c1-pg", pg.Addr())
+	n := newNetwork(t)
+	l, err := n.AddLink(env.LinkName(1, PGNode), pg.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg = &Target{Postgres: pg, PGLinks: map[int]*env.Link{1: l}}
+	tg = &Target{Postgres: pg, Network: n}
 	return pg, l, tg, pgConnect(t, pg, l.Listen), pgConnect(t, pg, pg.Addr())
 }
 

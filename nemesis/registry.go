@@ -9,11 +9,12 @@ import (
 // Facts is what a kind may check a step against: the scenario's servers
 // and clients.
 type Facts struct {
-	// Backend is the lock's backend: redis, postgres or etcd.
-	Backend  string
-	Nodes    int
-	Clients  int
-	Replicas bool
+	// NodeClockless, when set, says why no clock fault reaches the
+	// scenario's nodes (etcd's members), as their lock backend says it.
+	NodeClockless string
+	Nodes         int
+	Clients       int
+	Replicas      bool
 }
 
 // Spec declares a fault kind, in the style of toxiproxy's toxics: each
@@ -261,10 +262,11 @@ type OneNode struct {
 	Node string `yaml:"node"`
 }
 
-// noClockOnEtcd refuses a clock fault on an etcd member.
-func noClockOnEtcd(node string, f Facts) *ParamError {
-	if node != "" && f.Backend == "etcd" {
-		return &ParamError{"node", "no clock fault reaches an etcd member: etcd is a Go binary that reads the clock through the vDSO, out of the clock shim's reach (and times its leases on the monotonic clock)"}
+// noNodeClock refuses a clock fault on a node whose clock no fault
+// reaches (an etcd member's), with the reason its backend gives.
+func noNodeClock(node string, f Facts) *ParamError {
+	if node != "" && f.NodeClockless != "" {
+		return &ParamError{"node", f.NodeClockless}
 	}
 	return nil
 }

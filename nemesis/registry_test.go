@@ -50,7 +50,7 @@ func TestRegistry(t *testing.T) {
 		f                   Facts
 	}{
 		{"clock-jump", "do", "by: 1s", Facts{}},
-		{"clock-jump", "node", "{node: A, by: 1s}", Facts{Backend: "etcd"}},
+		{"clock-jump", "node", "{node: A, by: 1s}", Facts{NodeClockless: "no clock fault reaches an etcd member"}},
 		{"clock-drift", "rate", "{node: A, rate: 0}", Facts{}},
 		{"failover", "do", "node: A", Facts{}},
 		{"latency", "stream", "{client: 1, links: [A], delay: 1ms, stream: sideways}", Facts{}},

@@ -108,23 +108,6 @@ func OpenTrials(ctx context.Context, sc *scenarios.Scenario, o Options) (*Trials
 	return t, nil
 }
 
-// bypassLinks points a client's init at the servers themselves instead of
-// its proxies.
-func (r *run) bypassLinks(in *worker.Init) {
-	for i, n := range in.Config.Redis {
-		in.Config.Redis[i].Addr = r.target.Redis[n.Name].Addr
-	}
-	if r.pg != nil {
-		in.Config.Postgres = r.pg.DSN(r.pg.Addr())
-		if r.pgb != nil {
-			in.Config.Postgres = r.pgb.DSN(r.pgb.Addr())
-		}
-		if in.Storage != "" {
-			in.Storage = r.pg.DSN(r.pg.Addr()) + "&idle_session_timeout=0&idle_in_transaction_session_timeout=0"
-		}
-	}
-}
-
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
@@ -138,8 +121,9 @@ func (t *Trials) Close() {
 }
 
 // reset readies the environment for the next trial: every fault healed,
-// every Redis node flushed with its clock back to real time, the storage
-// reset in place (counter 0, fence sequence restarted: storage.Reset).
+// every server reset (a Redis node flushed with its clock back to real
+// time: backends.Servers.Reset), the storage reset in place (counter 0,
+// fence sequence restarted: storage.Reset).
 func (t *Trials) reset(ctx context.Context) error {
 	r := t.r
 	if err := r.healAll(ctx); err != nil {
@@ -155,7 +139,7 @@ func (t *Trials) reset(ctx context.Context) error {
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	for _, s := range r.target.Redis {
+	for _, s := range r.servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -164,11 +148,11 @@ func (t *Trials) reset(ctx context.Context) error {
 			}
 		}()
 	}
-	if r.pg != nil {
+	if r.storage != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := storage.Reset(ctx, r.pg.DSN(r.pg.Addr())); err != nil {
+			if err := storage.Reset(ctx, r.storage.DSN(r.storage.Addr())); err != nil {
 				add(err)
 			}
 		}()
@@ -479,7 +463,7 @@ func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	return &Outcome{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: kept.Check, Events: kept.Events, Duration: time.Since(started),
-		Machine: &kept.Machine, Backend: t.r.backend().Name, Images: t.r.images(),
+		Machine: &kept.Machine, Backend: t.r.host().Name, Images: t.r.images(),
 	}, nil
 }
 

@@ -60,7 +60,7 @@ func BenchmarkGeneratorThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer t.Close()
-	redisAddr, pgDSN := t.r.target.Redis["A"].Addr, t.r.pg.DSN(t.r.pg.Addr())
+	redisAddr, pgDSN := t.r.target.Redis["A"].Addr, t.r.storage.DSN(t.r.storage.Addr())
 	var gen, floor, genOps, floorOps []float64
 	for i := 0; b.Loop(); i++ {
 		tr, err := t.Play(ctx, *sc.Generator, sc.TTL.Duration, TrialSeed(1, 0, i))

@@ -13,7 +13,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -55,9 +54,9 @@ type Options struct {
 	// client_cmd): a client speaking locksim worker protocol v1
 	// (docs/protocol.md, external.go).
 	ClientCmd []string
-	// Backend says where the servers run (backend.go): local processes
+	// Host says where the servers run (servers.go): local processes
 	// unless it or the scenario says docker.
-	Backend Backend
+	Host Host
 }
 
 // StepView is a step of a scripted story as a hook sees it.
@@ -93,13 +92,12 @@ type run struct {
 	pending map[int]<-chan error
 	faults  []nemesis.Fault
 	tmp     string
-	pg      *env.Postgres
-	// pgb is the pgbouncer between the lock's connections and pg, if the
-	// scenario asks for one.
-	pgb *env.Pgbouncer
-	// etcd is the etcd cluster, for a lock of the etcd backend: its
-	// members are the scenario's nodes, and no Redis runs.
-	etcd *env.Etcd
+	// servers are the run's servers, a lock backend's each (servers.go):
+	// the lock's, then those its storage and fence need.
+	servers []started
+	// storage is the PostgreSQL cluster among them, which holds the
+	// protected storage and a postgres fence; nil if none runs.
+	storage *env.Postgres
 	// direct connects the clients straight to the servers, past their
 	// proxies (generator.go: a fault that needs no network).
 	direct bool
@@ -241,15 +239,14 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	return &Outcome{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: res, Events: events, Duration: time.Since(started),
-		Machine: &m, Backend: r.backend().Name, Images: r.images(),
+		Machine: &m, Backend: r.host().Name, Images: r.images(),
 	}, nil
 }
 
 // newTarget is an empty Target with a fresh in-process toxiproxy server.
 func newTarget() *nemesis.Target {
-	return &nemesis.Target{Redis: map[string]*env.Redis{}, Replicas: map[string]*env.Redis{}, Etcd: map[string]*env.EtcdMember{},
+	return &nemesis.Target{Redis: map[string]*env.Redis{}, Replicas: map[string]*env.Redis{}, Servers: map[string]nemesis.Server{},
 		Network: env.NewNetwork(), Clients: map[int]*env.Proc{},
-		PGLinks: map[int]*env.Link{}, StorageLinks: map[int]*env.Link{},
 		ClientClocks: map[int]*clockshim.Control{}}
 }
 
@@ -339,10 +336,11 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.checkClientCmd(); err != nil { // external.go
 		return err
 	}
-	if err := r.checkBackend(ctx, spec); err != nil { // backend.go
+	plan := r.planServers(spec) // servers.go
+	if err := r.checkHost(ctx, plan); err != nil {
 		return err
 	}
-	if err := r.startServers(ctx, spec); err != nil {
+	if err := r.startServers(ctx, plan); err != nil {
 		return err
 	}
 	var (
@@ -380,18 +378,14 @@ func (r *run) setup(ctx context.Context) error {
 		return startError(errs) // external.go
 	}
 	r.sayClientProgram()
-	pg := "no PostgreSQL"
-	if r.pg != nil {
-		pg = "PostgreSQL on " + r.pg.Addr()
-		if r.pgb != nil {
-			pg += fmt.Sprintf(" behind pgbouncer (pool_mode=%s, %d server connection(s)) on %s", r.sc.Pgbouncer, r.pgb.PoolSize(), r.pgb.Addr())
-		}
+	var servers []string
+	for _, s := range r.servers {
+		servers = append(servers, s.Describe())
 	}
-	servers := fmt.Sprintf("%d Redis node(s)", len(r.target.Redis))
-	if r.etcd != nil {
-		servers = fmt.Sprintf("etcd %s (%d member(s))", etcdVersion(), len(r.etcd.Members))
+	if r.storage == nil {
+		servers = append(servers, "no PostgreSQL")
 	}
-	r.environment = fmt.Sprintf("%s, %s, %d client process(es), %d proxies%s", servers, pg, r.sc.Clients, len(r.target.Network.Links()), r.where())
+	r.environment = fmt.Sprintf("%s, %d client process(es), %d proxies%s", strings.Join(servers, ", "), r.sc.Clients, len(r.target.Network.Links()), r.where())
 	r.say("environment ready: %s", r.environment)
 	return nil
 }
@@ -415,170 +409,34 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 		return in, harness("client %d's clock: %v", c, err)
 	}
 	r.target.ClientClocks[c] = clock
-	for i := 0; i < len(r.target.Redis); i++ {
-		name := scenarios.NodeName(i)
-		l, err := r.target.Network.AddLink(env.LinkName(c, name), r.target.Redis[name].Addr)
-		if err != nil {
-			return in, harness("%v", err)
+	// One proxy per server, which link faults act on; with r.direct
+	// (generator.go) the client dials the server itself.
+	link := func(node, addr string) (string, error) {
+		l, err := r.target.Network.AddLink(env.LinkName(c, node), addr)
+		if err != nil || r.direct {
+			return addr, err
 		}
-		in.Config.Redis = append(in.Config.Redis, clients.Node{Name: name, Addr: l.Listen})
+		return l.Listen, nil
 	}
-	if r.etcd != nil {
-		for _, m := range r.etcd.Members {
-			l, err := r.target.Network.AddLink(env.LinkName(c, m.Name), m.Addr)
-			if err != nil {
-				return in, harness("%v", err)
-			}
-			in.Config.Etcd = append(in.Config.Etcd, clients.Node{Name: m.Name, Addr: l.Listen})
+	for _, s := range r.servers {
+		if err := s.Connect(&in.Config, link); err != nil {
+			return in, harness("%v", err)
 		}
 	}
-	if r.pg != nil {
-		// Two links: the lock's connection and the storage's, so a fault
-		// can hit one and not the other.
-		lockServer := r.pg.Addr()
-		if r.pgb != nil {
-			lockServer = r.pgb.Addr()
-		}
-		lock, err := r.target.Network.AddLink(env.LinkName(c, LinkPostgres), lockServer)
+	if r.storage != nil {
+		// The storage's connection has a link of its own, beside the
+		// lock's, so a fault can hit one and not the other.
+		store, err := link(nemesis.StorageNode, r.storage.Addr())
 		if err != nil {
 			return in, harness("%v", err)
 		}
-		store, err := r.target.Network.AddLink(env.LinkName(c, LinkStorage), r.pg.Addr())
-		if err != nil {
-			return in, harness("%v", err)
-		}
-		r.target.PGLinks[c], r.target.StorageLinks[c] = lock, store
-		in.Config.Postgres = r.pg.DSN(lock.Listen)
-		if r.pgb != nil {
-			in.Config.Postgres = r.pgb.DSN(lock.Listen)
-		}
-		if r.sc.Storage != "" || r.sc.Fence == "postgres" {
+		if r.sc.Storage != "" || r.sc.Fence == clients.FencePostgres {
 			// The protected storage stands for another database: the
 			// lock server's idle timeouts do not apply to it.
-			in.Storage = r.pg.DSN(store.Listen) + "&idle_session_timeout=0&idle_in_transaction_session_timeout=0"
+			in.Storage = r.storage.DSN(store) + "&idle_session_timeout=0&idle_in_transaction_session_timeout=0"
 		}
-	}
-	if r.direct {
-		r.bypassLinks(&in) // generator.go
 	}
 	return in, nil
-}
-
-// Link names for a client's PostgreSQL connections, beside the Redis
-// node letters.
-const (
-	// LinkPostgres carries the lock's connection (advisory locks).
-	LinkPostgres = nemesis.PGNode
-	// LinkStorage carries the protected storage's connection.
-	LinkStorage = nemesis.StorageNode
-)
-
-// needsPostgres says whether the scenario needs a PostgreSQL cluster.
-func (r *run) needsPostgres(spec clients.Spec) bool {
-	return spec.Backend == "postgres" || r.sc.Storage != "" || r.sc.Fence == "postgres"
-}
-
-// startServers starts the Redis nodes and PostgreSQL at once.
-func (r *run) startServers(ctx context.Context, spec clients.Spec) error {
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs []error
-	)
-	if r.needsPostgres(spec) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pg, err := env.StartPostgres(ctx, "", env.PostgresOptions{
-				Image:                           r.backend().PostgresImage,
-				IdleSessionTimeout:              r.sc.IdleSessionTimeout.Duration,
-				IdleInTransactionSessionTimeout: r.sc.IdleInTransactionSessionTimeout.Duration,
-			})
-			if err == nil {
-				err = storage.Setup(ctx, pg.DSN(pg.Addr()))
-			}
-			var pgb *env.Pgbouncer
-			if err == nil && r.sc.Pgbouncer != "" {
-				// Transaction pooling with one server connection: every
-				// client's statements share it. Session pooling needs one
-				// per client, or a second client waits for the first.
-				size := 1
-				if r.sc.Pgbouncer == "session" {
-					size = r.sc.Clients
-				}
-				pgb, err = env.StartPgbouncer(ctx, pg, "", env.PgbouncerOptions{PoolMode: r.sc.Pgbouncer, PoolSize: size})
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if pg != nil {
-				r.pg, r.target.Postgres = pg, pg
-			}
-			r.pgb = pgb
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}()
-	}
-	if spec.Backend == "etcd" {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e, err := env.StartEtcd(ctx, env.EtcdOptions{Members: r.sc.Nodes, Image: r.backend().EtcdImage})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			r.etcd = e
-			for _, m := range e.Members {
-				r.target.Etcd[m.Name] = m
-			}
-		}()
-	}
-	persistence := env.Persistence(r.sc.Persistence)
-	for i := 0; i < r.sc.Nodes && spec.Backend != "etcd"; i++ {
-		name := scenarios.NodeName(i)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := env.StartRedis(ctx, env.RedisOptions{Name: name, Dir: r.tmp, Persistence: persistence, Image: r.backend().RedisImage})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			r.target.Redis[name] = s
-		}()
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return harness("starting servers: %v", errors.Join(errs...))
-	}
-	if r.sc.Replicas {
-		return r.startReplicas(ctx)
-	}
-	return nil
-}
-
-// startReplicas gives every node an asynchronous replica that replicates
-// through its own proxy ("client 0"'s link to the node), so the story can
-// hold replication back.
-func (r *run) startReplicas(ctx context.Context) error {
-	for i := 0; i < r.sc.Nodes; i++ {
-		name := scenarios.NodeName(i)
-		l, err := r.target.Network.AddLink(env.LinkName(0, name), r.target.Redis[name].Addr)
-		if err != nil {
-			return harness("%v", err)
-		}
-		rep, err := env.StartRedis(ctx, env.RedisOptions{Name: name + "-replica", Dir: r.tmp, ReplicaOf: l.Listen, Image: r.backend().RedisImage})
-		if err != nil {
-			return harness("starting the replica of %s: %v", name, err)
-		}
-		r.target.Replicas[name] = rep
-	}
-	return waitReplicated(ctx, r.target.Replicas)
 }
 
 // key is the lock a step names, else the scenario's.
@@ -782,25 +640,8 @@ func (r *run) teardown() {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.Stop() }()
 	}
-	for _, s := range r.target.Redis {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = s.Close() }()
-	}
-	for _, s := range r.target.Replicas {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = s.Close() }()
-	}
-	if r.pgb != nil {
-		r.pgb.Stop()
-	}
-	if r.etcd != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.etcd.Close() }()
-	}
-	if r.pg != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.pg.Stop() }()
-	}
+	wg.Add(1)
+	go func() { defer wg.Done(); r.closeServers() }()
 	wg.Wait()
 	r.target.Network.Close()
 	for _, c := range r.target.ClientClocks {
@@ -809,14 +650,4 @@ func (r *run) teardown() {
 	if r.tmp != "" {
 		env.RemoveTempDir(r.tmp)
 	}
-}
-
-// etcdVersion is the etcd binary's version, for the narration.
-func etcdVersion() string {
-	out, err := exec.Command("etcd", "--version").Output()
-	if err != nil {
-		return "(version unknown)"
-	}
-	first, _, _ := strings.Cut(string(out), "\n")
-	return strings.TrimSpace(strings.TrimPrefix(first, "etcd Version:"))
 }

@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"locksim/backends"
 	"locksim/clients"
 	"locksim/nemesis"
 )
@@ -421,19 +422,28 @@ func (s *Scenario) applyDefaults() {
 		s.Margin.Duration = 100 * time.Millisecond
 	}
 	if s.Nodes == 0 {
-		if spec, err := clients.Lookup(s.Lock); err == nil && (spec.Backend == "redis" || spec.Backend == "etcd") {
-			s.Nodes = max(spec.Nodes, 1)
+		if spec, err := clients.Lookup(s.Lock); err == nil {
+			s.Nodes = backends.DefaultNodes(spec)
 		}
 	}
 }
 
-// backend is the backend of the scenario's lock ("" if unknown).
-func (s *Scenario) backend() string {
+// backend is the backend of the scenario's lock (nil if either is
+// unknown).
+func (s *Scenario) backend() backends.Backend {
 	spec, err := clients.Lookup(s.Lock)
 	if err != nil {
-		return ""
+		return nil
 	}
-	return spec.Backend
+	return backends.Of(spec)
+}
+
+// ServerOptions are the scenario's settings for its servers, as a
+// backend checks them and starts its servers with them.
+func (c *Conditions) ServerOptions() backends.Options {
+	return backends.Options{Nodes: c.Nodes, Clients: c.Clients, Persistence: c.Persistence, Replicas: c.Replicas,
+		Fence: c.Fence, Pgbouncer: c.Pgbouncer, IdleSessionTimeout: c.IdleSessionTimeout.Duration,
+		IdleInTransactionSessionTimeout: c.IdleInTransactionSessionTimeout.Duration}
 }
 
 // errAt builds an Error for a top-level field.
@@ -451,8 +461,12 @@ func (s *Scenario) validate() error {
 	if s.Lock == "" {
 		return s.errAt("lock", "missing: name a lock (%s)", strings.Join(clients.Names(), ", "))
 	}
-	if _, err := clients.Lookup(s.Lock); err != nil {
+	spec, err := clients.Lookup(s.Lock)
+	if err != nil {
 		return s.errAt("lock", "unknown lock %q (known: %s)", s.Lock, strings.Join(clients.Names(), ", "))
+	}
+	if s.backend() == nil {
+		return s.errAt("lock", "lock %s runs on backend %q, which package backends does not register", s.Lock, spec.Backend)
 	}
 	if !contains(Verdicts, s.Expected) {
 		return s.errAt("expected", "expected one of %s, got %q", strings.Join(Verdicts, ", "), s.Expected)
@@ -478,21 +492,14 @@ func (s *Scenario) validate() error {
 	if !contains(FenceSources, s.Fence) {
 		return s.errAt("fence", "expected postgres, redis-incr or redlock-incr, got %q", s.Fence)
 	}
-	if (s.Fence == "redis-incr" || s.Fence == "redlock-incr") && s.Nodes == 0 {
+	if clients.FenceBackend(s.Fence) == clients.RedisBackend && s.Nodes == 0 {
 		return s.errAt("fence", "%s needs Redis nodes: set nodes", s.Fence)
 	}
 	if !contains(Watchdogs, s.Watchdog) {
 		return s.errAt("watchdog", "expected token or pexpire, got %q", s.Watchdog)
 	}
-	if s.backend() == "etcd" {
-		switch {
-		case s.Persistence != "":
-			return s.errAt("persistence", "persistence is a Redis node's setting; an etcd member fsyncs its log before it answers")
-		case s.Replicas:
-			return s.errAt("replicas", "replicas are Redis replicas; an etcd cluster replicates by Raft: set nodes: 3")
-		case s.Fence == "redis-incr" || s.Fence == "redlock-incr":
-			return s.errAt("fence", "%s counts on Redis nodes; the etcd lock hands out its key's revision as its fencing token", s.Fence)
-		}
+	if err := s.backend().Check(s.ServerOptions()); err != nil {
+		return s.errAt(err.Field, "%s", err.Msg)
 	}
 	if !contains(PersistenceModes, s.Persistence) {
 		return s.errAt("persistence", "expected none, everysec or always, got %q", s.Persistence)
@@ -568,7 +575,7 @@ func (s *Scenario) validateStep(i int) error {
 		}
 	}
 	if k, ok := nemesis.LookupKind(st.Do); ok && k.Check != nil {
-		if err := k.Check(st.Params, nemesis.Facts{Backend: s.backend(), Nodes: s.Nodes, Clients: s.Clients, Replicas: s.Replicas}); err != nil {
+		if err := k.Check(st.Params, nemesis.Facts{NodeClockless: s.backend().NodeClockless(), Nodes: s.Nodes, Clients: s.Clients, Replicas: s.Replicas}); err != nil {
 			return at(err.Field, "%s", err.Msg)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"locksim/backends"
+	"locksim/clients"
 	"locksim/history"
 	"locksim/nemesis"
 	"locksim/storage"
@@ -22,7 +24,7 @@ var ServerBackends = []string{"", "local", "docker"}
 // the loader checks against them and the schema (schema.go) lists them.
 var (
 	StorageModes     = storageModes()
-	FenceSources     = []string{"", "postgres", "redis-incr", "redlock-incr"}
+	FenceSources     = []string{"", clients.FencePostgres, clients.FenceRedisIncr, clients.FenceRedlockIncr}
 	Watchdogs        = []string{"", "token", "pexpire"}
 	PersistenceModes = []string{"", "none", "everysec", "always"}
 	PoolModes        = []string{"", "transaction", "session"}
@@ -85,10 +87,11 @@ type Scenario struct {
 type Conditions struct {
 	// Lock names a registered lock algorithm (see `sim locks`).
 	Lock string `yaml:"lock"`
-	// Nodes is how many Redis servers (or etcd members, for an etcd lock)
-	// to start, named A, B, C... Default: what the lock's registration says
-	// (5 for the Redlock family), else 1 for a Redis or etcd lock; 0 for a
-	// PostgreSQL lock, which has one server.
+	// Nodes is how many servers of the lock's backend to start (Redis
+	// nodes, etcd members), named A, B, C... Default: what the lock's
+	// registration says (5 for the Redlock family), else 1; 0 for a
+	// PostgreSQL lock, which has one server (nodes set for it are Redis
+	// nodes, for a Redis fence).
 	Nodes int `yaml:"nodes"`
 	// Clients is how many client processes take part. Default 2.
 	Clients int `yaml:"clients"`
@@ -359,7 +362,7 @@ func ActionNames() []string {
 }
 
 // NodeName is the letter of the i-th node (0 -> A).
-func NodeName(i int) string { return string(rune('A' + i)) }
+func NodeName(i int) string { return backends.NodeName(i) }
 
 // Describe is a one-line account of a step, for narration and errors.
 func (s Step) Describe() string {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"locksim/backends"
 	"locksim/scenarios"
 )
 
@@ -26,12 +27,11 @@ type Description struct {
 	TTL      string `json:"ttl,omitempty"`
 	Duration string `json:"duration,omitempty"`
 	Clients  int    `json:"clients,omitempty"`
-	// Backend is local or docker; the images are the docker backend's as
-	// given ("": env's defaults).
-	Backend       string `json:"backend"`
-	RedisImage    string `json:"redis_image,omitempty"`
-	PostgresImage string `json:"postgres_image,omitempty"`
-	EtcdImage     string `json:"etcd_image,omitempty"`
+	// Backend is where the servers ran, local or docker; Images the
+	// docker host's images as given, by lock backend (none given: the
+	// backends' defaults).
+	Backend string            `json:"backend"`
+	Images  map[string]string `json:"images,omitempty"`
 	// Shard of Shards (from 1) when this is one slice of the sweep.
 	Shard  int `json:"shard,omitempty"`
 	Shards int `json:"shards,omitempty"`
@@ -46,7 +46,7 @@ type Description struct {
 func Describe(sc *scenarios.Scenario, o Options) Description {
 	o, locks, _ := o.resolve(sc)
 	d := Description{Scenario: sc.Name, Seed: o.Seed, Points: o.Points, Trials: o.Trials, Locks: locks,
-		Clients: o.Clients, Backend: o.Backend.Name, Shard: o.Shard.I, Shards: o.Shard.N}
+		Clients: o.Clients, Backend: o.Host.Name, Shard: o.Shard.I, Shards: o.Shard.N}
 	if o.Param != nil {
 		d.Param = o.Param.String()
 	}
@@ -63,7 +63,14 @@ func Describe(sc *scenarios.Scenario, o Options) Description {
 		d.Backend = "local"
 	}
 	if d.Backend == "docker" {
-		d.RedisImage, d.PostgresImage, d.EtcdImage = o.Backend.RedisImage, o.Backend.PostgresImage, o.Backend.EtcdImage
+		for b, img := range o.Host.Images {
+			if img != "" {
+				if d.Images == nil {
+					d.Images = map[string]string{}
+				}
+				d.Images[string(b)] = img
+			}
+		}
 	}
 	return d
 }
@@ -96,13 +103,16 @@ func ReadDescription(path string) (Description, error) {
 // sameSweep lists what shards of one sweep must share, named as in
 // sweep.json.
 func (d Description) sameSweep() [][2]string {
-	return [][2]string{
+	same := [][2]string{
 		{"scenario", d.Scenario}, {"seed", strconv.FormatInt(d.Seed, 10)}, {"param", d.Param},
 		{"points", strconv.Itoa(d.Points)}, {"trials", strconv.Itoa(d.Trials)}, {"locks", strings.Join(d.Locks, ",")},
 		{"ttl", d.TTL}, {"duration", d.Duration}, {"clients", strconv.Itoa(d.Clients)},
-		{"backend", d.Backend}, {"redis_image", d.RedisImage}, {"postgres_image", d.PostgresImage},
-		{"etcd_image", d.EtcdImage}, {"shards", strconv.Itoa(d.Shards)},
+		{"backend", d.Backend},
 	}
+	for _, b := range backends.All() {
+		same = append(same, [2]string{"images." + string(b.Name()), d.Images[string(b.Name())]})
+	}
+	return append(same, [2]string{"shards", strconv.Itoa(d.Shards)})
 }
 
 // ShardResult is what one shard wrote: its sweep.json and sweep.csv, and

@@ -41,8 +41,8 @@ type Options struct {
 	// the rows then count the shard's trials only, and Merge adds up the
 	// shards' rows.
 	Shard Shard
-	// Backend says where the servers run (runner.Backend).
-	Backend runner.Backend
+	// Host says where the servers run (runner.Host).
+	Host runner.Host
 	// Unknown, when not nil, is told of each trial that ended without a
 	// verdict, with its lock, point and why (the check's summary).
 	Unknown func(lock, point string, trial int, why string)
@@ -178,7 +178,7 @@ func Variant(sc *scenarios.Scenario, name string) (*scenarios.Scenario, error) {
 	v.Lock = base
 	if base != sc.Lock {
 		v.Nodes = 0
-		if spec.Backend == "redis" {
+		if spec.Backend == clients.RedisBackend {
 			v.Nodes = 1
 			if base == "redlock" {
 				v.Nodes = 5
@@ -186,7 +186,7 @@ func Variant(sc *scenarios.Scenario, name string) (*scenarios.Scenario, error) {
 		}
 	}
 	if fenced {
-		v.Fence, v.Storage = "postgres", "fenced"
+		v.Fence, v.Storage = clients.FencePostgres, "fenced"
 	} else {
 		v.Fence = ""
 		if v.Storage == "fenced" {
@@ -299,7 +299,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 				}
 				if t == nil {
 					var err error
-					if t, err = runner.OpenTrials(ctx, v, runner.Options{Seed: o.Seed, Backend: o.Backend}); err != nil {
+					if t, err = runner.OpenTrials(ctx, v, runner.Options{Seed: o.Seed, Host: o.Host}); err != nil {
 						return nil, fmt.Errorf("%s: %w", locks[li], err)
 					}
 				}

@@ -36,9 +36,10 @@ func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
 			return err
 		}
 	}
+	redisNodes := in.Config.Servers[clients.RedisBackend] // what a Redis fence counts on
 	switch in.Fence {
 	case "":
-	case "postgres":
+	case clients.FencePostgres:
 		if in.Storage == "" {
 			return errors.New("fence postgres needs the storage connection")
 		}
@@ -47,16 +48,16 @@ func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
 			return err
 		}
 		lock = clients.Fenced(lock, src)
-	case "redis-incr":
-		if len(in.Config.Redis) == 0 {
+	case clients.FenceRedisIncr:
+		if len(redisNodes) == 0 {
 			return errors.New("fence redis-incr needs a Redis node")
 		}
-		lock = clients.Fenced(lock, clients.NewRedisIncr(in.Config.Redis[0].Addr, clients.DefaultFenceKey, in.Config.Timeout()))
-	case "redlock-incr":
-		if len(in.Config.Redis) == 0 {
+		lock = clients.Fenced(lock, clients.NewRedisIncr(redisNodes[0].Addr, clients.DefaultFenceKey, in.Config.Timeout()))
+	case clients.FenceRedlockIncr:
+		if len(redisNodes) == 0 {
 			return errors.New("fence redlock-incr needs Redis nodes")
 		}
-		lock = clients.Fenced(lock, clients.NewRedlockIncr(in.Config.Redis, clients.DefaultFenceKey, in.Config.Timeout()))
+		lock = clients.Fenced(lock, clients.NewRedlockIncr(redisNodes, clients.DefaultFenceKey, in.Config.Timeout()))
 	default:
 		return fmt.Errorf("unknown fence source %q", in.Fence)
 	}

@@ -58,9 +58,9 @@ type Init struct {
 	Storage string `json:"storage,omitempty"`
 	// StorageMode is plain, fenced, token-cas or idempotent.
 	StorageMode storage.Mode `json:"storage_mode,omitempty"`
-	// Fence names the fencing-token source: "" (none), "postgres" (a
-	// sequence, through Storage), "redis-incr" (INCR on the first node) or
-	// "redlock-incr" (INCR on every node that granted; the largest count).
+	// Fence names the fencing-token source: "" (none), or one of
+	// clients.FencePostgres (a sequence, through Storage), FenceRedisIncr
+	// or FenceRedlockIncr (INCR on the Redis nodes).
 	Fence string `json:"fence,omitempty"`
 	// Watchdog renews every lease in the background: "" (no), "token"
 	// (only while the key holds this lease's token) or "pexpire" (plain

@@ -11,20 +11,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"locksim/backends"
 	"locksim/clients"
 	"locksim/clients/locktest"
 	"locksim/env"
-	"locksim/env/envtest"
 )
-
-// testPG is the one cluster the conformance tests share.
-var testPG *env.Postgres
 
 func TestMain(m *testing.M) {
 	// go-redis logs every dial it gives up on; the unreachable check
 	// makes dozens on purpose.
 	redis.SetLogger(quiet{})
-	os.Exit(envtest.RunWithPostgres(m, &testPG))
+	code := m.Run()
+	env.Cleanup()
+	os.Exit(code)
 }
 
 type quiet struct{}
@@ -86,83 +85,69 @@ func halfSpeed() func() time.Time {
 	return func() time.Time { return base.Add(time.Since(base) / 2) }
 }
 
+// servers are the lock servers the suite runs on: each lock's backend
+// started once for each number of nodes its locks want (one set of five
+// Redis nodes for the Redlock family, one Redis node for the single-node
+// locks, one PostgreSQL cluster, one etcd member), through package
+// backends, as a run starts them.
 type servers struct {
-	redis []*env.Redis
-	net   *env.Network
-	etcd  *env.Etcd // started for the first etcd lock
+	tb   testing.TB
+	net  *env.Network
+	sets map[serverSet]backends.Servers
+}
+
+type serverSet struct {
+	backend clients.Backend
+	nodes   int
 }
 
 func startServers(t testing.TB) *servers {
 	t.Helper()
-	s := &servers{net: env.NewNetwork()}
-	t.Cleanup(s.net.Close)
+	s := &servers{tb: t, net: env.NewNetwork(), sets: map[serverSet]backends.Servers{}}
 	t.Cleanup(func() {
-		if s.etcd != nil {
-			s.etcd.Close()
+		for _, set := range s.sets {
+			set.Close()
 		}
+		s.net.Close()
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for _, name := range []string{"A", "B", "C", "D", "E"} {
-		r, err := env.StartRedis(ctx, env.RedisOptions{Name: name, Dir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
-		s.redis = append(s.redis, r)
-	}
 	return s
 }
 
 // setup builds the Config, the Options and the links for one lock: every
 // client of the lock reaches each server through one toxiproxy link,
-// which the suite's Cut disables and its Delay slows.
-func (s *servers) setup(t testing.TB, spec clients.Spec) (clients.Config, locktest.Options, bool) {
-	wall := halfSpeed()
-	cfg := clients.Config{WallClock: wall}
-	opts := locktest.Options{WallClock: wall}
-	var links []*env.Link
-	link := func(node, upstream string) string {
-		l, err := s.net.AddLink(spec.Name+"-"+node, upstream)
+// which the suite's Cut disables and its Delay slows. ok is false for a
+// lock whose backend is not registered.
+func (s *servers) setup(t testing.TB, spec clients.Spec) (_ clients.Config, _ locktest.Options, ok bool) {
+	b := backends.Of(spec)
+	if b == nil {
+		return clients.Config{}, locktest.Options{}, false
+	}
+	key := serverSet{spec.Backend, backends.DefaultNodes(spec)}
+	set, started := s.sets[key]
+	if !started {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		var err error
+		set, err = b.Start(ctx, backends.Options{Nodes: key.nodes, Clients: 3, Dir: s.tb.TempDir(), Network: s.net})
+		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
-		links = append(links, l)
-		return l.Listen
+		s.sets[key] = set
 	}
-	switch spec.Backend {
-	case "redis":
-		n := max(spec.Nodes, 1)
-		if n > len(s.redis) {
-			t.Fatalf("lock %s wants %d Redis nodes; the test starts %d", spec.Name, n, len(s.redis))
+	wall := halfSpeed()
+	cfg := clients.Config{WallClock: wall}
+	opts := locktest.Options{WallClock: wall, Quorum: key.nodes > 1, NoExpiry: spec.NoExpiry, LocalExtend: spec.LocalExtend}
+	var links []*env.Link
+	link := func(node, upstream string) (string, error) {
+		l, err := s.net.AddLink(spec.Name+"-"+node, upstream)
+		if err != nil {
+			return "", err
 		}
-		for _, r := range s.redis[:n] {
-			cfg.Redis = append(cfg.Redis, clients.Node{Name: r.Name, Addr: link(r.Name, r.Addr)})
-		}
-		opts.Quorum = n > 1
-	case "postgres":
-		cfg.Postgres = testPG.DSN(link("pg", testPG.Addr()))
-		// Session and transaction locks: no expiry, and Extend only
-		// checks what the client already knows.
-		opts.NoExpiry, opts.LocalExtend = true, true
-	case "etcd":
-		if s.etcd == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			e, err := env.StartEtcd(ctx, env.EtcdOptions{Members: max(spec.Nodes, 1)})
-			cancel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.etcd = e
-		}
-		for _, m := range s.etcd.Members {
-			cfg.Etcd = append(cfg.Etcd, clients.Node{Name: m.Name, Addr: link(m.Name, m.Addr)})
-		}
-		// The client believes it holds the lock until it releases it
-		// (Validity 0); its session keeps the server's lease alive.
-		opts.NoExpiry = true
-	default:
-		return cfg, opts, false
+		links = append(links, l)
+		return l.Listen, nil
+	}
+	if err := set.Connect(&cfg, link); err != nil {
+		t.Fatal(err)
 	}
 	opts.Cut = func(t testing.TB) func() {
 		for _, l := range links {
@@ -194,13 +179,12 @@ func (s *servers) setup(t testing.TB, spec clients.Spec) (clients.Config, lockte
 }
 
 // TestConformance runs locktest on every registered lock, mutants
-// included, each against real servers: the Redis nodes its Spec asks for
-// (one when it says 0), the test's PostgreSQL cluster, or an etcd cluster
-// (started for the first etcd lock). A lock whose backend this test
-// cannot start fails, with the reason: skipping it would pass without
-// checking it. How long each lock's suite takes is logged here and measured
-// by BenchmarkConformance (a figure, not a pass/fail line on a shared
-// machine).
+// included, each against real servers, its backend's (the Redis nodes its
+// Spec asks for, one when it says 0; a PostgreSQL cluster; an etcd
+// cluster). A lock whose backend is not registered fails, with the
+// reason: skipping it would pass without checking it. How long each
+// lock's suite takes is logged here and measured by BenchmarkConformance
+// (a figure, not a pass/fail line on a shared machine).
 func TestConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts redis-server, PostgreSQL and etcd")
@@ -216,7 +200,7 @@ func TestConformance(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg, opts, ok := srv.setup(t, spec)
 			if !ok {
-				t.Fatalf("lock %s: backend %q: this test cannot start a server for it (add a case to servers.setup)", name, spec.Backend)
+				t.Fatalf("lock %s: backend %q is not registered (package backends)", name, spec.Backend)
 			}
 			newLock := lockMaker(spec, cfg)
 			start := time.Now()
@@ -316,7 +300,7 @@ func BenchmarkConformance(b *testing.B) {
 		// the N asked for), and a link is added once.
 		cfg, opts, ok := srv.setup(b, spec)
 		if !ok {
-			b.Fatalf("lock %s: backend %q: this benchmark cannot start a server for it (add a case to servers.setup)", name, spec.Backend)
+			b.Fatalf("lock %s: backend %q is not registered (package backends)", name, spec.Backend)
 		}
 		b.Run(name, func(b *testing.B) {
 			newLock := lockMaker(spec, cfg)

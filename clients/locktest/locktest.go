@@ -5,7 +5,7 @@
 //
 //	func TestMyLock(t *testing.T) {
 //		locktest.TestLock(t, func(t testing.TB) clients.Lock {
-//			l, err := clients.NewRedlock(clients.Config{Redis: nodes}, false)
+//			l, err := clients.NewRedlock(clients.Config{Servers: map[clients.Backend][]clients.Node{clients.RedisBackend: nodes}}, false)
 //			if err != nil {
 //				t.Fatal(err)
 //			}

@@ -3,30 +3,71 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
-	"locksim/env"
+	"locksim/backends"
+	"locksim/clients"
 	"locksim/runner"
 	"locksim/scenarios"
 )
 
-// backendFlags adds --backend and the docker backend's image flags.
-func backendFlags(f *pflag.FlagSet, b *runner.Backend) {
-	f.StringVar(&b.Name, "backend", "", "where the servers run: `local` child processes or docker containers (make docker readies the engine and the default images; DOCKER_HOST may name another engine on this machine) (default: the scenario's backend field, else local)")
-	f.StringVar(&b.RedisImage, "redis-image", "", "the docker backend's Redis `IMAGE`: a glibc-based image with redis-server on its PATH, e.g. redis:7.2-bookworm or valkey/valkey:8 (default "+env.DefaultRedisImage+")")
-	f.StringVar(&b.PostgresImage, "postgres-image", "", "the docker backend's PostgreSQL `IMAGE`: initdb and postgres on its PATH and a postgres user, e.g. postgres:17 (default "+env.DefaultPostgresImage+")")
-	f.StringVar(&b.EtcdImage, "etcd-image", "", "the docker backend's etcd `IMAGE`, etcd on its PATH (default "+env.DefaultEtcdImage+")")
+// backendFlags adds --backend (the host: where the servers run) and, for
+// each lock backend, the docker host's --NAME-image flag.
+func backendFlags(f *pflag.FlagSet, h *runner.Host) {
+	f.StringVar(&h.Name, "backend", "", "where the servers run: `local` child processes or docker containers (make docker readies the engine and the default images; DOCKER_HOST may name another engine on this machine) (default: the scenario's backend field, else local)")
+	if h.Images == nil {
+		h.Images = map[clients.Backend]string{}
+	}
+	for _, b := range backends.All() {
+		def, doc := b.Image()
+		f.Var(imageFlag{h.Images, b.Name()}, imageFlagName(b), "the docker backend's "+doc+" (default "+def+")")
+	}
 }
 
-// checkBackend checks the backend flags: a known backend, and images only
-// with docker.
-func checkBackend(b runner.Backend) error {
-	if !slices.Contains(scenarios.ServerBackends, b.Name) {
-		return fmt.Errorf("--backend: expected local or docker, got %q", b.Name)
+func imageFlagName(b backends.Backend) string { return string(b.Name()) + "-image" }
+
+// imageFlag is a --NAME-image flag: it sets the image of one backend.
+type imageFlag struct {
+	images  map[clients.Backend]string
+	backend clients.Backend
+}
+
+func (f imageFlag) String() string {
+	if f.images == nil {
+		return ""
 	}
-	if b.Name == "local" && (b.RedisImage != "" || b.PostgresImage != "" || b.EtcdImage != "") {
-		return fmt.Errorf("--redis-image, --postgres-image and --etcd-image name containers' images: they need --backend docker")
+	return f.images[f.backend]
+}
+
+func (f imageFlag) Set(s string) error {
+	if s == "" {
+		delete(f.images, f.backend)
+	} else {
+		f.images[f.backend] = s
+	}
+	return nil
+}
+
+func (imageFlag) Type() string { return "string" }
+
+// checkBackend checks the host flags: a known host, and images only with
+// docker.
+func checkBackend(h runner.Host) error {
+	if !slices.Contains(scenarios.ServerBackends, h.Name) {
+		return fmt.Errorf("--backend: expected local or docker, got %q", h.Name)
+	}
+	if h.Name == "local" && len(h.Images) > 0 {
+		var names []string
+		for _, b := range backends.All() {
+			names = append(names, "--"+imageFlagName(b))
+		}
+		list := names[len(names)-1]
+		if len(names) > 1 {
+			list = strings.Join(names[:len(names)-1], ", ") + " and " + list
+		}
+		return fmt.Errorf("%s name containers' images: they need --backend docker", list)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"locksim/backends"
 	"locksim/clients"
 	"locksim/runner"
 	"locksim/scenarios"
@@ -101,17 +102,9 @@ func cmdExplain(name string, stdout io.Writer) error {
 // an advisory lock has no TTL (it lasts as long as its session or
 // transaction), and etcd's TTL is its session lease's.
 func lockShape(sc *scenarios.Scenario) string {
-	backend := ""
-	if spec, err := clients.Lookup(sc.Lock); err == nil {
-		backend = spec.Backend
-	}
-	switch backend {
-	case "postgres":
-		return fmt.Sprintf("one PostgreSQL server, %d client(s), no TTL (the lock lasts as long as its session or transaction)", sc.Clients)
-	case "etcd":
-		return fmt.Sprintf("%d etcd member(s), %d client(s), session lease TTL %v", sc.Nodes, sc.Clients, sc.TTL)
-	}
-	return fmt.Sprintf("%d Redis node(s), %d client(s), TTL %v", sc.Nodes, sc.Clients, sc.TTL)
+	spec, _ := clients.Lookup(sc.Lock) // the loader refuses a lock with no backend
+	servers, lease := backends.Of(spec).Shape(sc.Nodes, sc.TTL.Duration)
+	return fmt.Sprintf("%s, %d client(s), %s", servers, sc.Clients, lease)
 }
 
 func locksCmd() *cobra.Command {

@@ -31,7 +31,7 @@ type huntOptions struct {
 	runs                  int
 	seed                  int64
 	shard, out            string
-	backend               runner.Backend
+	backend               runner.Host
 }
 
 func huntCmd() *cobra.Command {
@@ -124,7 +124,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	defer os.RemoveAll(candidates)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ho.Play = hunt.OnServers(candidates, runner.Options{Seed: o.seed, Backend: o.backend})
+	ho.Play = hunt.OnServers(candidates, runner.Options{Seed: o.seed, Host: o.backend})
 	ho.Say = func(format string, args ...any) { fmt.Fprintf(stderr, "  "+format+"\n", args...) }
 	fmt.Fprintf(stderr, "sim hunt %s (storage %s, faults %s, ttl %v, seed %d)\n", o.lock, o.storage, strings.Join(sp.Kinds, ","), o.ttl, o.seed)
 	res, found, original, err := hunt.Run(ctx, ho)
@@ -159,7 +159,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	out, perr := play(ctx, sc, runner.Options{Out: filepath.Join(o.out, "run"), Seed: o.seed, Counterfactual: true, Backend: o.backend})
+	out, perr := play(ctx, sc, runner.Options{Out: filepath.Join(o.out, "run"), Seed: o.seed, Counterfactual: true, Host: o.backend})
 	fmt.Fprintf(stdout, "FOUND %s: %s\n", o.lock, res.Summary)
 	fmt.Fprintf(stdout, "  after %d candidate(s) in %.0fs; shrunk from %d fault(s) to %d in %d run(s); reproduced %d of %d\n",
 		res.Runs, res.SecondsToFind, res.FaultsFound, res.FaultsFinal, res.ShrinkRuns, res.Reproduced, res.ReproducedOf)

@@ -59,7 +59,7 @@ type runOptions struct {
 	// instead of the Go worker ("": the Go worker).
 	clientCmd string
 	// backend says where the servers run (--backend and the images).
-	backend runner.Backend
+	backend runner.Host
 }
 
 func runCmd() *cobra.Command {
@@ -274,7 +274,7 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", p.name, i)
 			}
 			res, err := play(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, BeforeStep: beforeStep,
-				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd), Backend: o.backend})
+				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd), Host: o.backend})
 			if err != nil {
 				if ctx.Err() != nil {
 					return interrupted("interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)", out)

@@ -32,7 +32,7 @@ type sweepOptions struct {
 	out            string
 	quiet          bool
 	shard          string
-	backend        runner.Backend
+	backend        runner.Host
 }
 
 func sweepCmd() *cobra.Command {
@@ -164,7 +164,7 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	so := sweep.Options{Param: param, Points: o.points, Trials: o.trials, Locks: locks, Seed: o.seed,
-		TTL: o.ttl, Duration: o.duration, Clients: o.clients, Backend: o.backend}
+		TTL: o.ttl, Duration: o.duration, Clients: o.clients, Host: o.backend}
 	if o.shard != "" {
 		so.Shard, _ = sweep.ParseShard(o.shard) // checked by checkSweep
 	}

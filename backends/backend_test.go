@@ -1,0 +1,42 @@
+package backends
+
+import (
+	"testing"
+
+	"locksim/clients"
+)
+
+// Every registered lock names a registered backend, and every backend
+// has at least one lock and a default image.
+func TestEveryLockHasItsBackend(t *testing.T) {
+	locks := map[clients.Backend]int{}
+	for _, n := range clients.Names() {
+		spec, _ := clients.Lookup(n)
+		if Of(spec) == nil {
+			t.Errorf("lock %s: backend %q is not registered", n, spec.Backend)
+		}
+		locks[spec.Backend]++
+	}
+	for _, b := range All() {
+		if locks[b.Name()] == 0 {
+			t.Errorf("backend %s: no lock runs on it", b.Name())
+		}
+		if def, doc := b.Image(); def == "" || doc == "" {
+			t.Errorf("backend %s: Image() = %q, %q: want a default image and its flag's help", b.Name(), def, doc)
+		}
+	}
+}
+
+// A lock's default nodes: its registration's, else one, for a backend
+// that counts nodes; none for PostgreSQL.
+func TestDefaultNodes(t *testing.T) {
+	for lock, want := range map[string]int{"redis": 1, "redlock": 5, "redsync": 5, "etcd": 1, "postgres-session": 0} {
+		spec, err := clients.Lookup(lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := DefaultNodes(spec); got != want {
+			t.Errorf("DefaultNodes(%s) = %d, want %d", lock, got, want)
+		}
+	}
+}

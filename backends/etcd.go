@@ -1,0 +1,88 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"locksim/clients"
+	"locksim/env"
+	"locksim/nemesis"
+)
+
+// etcdBackend is an etcd cluster whose members are the scenario's nodes,
+// A, B, C...: a fault pauses, crashes and restarts a member as it does a
+// Redis node.
+type etcdBackend struct{}
+
+func init() { Register(etcdBackend{}) }
+
+func (etcdBackend) Name() clients.Backend { return clients.EtcdBackend }
+
+func (etcdBackend) Nodes(spec clients.Spec) int { return clustered(spec) }
+
+// Check refuses the Redis nodes' settings: an etcd cluster has none.
+func (etcdBackend) Check(o Options) *FieldError {
+	switch {
+	case o.Persistence != "":
+		return &FieldError{"persistence", "persistence is a Redis node's setting; an etcd member fsyncs its log before it answers"}
+	case o.Replicas:
+		return &FieldError{"replicas", "replicas are Redis replicas; an etcd cluster replicates by Raft: set nodes: 3"}
+	case clients.FenceBackend(o.Fence) == clients.RedisBackend:
+		return &FieldError{"fence", fmt.Sprintf("%s counts on Redis nodes; the etcd lock hands out its key's revision as its fencing token", o.Fence)}
+	}
+	return nil
+}
+
+func (etcdBackend) NodeClockless() string {
+	return "no clock fault reaches an etcd member: etcd is a Go binary that reads the clock through the vDSO, out of the clock shim's reach (and times its leases on the monotonic clock)"
+}
+
+func (etcdBackend) Shape(nodes int, ttl time.Duration) (string, string) {
+	return fmt.Sprintf("%d etcd member(s)", nodes), fmt.Sprintf("session lease TTL %v", ttl)
+}
+
+func (etcdBackend) Image() (string, string) {
+	return env.DefaultEtcdImage, "etcd `IMAGE`, etcd on its PATH"
+}
+
+func (etcdBackend) Start(ctx context.Context, o Options) (Servers, error) {
+	e, err := env.StartEtcd(ctx, env.EtcdOptions{Members: o.Nodes, Image: o.Image})
+	if err != nil {
+		return nil, err
+	}
+	return &etcdServers{e}, nil
+}
+
+// etcdServers are a run's etcd cluster.
+type etcdServers struct{ *env.Etcd }
+
+func (s *etcdServers) Target(t *nemesis.Target) {
+	for _, m := range s.Members {
+		t.Servers[m.Name] = m
+	}
+}
+
+func (s *etcdServers) Connect(cfg *clients.Config, link Link) error {
+	return connectEach(cfg, link, clients.EtcdBackend, s.Members, func(m *env.EtcdMember) (string, string) { return m.Name, m.Addr })
+}
+
+func (s *etcdServers) Describe() string {
+	return fmt.Sprintf("etcd %s (%d member(s))", etcdVersion(), len(s.Members))
+}
+
+// Reset does nothing: a trial's leases end with its clients' releases
+// and their sessions.
+func (s *etcdServers) Reset(context.Context) error { return nil }
+
+// etcdVersion is the etcd binary's version, for the narration.
+func etcdVersion() string {
+	out, err := exec.Command("etcd", "--version").Output()
+	if err != nil {
+		return "(version unknown)"
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(strings.TrimPrefix(first, "etcd Version:"))
+}

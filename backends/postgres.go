@@ -1,0 +1,115 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"locksim/clients"
+	"locksim/env"
+	"locksim/nemesis"
+)
+
+// postgresBackend is one PostgreSQL cluster, behind a real pgbouncer when
+// the scenario asks. The scenario's nodes do not count it. The protected
+// storage and a postgres fence live in it too, whatever the lock
+// (PostgresOf).
+type postgresBackend struct{}
+
+func init() { Register(postgresBackend{}) }
+
+func (postgresBackend) Name() clients.Backend { return clients.PostgresBackend }
+
+func (postgresBackend) Nodes(clients.Spec) int { return 0 }
+
+func (postgresBackend) Check(Options) *FieldError { return nil }
+
+// NodeClockless is "": the nodes of a PostgreSQL lock's scenario, if it
+// has any, are a Redis fence's.
+func (postgresBackend) NodeClockless() string { return "" }
+
+func (postgresBackend) Shape(int, time.Duration) (string, string) {
+	return "one PostgreSQL server", "no TTL (the lock lasts as long as its session or transaction)"
+}
+
+func (postgresBackend) Image() (string, string) {
+	return env.DefaultPostgresImage, "PostgreSQL `IMAGE`: initdb and postgres on its PATH and a postgres user, e.g. postgres:17"
+}
+
+func (postgresBackend) Start(ctx context.Context, o Options) (Servers, error) {
+	pg, err := env.StartPostgres(ctx, "", env.PostgresOptions{
+		Image:                           o.Image,
+		IdleSessionTimeout:              o.IdleSessionTimeout,
+		IdleInTransactionSessionTimeout: o.IdleInTransactionSessionTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &postgresServers{pg: pg, poolMode: o.Pgbouncer}
+	if o.Pgbouncer != "" {
+		// Transaction pooling with one server connection: every client's
+		// statements share it. Session pooling needs one per client, or a
+		// second client waits for the first.
+		size := 1
+		if o.Pgbouncer == "session" {
+			size = o.Clients
+		}
+		if s.pgb, err = env.StartPgbouncer(ctx, pg, "", env.PgbouncerOptions{PoolMode: o.Pgbouncer, PoolSize: size}); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// postgresServers are a run's PostgreSQL cluster and its pgbouncer.
+type postgresServers struct {
+	pg       *env.Postgres
+	pgb      *env.Pgbouncer // nil: the lock's connections go straight to pg
+	poolMode string
+}
+
+// PostgresOf is the PostgreSQL cluster of s, nil when s are another
+// backend's: the run keeps the protected storage there.
+func PostgresOf(s Servers) *env.Postgres {
+	if p, ok := s.(*postgresServers); ok {
+		return p.pg
+	}
+	return nil
+}
+
+func (s *postgresServers) Target(t *nemesis.Target) { t.Postgres = s.pg }
+
+// Connect gives the lock its connection string through the client's link
+// pg (to pgbouncer, when there is one).
+func (s *postgresServers) Connect(cfg *clients.Config, link Link) error {
+	server, dsn := s.pg.Addr(), s.pg.DSN
+	if s.pgb != nil {
+		server, dsn = s.pgb.Addr(), s.pgb.DSN
+	}
+	addr, err := link(nemesis.PGNode, server)
+	if err != nil {
+		return err
+	}
+	cfg.Postgres = dsn(addr)
+	return nil
+}
+
+func (s *postgresServers) Describe() string {
+	d := "PostgreSQL on " + s.pg.Addr()
+	if s.pgb != nil {
+		d += fmt.Sprintf(" behind pgbouncer (pool_mode=%s, %d server connection(s)) on %s", s.poolMode, s.pgb.PoolSize(), s.pgb.Addr())
+	}
+	return d
+}
+
+// Reset does nothing: an advisory lock dies with the session that held
+// it, and the storage's reset is the run's (storage.Reset).
+func (s *postgresServers) Reset(context.Context) error { return nil }
+
+func (s *postgresServers) Close() {
+	if s.pgb != nil {
+		s.pgb.Stop()
+	}
+	s.pg.Stop()
+}

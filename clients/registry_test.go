@@ -1,0 +1,50 @@
+package clients
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// A Config's servers are one JSON field per backend, ahead of its other
+// fields, as worker protocol v1 has them; and they read back.
+func TestConfigJSON(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Servers: map[Backend][]Node{RedisBackend: {{Name: "A", Addr: "127.0.0.1:1"}, {Name: "B", Addr: "127.0.0.1:2"}}}, NodeTimeout: 200 * time.Millisecond, ClientID: 1},
+			`{"redis":[{"name":"A","addr":"127.0.0.1:1"},{"name":"B","addr":"127.0.0.1:2"}],"node_timeout":200000000,"client_id":1}`},
+		{Config{Servers: map[Backend][]Node{EtcdBackend: {{Name: "A", Addr: "127.0.0.1:1"}}}, Postgres: "postgres://x", ClientID: 2},
+			`{"etcd":[{"name":"A","addr":"127.0.0.1:1"}],"postgres":"postgres://x","client_id":2}`},
+		{Config{Postgres: "postgres://x"}, `{"postgres":"postgres://x"}`},
+		{Config{Servers: map[Backend][]Node{"zookeeper": {{Name: "A", Addr: "h:1"}}}}, `{"zookeeper":[{"name":"A","addr":"h:1"}]}`},
+		{Config{Servers: map[Backend][]Node{RedisBackend: nil}}, `{}`},
+	} {
+		b, err := json.Marshal(tc.cfg)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("Marshal = %s, %v; want %s", b, err, tc.want)
+			continue
+		}
+		var back Config
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("Unmarshal(%s): %v", b, err)
+		}
+		for k, v := range tc.cfg.Servers {
+			if len(v) == 0 {
+				delete(tc.cfg.Servers, k)
+			}
+		}
+		if len(tc.cfg.Servers) == 0 {
+			tc.cfg.Servers = nil
+		}
+		if !reflect.DeepEqual(back, tc.cfg) {
+			t.Errorf("Unmarshal(%s) = %+v, want %+v", b, back, tc.cfg)
+		}
+	}
+	var c Config
+	if err := json.Unmarshal([]byte(`{"redis":"A"}`), &c); err == nil {
+		t.Errorf("a backend's servers that are not a list: no error")
+	}
+}

@@ -1,0 +1,191 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+
+	"locksim/backends"
+	"locksim/clients"
+	"locksim/env"
+	"locksim/storage"
+)
+
+// Host says where a run's servers run: the scenario's backend field, or
+// sim's --backend (local or docker). Not to be confused with a lock's
+// backend (package backends), the servers it runs on.
+type Host struct {
+	// Name is "local" (child processes on this machine; the default) or
+	// "docker" (containers through testcontainers-go). Empty takes the
+	// scenario's backend field, then local.
+	Name string
+	// Images name the docker host's image for each lock backend's
+	// servers; one not named is the backend's default (built by `make
+	// docker`).
+	Images map[clients.Backend]string
+}
+
+// host is the run's host, its name filled in.
+func (r *run) host() Host {
+	h := r.o.Host
+	if h.Name == "" {
+		h.Name = r.sc.ServerBackend
+	}
+	if h.Name == "" {
+		h.Name = "local"
+	}
+	return h
+}
+
+// image is the image b's servers run in: "" on the local host.
+func (h Host) image(b backends.Backend) string {
+	if h.Name != "docker" {
+		return ""
+	}
+	if img := h.Images[b.Name()]; img != "" {
+		return img
+	}
+	def, _ := b.Image()
+	return def
+}
+
+// planServers lists the backends whose servers the run starts, in order:
+// the lock's; PostgreSQL for the protected storage or a postgres fence;
+// and Redis for the nodes of a lock whose backend does not count them (a
+// Redis fence's).
+func (r *run) planServers(spec clients.Spec) []backends.Backend {
+	lock := backends.Of(spec)
+	plan := []backends.Backend{lock}
+	add := func(name clients.Backend) {
+		if b, ok := backends.Lookup(name); ok && !slices.Contains(plan, b) {
+			plan = append(plan, b)
+		}
+	}
+	if r.sc.Storage != "" || clients.FenceBackend(r.sc.Fence) == clients.PostgresBackend {
+		add(clients.PostgresBackend)
+	}
+	if r.sc.Nodes > 0 && lock.Nodes(spec) == 0 {
+		add(clients.RedisBackend)
+	}
+	return plan
+}
+
+// checkHost refuses, before any server starts, a host the run cannot
+// have: an unknown name, no engine, an image that is not there.
+func (r *run) checkHost(ctx context.Context, plan []backends.Backend) error {
+	h := r.host()
+	switch h.Name {
+	case "local":
+		return nil
+	case "docker":
+	default:
+		return harness("backend %q: expected local or docker", h.Name)
+	}
+	for _, b := range plan {
+		if err := env.CheckImage(ctx, h.image(b)); err != nil {
+			return harness("%v", err)
+		}
+	}
+	if reaped, err := env.ReapContainers(ctx); err != nil {
+		return harness("%v", err)
+	} else if len(reaped) > 0 {
+		r.say("removed %d container(s) left by a harness that died: %s", len(reaped), strings.Join(reaped, ", "))
+	}
+	return nil
+}
+
+// started are one backend's servers of the run.
+type started struct {
+	backend backends.Backend
+	backends.Servers
+}
+
+// startServers starts the planned backends' servers at once, and the
+// storage's tables in the PostgreSQL among them.
+func (r *run) startServers(ctx context.Context, plan []backends.Backend) error {
+	h := r.host()
+	o := r.sc.ServerOptions()
+	o.Dir, o.Network = r.tmp, r.target.Network
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	out := make([]started, len(plan))
+	for i, b := range plan {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := o
+			o.Image = h.image(b)
+			s, err := b.Start(ctx, o)
+			if err == nil {
+				out[i] = started{b, s}
+				if pg := backends.PostgresOf(s); pg != nil {
+					err = storage.Setup(ctx, pg.DSN(pg.Addr()))
+				}
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, s := range out {
+		if s.Servers == nil {
+			continue
+		}
+		r.servers = append(r.servers, s)
+		s.Target(r.target)
+		if pg := backends.PostgresOf(s.Servers); pg != nil {
+			r.storage = pg
+		}
+	}
+	if len(errs) > 0 {
+		return harness("starting servers: %v", errors.Join(errs...))
+	}
+	return nil
+}
+
+// closeServers stops every server of the run at once. r.servers stays,
+// for the record (images).
+func (r *run) closeServers() {
+	var wg sync.WaitGroup
+	for _, s := range r.servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.Close() }()
+	}
+	wg.Wait()
+}
+
+// images are the container images the run's servers ran in, by lock
+// backend ("redis": its image); nil on the local host.
+func (r *run) images() map[string]string {
+	h := r.host()
+	if h.Name != "docker" {
+		return nil
+	}
+	out := map[string]string{}
+	for _, s := range r.servers {
+		out[string(s.backend.Name())] = h.image(s.backend)
+	}
+	return out
+}
+
+// where says, on the docker host, where the servers run, for the
+// environment line ("" for local processes).
+func (r *run) where() string {
+	h := r.host()
+	if h.Name != "docker" {
+		return ""
+	}
+	var parts []string
+	for _, s := range r.servers {
+		parts = append(parts, h.image(s.backend))
+	}
+	return "; servers in containers of " + strings.Join(parts, ", ")
+}
