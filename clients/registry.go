@@ -22,6 +22,10 @@ type Node struct {
 	Name string `json:"name"`
 	// Addr is host:port of this client's proxy to the node.
 	Addr string `json:"addr"`
+	// Upstream is the node's own host:port, which the proxy forwards to,
+	// when a lock is told it by others (Sentinel names the primary by its
+	// own address): the lock dials Addr for it. Empty when no one does.
+	Upstream string `json:"upstream,omitempty"`
 }
 
 // Config is what a lock implementation needs to connect.

@@ -64,6 +64,17 @@ import (
 	"locksim/history"
 )
 
+// ZooKeeperBackend is a ZooKeeper ensemble (package backends starts it).
+const ZooKeeperBackend Backend = "zookeeper"
+
+func init() {
+	Register(Spec{Name: "zookeeper", Backend: ZooKeeperBackend, Fences: true, NoExpiry: true,
+		Doc: "ZooKeeper's lock recipe tried once (ephemeral sequential znode, lowest wins) on a session per lease; the znode's czxid is its fencing token",
+		New: func(cfg Config) (Lock, error) {
+			return NewZooKeeperLock(ZooKeeperConfig{Members: cfg.Servers[ZooKeeperBackend], NodeTimeout: cfg.NodeTimeout, ClientID: cfg.ClientID})
+		}})
+}
+
 // ZooKeeperRoot is where the locks' znodes live: each lock is a persistent
 // znode ZooKeeperRoot/<key>, its contenders' ephemeral sequential znodes
 // are its children.

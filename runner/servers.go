@@ -84,6 +84,9 @@ func (r *run) checkHost(ctx context.Context, plan []backends.Backend) error {
 		return harness("backend %q: expected local or docker", h.Name)
 	}
 	for _, b := range plan {
+		if h.image(b) == "" {
+			return harness("the docker backend has no image for %s's servers: run this story on the local backend", b.Name())
+		}
 		if err := env.CheckImage(ctx, h.image(b)); err != nil {
 			return harness("%v", err)
 		}

@@ -22,6 +22,9 @@ func backendFlags(f *pflag.FlagSet, h *runner.Host) {
 	}
 	for _, b := range backends.All() {
 		def, doc := b.Image()
+		if def == "" {
+			continue // its servers run on the local backend only
+		}
 		f.Var(imageFlag{h.Images, b.Name()}, imageFlagName(b), "the docker backend's "+doc+" (default "+def+")")
 	}
 }

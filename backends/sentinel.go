@@ -1,0 +1,109 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"locksim/clients"
+	"locksim/env"
+	"locksim/nemesis"
+)
+
+// sentinelBackend is one Redis primary, node A, with an asynchronous
+// replica that replicates through its own proxy (so a story can hold
+// replication back), watched by three real redis-sentinel processes
+// (quorum 2): when A stops answering for down-after-milliseconds, they
+// elect one of themselves to promote the replica, and the lock's clients
+// follow. redis-failover is the same story with the harness promoting the
+// replica itself.
+type sentinelBackend struct{}
+
+func init() { Register(sentinelBackend{}) }
+
+func (sentinelBackend) Name() clients.Backend { return clients.SentinelBackend }
+
+func (sentinelBackend) Nodes(clients.Spec) int { return 1 }
+
+// Check refuses more than the one primary the sentinels watch.
+func (sentinelBackend) Check(o Options) *FieldError {
+	if o.Nodes > 1 {
+		return &FieldError{"nodes", fmt.Sprintf("Sentinel here watches one primary (A) and its replica, got nodes: %d", o.Nodes)}
+	}
+	return nil
+}
+
+func (sentinelBackend) NodeClockless() string { return "" }
+
+func (sentinelBackend) Shape(_ int, ttl time.Duration) (string, string) {
+	return "a Redis primary (A), its replica and 3 sentinels (quorum 2)", fmt.Sprintf("TTL %v", ttl)
+}
+
+// Image: none yet; the docker host refuses a Sentinel story.
+func (sentinelBackend) Image() (string, string) { return "", "" }
+
+func (sentinelBackend) Start(ctx context.Context, o Options) (Servers, error) {
+	if o.Image != "" {
+		return nil, errors.New("the docker host has no Sentinel image yet: run Sentinel stories on the local host")
+	}
+	o.Nodes, o.Replicas = 1, true
+	rs, err := redisBackend{}.Start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	r := rs.(*redisServers)
+	sn, err := env.StartSentinel(ctx, env.SentinelOptions{Primary: r.nodes[0].Addr, MasterName: clients.SentinelMaster,
+		Replicas: 1, Dir: o.Dir})
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return &sentinelServers{redisServers: r, sentinel: sn}, nil
+}
+
+// sentinelServers are a run's primary, replica and sentinels.
+type sentinelServers struct {
+	*redisServers
+	sentinel *env.Sentinel
+}
+
+// Target: the primary is node A, its replica A's replica; the
+// sentinels are not a fault's to touch.
+func (s *sentinelServers) Target(t *nemesis.Target) { s.redisServers.Target(t) }
+
+// Connect gives the client its proxies to the sentinels and to both
+// Redis servers, each named with its own address, which is how the
+// sentinels name the primary.
+func (s *sentinelServers) Connect(cfg *clients.Config, link Link) error {
+	for _, n := range s.sentinel.Nodes {
+		addr, err := link("S"+n.Name, n.Addr)
+		if err != nil {
+			return err
+		}
+		cfg.AddServer(clients.SentinelBackend, clients.Node{Name: "S" + n.Name, Addr: addr})
+	}
+	for _, r := range append(append([]*env.Redis{}, s.nodes...), s.replicas...) {
+		addr, err := link(r.Name, r.Addr)
+		if err != nil {
+			return err
+		}
+		cfg.AddServer(clients.RedisBackend, clients.Node{Name: r.Name, Addr: addr, Upstream: r.Addr})
+	}
+	return nil
+}
+
+func (s *sentinelServers) Describe() string {
+	return fmt.Sprintf("a Redis primary (A), its replica and %d sentinels (quorum 2, down after %v)", len(s.sentinel.Nodes), env.DefaultSentinelDownAfter)
+}
+
+// Reset is not offered: a generator's trials would need the primary put
+// back after a failover.
+func (s *sentinelServers) Reset(context.Context) error {
+	return errors.New("Sentinel stories are scripted: no generator trials")
+}
+
+func (s *sentinelServers) Close() {
+	s.sentinel.Close()
+	s.redisServers.Close()
+}

@@ -1,0 +1,79 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"locksim/clients"
+	"locksim/env"
+	"locksim/nemesis"
+)
+
+// zookeeperBackend is a ZooKeeper ensemble whose members are the
+// scenario's nodes, A, B, C...: a fault pauses, crashes and restarts a
+// member as it does an etcd member.
+type zookeeperBackend struct{}
+
+func init() { Register(zookeeperBackend{}) }
+
+func (zookeeperBackend) Name() clients.Backend { return clients.ZooKeeperBackend }
+
+func (zookeeperBackend) Nodes(spec clients.Spec) int { return clustered(spec) }
+
+// Check refuses the Redis nodes' settings: an ensemble has none.
+func (zookeeperBackend) Check(o Options) *FieldError {
+	switch {
+	case o.Persistence != "":
+		return &FieldError{"persistence", "persistence is a Redis node's setting; a ZooKeeper member syncs its transaction log before it acknowledges"}
+	case o.Replicas:
+		return &FieldError{"replicas", "replicas are Redis replicas; a ZooKeeper ensemble replicates by Zab: set nodes: 3"}
+	case clients.FenceBackend(o.Fence) == clients.RedisBackend:
+		return &FieldError{"fence", fmt.Sprintf("%s counts on Redis nodes; the ZooKeeper lock hands out its znode's creation zxid (czxid) as its fencing token", o.Fence)}
+	}
+	return nil
+}
+
+// NodeClockless: env/zookeeper.go's doc cites the sources and the
+// measurement (TestZooKeeperWallClockJump).
+func (zookeeperBackend) NodeClockless() string {
+	return "no clock fault reaches a ZooKeeper member's sessions: ZooKeeper times session expiry on System.nanoTime (CLOCK_MONOTONIC; " +
+		"ExpiryQueue and Time.currentElapsedTime), and the clock shim moves only the wall clock"
+}
+
+func (zookeeperBackend) Shape(nodes int, ttl time.Duration) (string, string) {
+	return fmt.Sprintf("%d ZooKeeper member(s)", nodes), fmt.Sprintf("session timeout %v", ttl)
+}
+
+// Image: none yet, so no --zookeeper-image flag; the docker host refuses
+// a ZooKeeper story (runner's checkHost).
+func (zookeeperBackend) Image() (string, string) { return "", "" }
+
+func (zookeeperBackend) Start(ctx context.Context, o Options) (Servers, error) {
+	if o.Image != "" {
+		return nil, errors.New("the docker host has no ZooKeeper image yet: run ZooKeeper stories on the local host")
+	}
+	z, err := env.StartZooKeeper(ctx, env.ZooKeeperOptions{Members: o.Nodes})
+	if err != nil {
+		return nil, err
+	}
+	return &zookeeperServers{z}, nil
+}
+
+// zookeeperServers are a run's ZooKeeper ensemble.
+type zookeeperServers struct{ *env.ZooKeeper }
+
+func (s *zookeeperServers) Target(t *nemesis.Target) {
+	for _, m := range s.Members {
+		t.Servers[m.Name] = m
+	}
+}
+
+func (s *zookeeperServers) Connect(cfg *clients.Config, link Link) error {
+	return connectEach(cfg, link, clients.ZooKeeperBackend, s.Members, func(m *env.ZooKeeperMember) (string, string) { return m.Name, m.Addr })
+}
+
+func (s *zookeeperServers) Describe() string {
+	return fmt.Sprintf("ZooKeeper (%d member(s), tick %v)", len(s.Members), s.TickTime)
+}
