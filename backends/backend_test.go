@@ -7,7 +7,7 @@ import (
 )
 
 // Every registered lock names a registered backend, and every backend
-// has at least one lock and a default image.
+// has at least one lock, and a default image or none at all.
 func TestEveryLockHasItsBackend(t *testing.T) {
 	locks := map[clients.Backend]int{}
 	for _, n := range clients.Names() {
@@ -21,8 +21,10 @@ func TestEveryLockHasItsBackend(t *testing.T) {
 		if locks[b.Name()] == 0 {
 			t.Errorf("backend %s: no lock runs on it", b.Name())
 		}
-		if def, doc := b.Image(); def == "" || doc == "" {
-			t.Errorf("backend %s: Image() = %q, %q: want a default image and its flag's help", b.Name(), def, doc)
+		// A default image and its flag's help, or neither: a backend
+		// that runs on the local host only (the docker host refuses it).
+		if def, doc := b.Image(); (def == "") != (doc == "") {
+			t.Errorf("backend %s: Image() = %q, %q: want a default image and its flag's help, or neither", b.Name(), def, doc)
 		}
 	}
 }

@@ -136,7 +136,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative ttl", good + "ttl: -1s\n", "x.yaml:8: ttl: expected a positive duration, got -1s"},
 		{"bad duration", good + "ttl: ten\n", `x.yaml:8: ttl: expected a duration like 500ms or 10s, got "ten"`},
 		{"wrong type", good + "clients: many\n", `x.yaml:8: clients: expected a whole number, got "many"`},
-		{"unknown lock", strings.Replace(good, "lock: redlock", "lock: zookeeper", 1), `x.yaml:3: lock: unknown lock "zookeeper"`},
+		{"unknown lock", strings.Replace(good, "lock: redlock", "lock: chubby", 1), `x.yaml:3: lock: unknown lock "chubby"`},
 		{"unknown action", strings.Replace(good, "do: acquire", "do: acquier", 1), `x.yaml:6: steps[0].do: unknown action "acquier"`},
 		{"client out of range", strings.Replace(good, "client: 1", "client: 3", 1), "x.yaml:7: steps[0].client: expected a client from 1 to 2, got 3"},
 		{"unknown node", good + "  - do: clock-jump\n    node: F\n    by: 1s\n", `x.yaml:9: steps[1].node: unknown node "F": this scenario has 5 Redis node(s), A to E`},

@@ -38,7 +38,7 @@ func TestLockVariant(t *testing.T) {
 	if _, err := WithLock(ttl, "postgres-session"); err == nil || err.Error() != "scenario redis-ttl-expiry uses a redis lock; postgres-session is a postgres lock" {
 		t.Errorf("another backend: %v", err)
 	}
-	if _, err := WithLock(ttl, "zookeeper"); err == nil || !strings.HasPrefix(err.Error(), `unknown lock "zookeeper"`) {
+	if _, err := WithLock(ttl, "chubby"); err == nil || !strings.HasPrefix(err.Error(), `unknown lock "chubby"`) {
 		t.Errorf("unknown lock: %v", err)
 	}
 	if _, err := WithLock(find("redlock-clock-jump"), "redis"); err == nil || !strings.Contains(err.Error(), "lock redis runs on one node, A") {

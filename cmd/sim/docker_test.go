@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +48,17 @@ func TestCatalogueDocker(t *testing.T) {
 	defer cancel()
 	if left, err := env.OwnContainers(ctx); err != nil || len(left) != 0 {
 		t.Fatalf("containers the engine still holds after the runs: %v, %v", left, err)
+	}
+}
+
+// TestLocalOnlyBackendRefusedOnDocker: a story whose servers have no
+// docker image (ZooKeeper, Sentinel) is refused on the docker host in
+// one line, before any server or container starts.
+func TestLocalOnlyBackendRefusedOnDocker(t *testing.T) {
+	for _, name := range []string{"zookeeper-pause", "redis-sentinel-failover"} {
+		code, _, errOut := sim(t, "run", name, "--backend", "docker", "-q", "--out", t.TempDir())
+		if code != 2 || !strings.Contains(errOut, "has no image") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%s on docker: exit %d, stderr %q; want 2 and one line saying it has no image", name, code, errOut)
+		}
 	}
 }

@@ -14,7 +14,7 @@ func TestRunLockBadInputExits2(t *testing.T) {
 		want string
 	}{
 		{"other backend", []string{"run", "redis-ttl-expiry", "--lock", "postgres-session"}, "sim: scenario redis-ttl-expiry uses a redis lock; postgres-session is a postgres lock\n"},
-		{"unknown lock", []string{"run", "redis-ttl-expiry", "--lock", "zookeeper"}, `--lock: unknown lock "zookeeper"`},
+		{"unknown lock", []string{"run", "redis-ttl-expiry", "--lock", "chubby"}, `--lock: unknown lock "chubby"`},
 		{"too few nodes", []string{"run", "redlock-clock-jump", "--lock", "redis"}, "names node"},
 		{"family", []string{"run", "--all", "--lock", "redis"}, "sim matrix --locks redis runs only the stories it can play"},
 	} {

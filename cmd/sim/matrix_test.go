@@ -21,7 +21,7 @@ func TestMatrixBadInputExits2(t *testing.T) {
 		want string
 	}{
 		{"matrix no locks", []string{"matrix", "redis-ttl-expiry"}, "--locks: name the locks to compare"},
-		{"matrix unknown lock", []string{"matrix", "--locks", "redis,zookeeper"}, `--locks: unknown lock "zookeeper"`},
+		{"matrix unknown lock", []string{"matrix", "--locks", "redis,chubby"}, `--locks: unknown lock "chubby"`},
 		{"matrix unknown scenario", []string{"matrix", "--locks", "redis", "redis-ttl-expiri"}, "did you mean: redis-ttl-expiry"},
 		{"matrix nothing to play", []string{"matrix", "--locks", "postgres-session", "redis-ttl-expiry"}, "no scenario given can be played with postgres-session"},
 		{"matrix out not empty", []string{"matrix", "--locks", "redis", "redis-ttl-expiry", "--out", notEmpty}, "not empty and not a run directory"},

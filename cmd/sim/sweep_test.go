@@ -99,7 +99,7 @@ func TestSweepBadInputExits2WithOneLine(t *testing.T) {
 		{"unknown key", []string{"sweep", "gen-pause", "--param", "speed=1..2"}, `unknown key "speed"`},
 		{"bad value", []string{"sweep", "gen-pause", "--param", "pause=0.2ttl..lots"}, `got "lots"`},
 		{"scripted", []string{"sweep", "redlock-clock-jump", "--param", "pause=1s..2s"}, "is a scripted story"},
-		{"unknown lock", []string{"sweep", "gen-pause", "--locks", "redis,zookeeper"}, `unknown lock "zookeeper"`},
+		{"unknown lock", []string{"sweep", "gen-pause", "--locks", "redis,chubby"}, `unknown lock "chubby"`},
 		{"no name", []string{"sweep", "--param", "pause=1s..2s"}, "name one generator scenario"},
 		{"bad points", []string{"sweep", "gen-pause", "--points", "0"}, "--points: expected 1 to 1000"},
 	} {
