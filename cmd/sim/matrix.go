@@ -54,9 +54,9 @@ verdict and whether it is the one the story expects, and the
 counterfactual's verdict; or "story did not happen:" and why (the lock did
 not behave as the story tells: a finding, not a failure), or "unknown" (the
 machine was too slow for the story), or n/a. With --client-cmd, a story
-the client program cannot tell (a write to the protected storage, a fence,
-a watchdog: worker protocol v1 has acquire, release and extend) is n/a too;
-the HTML table's cell says why.
+the client program's hello does not cover (a write to the protected
+storage, a fence, a watchdog: docs/protocol.md) is n/a too, and a
+counterfactual it does not cover is skipped; the HTML table's cell says why.
 
 Exit codes: 0 every cell ran (verdicts that differ from the story's are
 findings, not errors), 2 bad input or a cell the harness could not run,
@@ -170,9 +170,10 @@ func containsString(list []string, s string) bool {
 }
 
 // planMatrix builds the table's cells, each with the story as it runs
-// with its lock (nil: n/a). With a client program (clientCmd), a story it
-// cannot tell (a write, a fence, a watchdog: protocol v1 has none) is n/a.
-func planMatrix(locks []string, list []*scenarios.Scenario, out string, clientCmd []string) (*matrix, map[*matrixCell]variant) {
+// with its lock (nil: n/a). With a client program (program, not nil: why
+// it cannot play a story, runner.ClientProgramProblem), a story its hello
+// does not cover is n/a, and a counterfactual it does not cover is skipped.
+func planMatrix(locks []string, list []*scenarios.Scenario, out string, program func(*scenarios.Scenario) error) (*matrix, map[*matrixCell]variant) {
 	m := &matrix{Locks: locks, Scenarios: list, Cells: map[[2]string]*matrixCell{}}
 	plays := map[*matrixCell]variant{}
 	for _, l := range locks {
@@ -180,8 +181,10 @@ func planMatrix(locks []string, list []*scenarios.Scenario, out string, clientCm
 			c := &matrixCell{Lock: l, Scenario: sc.Name, Expected: sc.Expected, Dir: filepath.Join(out, l, sc.Name)}
 			m.Cells[[2]string{l, sc.Name}] = c
 			v, err := withLock(sc, l)
-			if err == nil && len(clientCmd) > 0 {
-				err = v.sc.ExternalClientProblem()
+			if err == nil && program != nil {
+				if err = program(v.sc); err == nil {
+					v = withoutCFUnplayable(v, program)
+				}
 			}
 			if err != nil {
 				c.NA = err.Error()
@@ -197,6 +200,25 @@ func planMatrix(locks []string, list []*scenarios.Scenario, out string, clientCm
 		}
 	}
 	return m, plays
+}
+
+// withoutCFUnplayable drops v's counterfactual, saying why, when the
+// client program cannot play it (it changes the lock to one the program
+// does not implement, say).
+func withoutCFUnplayable(v variant, program func(*scenarios.Scenario) error) variant {
+	if v.sc.Counterfactual == nil {
+		return v
+	}
+	cfs, err := v.sc.CounterfactualScenario()
+	if err == nil {
+		err = program(cfs)
+	}
+	if err != nil {
+		cp := *v.sc
+		cp.Counterfactual = nil
+		v.sc, v.skipCF = &cp, "the client program cannot play it: "+err.Error()
+	}
+	return v
 }
 
 func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
@@ -221,7 +243,15 @@ func cmdMatrix(o matrixOptions, stdout, stderr io.Writer) int {
 	if o.out == "" {
 		o.out = filepath.Join("runs", "matrix-"+time.Now().Format("20060102-150405"))
 	}
-	m, plays := planMatrix(locks, list, o.out, strings.Fields(o.clientCmd))
+	var program func(*scenarios.Scenario) error
+	if argv := strings.Fields(o.clientCmd); len(argv) > 0 {
+		hello, err := runner.ProbeClientProgram(context.Background(), argv)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		program = func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, hello) }
+	}
+	m, plays := planMatrix(locks, list, o.out, program)
 	if len(plays) == 0 {
 		return fail(stderr, fmt.Errorf("no scenario given can be played with %s: each needs other servers or more nodes (sim list shows each scenario's lock)", strings.Join(locks, ", ")))
 	}
