@@ -18,10 +18,14 @@ all: build
 # deps installs what the harness drives, when missing: the servers
 # (redis-server, PostgreSQL, pgbouncer, etcd) and the C compiler the clock
 # shim is built with. test-deps adds Chromium, which only the report test
-# needs (it renders report.html headless), and the Node.js example client's
-# npm packages (examples/node-redlock): `make demo` installs neither.
+# needs (it renders report.html headless), the Python example client's
+# packages (examples/redis-py: Debian's python3-redis and python3-psycopg2)
+# and the Node.js example client's npm packages (examples/node-redlock,
+# installed again when its package-lock.json is newer than the install):
+# `make demo` installs none of them.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
-TEST_DEPS := $(DEPS) chromium
+TEST_DEPS := $(DEPS) chromium python3-redis python3-psycopg2
+NODE_EX   := examples/node-redlock
 
 deps:
 	@$(MAKE) --no-print-directory install PKGS="$(DEPS)"
@@ -29,7 +33,8 @@ deps:
 test-deps:
 	@$(MAKE) --no-print-directory install PKGS="$(TEST_DEPS)"
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory install PKGS="nodejs npm"
-	@[ -d examples/node-redlock/node_modules ] || npm ci --prefix examples/node-redlock --no-audit --no-fund
+	@{ [ -f $(NODE_EX)/node_modules/.package-lock.json ] && ! [ $(NODE_EX)/node_modules/.package-lock.json -ot $(NODE_EX)/package-lock.json ]; } || \
+		npm ci --prefix $(NODE_EX) --no-audit --no-fund
 
 # docker readies the docker backend (--backend docker): Debian's docker.io
 # and a running dockerd (docker/start-engine), then the default images,
@@ -51,6 +56,8 @@ install:
 		pgbouncer) [ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null || missing="$$missing $$p" ;; \
 		etcd-server) command -v etcd >/dev/null || missing="$$missing $$p" ;; \
 		gcc) command -v cc >/dev/null || missing="$$missing $$p" ;; \
+		python3-redis) /usr/bin/python3 -c 'import redis' 2>/dev/null || missing="$$missing $$p" ;; \
+		python3-psycopg2) /usr/bin/python3 -c 'import psycopg2' 2>/dev/null || missing="$$missing $$p" ;; \
 		*) command -v $$p >/dev/null || missing="$$missing $$p" ;; \
 		esac; \
 	done; \
