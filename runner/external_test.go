@@ -35,6 +35,24 @@ func nodeClient(t *testing.T) []string {
 	return []string{node, filepath.Join(dir, "client.js")}
 }
 
+// redisPyClient is the Python example client (examples/redis-py) as a
+// client_cmd, or a skip when Debian's python3 is not installed. Its
+// packages must be: apt-get install python3-redis python3-psycopg2.
+func redisPyClient(t *testing.T) []string {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("/usr/bin/python3 is not installed: the Python client (examples/redis-py) cannot run here")
+	}
+	if out, err := exec.Command("/usr/bin/python3", "-c", "import redis, psycopg2").CombinedOutput(); err != nil {
+		t.Fatalf("examples/redis-py needs Debian's python3-redis and python3-psycopg2 (make test-deps): %v: %s", err, out)
+	}
+	path, err := filepath.Abs(filepath.Join("..", "examples", "redis-py", "client.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{path}
+}
+
 // playExternal plays a catalogue story with the clients run as argv, at
 // most three times while the timing guard ends it unknown (the machine
 // too slow to trust the story's timing; any verdict is final).
@@ -44,9 +62,20 @@ func playExternal(t *testing.T, name string, argv []string) *checker.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return playExternalScenario(t, sc, argv)
+}
+
+// playExternalScenario is playExternal of sc, a story or its
+// counterfactual.
+func playExternalScenario(t *testing.T, sc *scenarios.Scenario, argv []string) *checker.Result {
+	t.Helper()
+	name := sc.Name
+	if sc.IsCounterfactual {
+		name += " (counterfactual)"
+	}
 	var res *checker.Result
 	for attempt := 1; attempt <= 3; attempt++ {
-		dir := filepath.Join(t.TempDir(), name)
+		dir := filepath.Join(t.TempDir(), sc.Name)
 		start := time.Now()
 		out, err := Run(context.Background(), sc, Options{Out: dir, ClientCmd: argv})
 		if err != nil {
@@ -62,17 +91,44 @@ func playExternal(t *testing.T, name string, argv []string) *checker.Result {
 	return res
 }
 
+// playExternalFlipped plays a catalogue story and then its
+// counterfactual with the clients run as argv: the story must end as it
+// expects, and the counterfactual flip. With lock, the story is played
+// with that lock instead of its own (as sim run --lock does).
+func playExternalFlipped(t *testing.T, name, lock string, argv []string) {
+	t.Helper()
+	sc, err := scenarios.Find(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lock != "" {
+		cp := *sc
+		cp.Lock = lock
+		sc = &cp
+	}
+	if res := playExternalScenario(t, sc, argv); res.Verdict != sc.Expected {
+		t.Fatalf("%s with %v: verdict %s, want %s: %s", name, argv, res.Verdict, sc.Expected, res.Summary)
+	}
+	cf, err := sc.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := playExternalScenario(t, cf, argv); res.Verdict != cf.Expected {
+		t.Fatalf("%s's counterfactual (%s) with %v: verdict %s, want %s (the flip): %s", name, sc.Counterfactual.Change, argv, res.Verdict, cf.Expected, res.Summary)
+	}
+}
+
 // checkClientProgramRan checks that the acquires were the client
-// program's: redlock's npm package makes 32-hex-digit tokens, the Go
-// worker 24.
+// program's: redlock's npm package and redis-py make 32-hex-digit tokens,
+// the Go worker 24.
 func checkClientProgramRan(t *testing.T, events []history.Event, argv []string) {
 	t.Helper()
-	if !strings.HasSuffix(argv[len(argv)-1], "client.js") {
+	if p := argv[len(argv)-1]; !strings.HasSuffix(p, "client.js") && !strings.HasSuffix(p, "client.py") {
 		return
 	}
 	for _, e := range events {
 		if e.Op == history.OpAcquire && e.Type == history.Ok && len(e.Token) != 32 {
-			t.Fatalf("acquire %+v: token %q is not redlock's (32 hex digits): did the Node.js client run?", e, e.Token)
+			t.Fatalf("acquire %+v: token %q is not the library's (32 hex digits): did the client program run?", e, e.Token)
 		}
 	}
 }
@@ -98,6 +154,47 @@ func TestClientProgramNodeRedlock(t *testing.T) {
 				t.Fatalf("%s with the Node.js redlock client: verdict %s, want %s: %s", c.name, res.Verdict, c.want, res.Summary)
 			}
 		})
+	}
+}
+
+// TestClientProgramNodeRedlockWrites plays, through protocol v2, stories
+// with writes to the protected storage with every client the npm package
+// redlock (examples/node-redlock; pg for the storage): a pause between
+// read and write, the token check-and-set, per-node INCR fencing tokens,
+// a wall clock stepped back under the lease check, and redlock's own
+// auto-extension (using) as the watchdog; each story's counterfactual
+// flips its verdict.
+func TestClientProgramNodeRedlockWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts node, redis-server and PostgreSQL")
+	}
+	argv := nodeClient(t)
+	for _, c := range []struct{ name, lock string }{
+		{"redlock-pause-after-acquire", ""},
+		{"redlock-token-cas", ""},
+		{"redlock-incr-fence", ""},
+		// The story's lock is the mutant redlock-wallclock, locksim's
+		// Redlock timing its lease by the wall clock, as redlock does.
+		{"redlock-client-clock-jump", "redlock"},
+		{"redis-watchdog", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) { playExternalFlipped(t, c.name, c.lock, argv) })
+	}
+}
+
+// TestClientProgramRedisPy plays, through protocol v2, single-node Redis
+// stories with writes with every client redis-py's Lock
+// (examples/redis-py; psycopg2 for the storage): work that outlasts the
+// TTL (its counterfactual renews with Lock.extend), a pause fenced by
+// PostgreSQL tokens, and a pause that stops the Lock.extend watchdog; each
+// story's counterfactual flips its verdict.
+func TestClientProgramRedisPy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts python3, redis-server and PostgreSQL")
+	}
+	argv := redisPyClient(t)
+	for _, name := range []string{"redis-ttl-expiry", "fenced-pause", "redis-watchdog-pause"} {
+		t.Run(name, func(t *testing.T) { playExternalFlipped(t, name, "", argv) })
 	}
 }
 
