@@ -20,10 +20,14 @@ all: build
 # shim is built with. test-deps adds Chromium, which only the report test
 # needs (it renders report.html headless), ZooKeeper (Debian's 3.8, which
 # pulls a Java runtime) and redis-sentinel, which env's and clients' tests
-# start, and the Node.js example client's npm packages
-# (examples/node-redlock): `make demo` installs none of them.
+# start, the Python example client's packages (examples/redis-py: Debian's
+# python3-redis and python3-psycopg2) and the Node.js example client's npm
+# packages (examples/node-redlock, installed again when its
+# package-lock.json is newer than the install): `make demo` installs none
+# of them.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
-TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel
+TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-psycopg2
+NODE_EX   := examples/node-redlock
 
 deps:
 	@$(MAKE) --no-print-directory install PKGS="$(DEPS)"
@@ -31,7 +35,8 @@ deps:
 test-deps:
 	@$(MAKE) --no-print-directory install PKGS="$(TEST_DEPS)"
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory install PKGS="nodejs npm"
-	@[ -d examples/node-redlock/node_modules ] || npm ci --prefix examples/node-redlock --no-audit --no-fund
+	@{ [ -f $(NODE_EX)/node_modules/.package-lock.json ] && ! [ $(NODE_EX)/node_modules/.package-lock.json -ot $(NODE_EX)/package-lock.json ]; } || \
+		npm ci --prefix $(NODE_EX) --no-audit --no-fund
 
 # docker readies the docker backend (--backend docker): Debian's docker.io
 # and a running dockerd (docker/start-engine), then the default images,
@@ -54,6 +59,8 @@ install:
 		etcd-server) command -v etcd >/dev/null || missing="$$missing $$p" ;; \
 		zookeeper) [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null || missing="$$missing $$p" ;; \
 		gcc) command -v cc >/dev/null || missing="$$missing $$p" ;; \
+		python3-redis) /usr/bin/python3 -c 'import redis' 2>/dev/null || missing="$$missing $$p" ;; \
+		python3-psycopg2) /usr/bin/python3 -c 'import psycopg2' 2>/dev/null || missing="$$missing $$p" ;; \
 		*) command -v $$p >/dev/null || missing="$$missing $$p" ;; \
 		esac; \
 	done; \

@@ -176,6 +176,10 @@ func cases() []tc {
 			acq(1, "L", 0, 10, ok, token("a")), renew(1, "L", "a", 50, 0, history.ReasonNotHeld),
 			acq(2, "L", 60, 70, ok, token("b")), rel(2, "L", 80, 90, ok, token("b")), rel(1, "L", 100, 110, fail, token("a")),
 		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},
+		{"mutex/a renewal the client refused by its own clock ends the hold", hist(
+			acq(1, "L", 0, 10, ok, token("a")), renew(1, "L", "a", 50, 0, history.ReasonExpired),
+			acq(2, "L", 60, 70, ok, token("b")), rel(2, "L", 80, 90, ok, token("b")), rel(1, "L", 100, 110, fail, token("a")),
+		), Options{}, want{verdict: Safe, mutex: "ok", damage: "skipped", fencing: "skipped", liveness: "ok"}},
 		{"mutex/a renewal that failed otherwise ends nothing", hist(
 			acq(1, "L", 0, 10, ok, token("a")), renew(1, "L", "a", 50, 0, history.ReasonTimeout),
 			acq(2, "L", 60, 70, ok, token("b")), rel(2, "L", 80, 90, ok, token("b")), rel(1, "L", 100, 110, fail, token("a")),

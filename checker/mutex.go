@@ -113,7 +113,9 @@ func TokensMatch(a, b string) bool { return a == "" || b == "" || a == b }
 // client believed it held a key: from its acquire's Ok until the earliest
 // of the invoke of its release, its lease end (moved later by extends), its
 // crash and, for a lease with no end (LeaseEnd 0), a renewal that found it
-// gone (Reason not-held).
+// gone (Reason not-held) or that the client did not send because its own
+// clock said the lease had run out (Reason expired: a library's watchdog,
+// worker protocol v2).
 func holds(p *parsed) []*hold {
 	type action struct {
 		t     int64
@@ -140,7 +142,7 @@ func holds(p *parsed) []*hold {
 		}
 	}
 	for i, n := range p.notes {
-		if n.Op == history.OpRenew && n.Reason == history.ReasonNotHeld {
+		if n.Op == history.OpRenew && (n.Reason == history.ReasonNotHeld || n.Reason == history.ReasonExpired) {
 			acts = append(acts, action{t: n.Time, seq: n.Seq, lost: &p.notes[i]})
 		}
 	}

@@ -126,7 +126,8 @@ type Event struct {
 	// session lock, or a lease a watchdog renews). A lease that measures
 	// its validity by the wall clock records the monotonic instant its
 	// wall-clock deadline corresponded to when it was granted. A failed
-	// renew note (Reason not-held) ends the client's belief.
+	// renew note (Reason not-held, or expired: not sent, by the client's own
+	// clock) ends the client's belief.
 	LeaseEnd int64 `json:"lease_end,omitempty"`
 	// Nodes lists the nodes that granted the lock (Redlock).
 	Nodes []string `json:"nodes,omitempty"`

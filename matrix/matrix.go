@@ -85,18 +85,22 @@ func (m *Matrix) Playable() []*Cell {
 }
 
 // Plan builds the table's cells, each with the story as it runs with its
-// lock, in out/<lock>/<scenario>. With a client program (clientCmd), a
-// story it cannot tell (a write, a fence, a watchdog: protocol v1 has
-// none) is n/a.
-func Plan(locks []string, list []*scenarios.Scenario, out string, clientCmd []string) *Matrix {
+// lock, in out/<lock>/<scenario>. With a client program (program, not
+// nil: why it cannot play a story, runner.ClientProgramProblem), a story
+// its hello does not cover is n/a, and a counterfactual it does not
+// cover is skipped.
+func Plan(locks []string, list []*scenarios.Scenario, out string, program func(*scenarios.Scenario) error) *Matrix {
 	m := &Matrix{Locks: locks, Scenarios: list, Cells: map[[2]string]*Cell{}}
 	for _, l := range locks {
 		for _, sc := range list {
 			c := &Cell{Lock: l, Scenario: sc.Name, Expected: sc.Expected, Dir: filepath.Join(out, l, sc.Name)}
 			m.Cells[[2]string{l, sc.Name}] = c
 			v, err := scenarios.WithLock(sc, l)
-			if err == nil && len(clientCmd) > 0 {
-				err = v.Scenario.ExternalClientProblem()
+			var unplayable string // why the program cannot play the counterfactual
+			if err == nil && program != nil {
+				if err = program(v.Scenario); err == nil {
+					v, unplayable = withoutCFUnplayable(v, program)
+				}
 			}
 			if err != nil {
 				c.NA = err.Error()
@@ -108,10 +112,33 @@ func Plan(locks []string, list []*scenarios.Scenario, out string, clientCmd []st
 			if v.SkipCF != "" {
 				c.CFSkipped, c.CFChangesLock = v.SkipCF, true
 			}
+			if unplayable != "" {
+				c.CFSkipped = unplayable
+			}
 			c.Played = v.Scenario
 		}
 	}
 	return m
+}
+
+// withoutCFUnplayable drops v's counterfactual, and says why, when the
+// client program cannot play it (it changes the lock to one the program
+// does not implement, say).
+func withoutCFUnplayable(v scenarios.Variant, program func(*scenarios.Scenario) error) (scenarios.Variant, string) {
+	if v.Scenario.Counterfactual == nil {
+		return v, ""
+	}
+	cfs, err := v.Scenario.CounterfactualScenario()
+	if err == nil {
+		err = program(cfs)
+	}
+	if err == nil {
+		return v, ""
+	}
+	cp := *v.Scenario
+	cp.Counterfactual = nil
+	v.Scenario = &cp
+	return v, "the client program cannot play it: " + err.Error()
 }
 
 // PlayFunc plays a story and writes its run directory (runner.Run and the

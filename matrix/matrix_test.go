@@ -12,31 +12,50 @@ import (
 	"locksim/history"
 	"locksim/runner"
 	"locksim/scenarios"
+	"locksim/worker"
 )
 
 // TestMatrixClientProgramNA: with a client program, a story that writes to
-// the protected storage is n/a (protocol v1 has no writes), and a story
-// without one is played.
+// the protected storage is n/a when the program's hello does not cover it
+// (protocol v1 has no writes) and played when it does (v2, storage mode
+// plain); a story without one is played; a counterfactual that changes
+// the lock to one the program does not implement is skipped.
 func TestMatrixClientProgramNA(t *testing.T) {
 	var list []*scenarios.Scenario
-	for _, name := range []string{"redlock-clock-jump", "redlock-pause-after-acquire"} {
+	for _, name := range []string{"redlock-clock-jump", "redlock-pause-after-acquire", "redlock-pause-during-acquire"} {
 		sc, err := scenarios.Find(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		list = append(list, sc)
 	}
+	argv := []string{"node", "client.js"}
+	v1 := worker.Hello{Protocol: 1, Locks: []string{"redlock"}, Ops: []string{"acquire", "release", "extend"}}
+	v2 := worker.Hello{Protocol: 2, Locks: []string{"redlock"}, Ops: []string{"acquire", "release", "extend", "write"}, StorageModes: []string{"plain"}}
 	for _, tc := range []struct {
-		clientCmd []string
-		na        bool
-	}{{nil, false}, {[]string{"node", "client.js"}, true}} {
-		m := Plan([]string{"redlock"}, list, t.TempDir(), tc.clientCmd)
+		name  string
+		hello *worker.Hello
+		na    string
+	}{{"Go worker", nil, ""}, {"v1", &v1, "protocol v1"}, {"v2", &v2, ""}} {
+		var program func(*scenarios.Scenario) error
+		if tc.hello != nil {
+			h := *tc.hello
+			program = func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, h) }
+		}
+		m := Plan([]string{"redlock"}, list, t.TempDir(), program)
 		jump, pause := m.Cell("redlock", "redlock-clock-jump"), m.Cell("redlock", "redlock-pause-after-acquire")
 		if jump.NA != "" || jump.Played == nil {
-			t.Errorf("client %v: redlock-clock-jump is n/a (%s), want it played", tc.clientCmd, jump.NA)
+			t.Errorf("%s: redlock-clock-jump is n/a (%s), want it played", tc.name, jump.NA)
 		}
-		if got := pause.NA != ""; got != tc.na || (tc.na && !strings.Contains(pause.NA, "protocol v1")) {
-			t.Errorf("client %v: redlock-pause-after-acquire n/a = %q, want n/a %v (protocol v1 has no writes)", tc.clientCmd, pause.NA, tc.na)
+		if tc.na == "" && pause.NA != "" || tc.na != "" && !strings.Contains(pause.NA, tc.na) {
+			t.Errorf("%s: redlock-pause-after-acquire n/a = %q, want n/a saying %q", tc.name, pause.NA, tc.na)
+		}
+		during := m.Cell("redlock", "redlock-pause-during-acquire")
+		switch {
+		case tc.hello == nil && (during.CFSkipped != "" || during.Played.Counterfactual == nil):
+			t.Errorf("%s: redlock-pause-during-acquire's counterfactual skipped (%s), want it played", tc.name, during.CFSkipped)
+		case tc.name == "v2" && (!strings.Contains(during.CFSkipped, "lock redlock-no-validity") || during.Played.Counterfactual != nil || during.CFChangesLock):
+			t.Errorf("%s: redlock-pause-during-acquire's counterfactual skipped %q (changes lock %v), want skipped for its lock redlock-no-validity", tc.name, during.CFSkipped, during.CFChangesLock)
 		}
 	}
 }

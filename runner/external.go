@@ -1,12 +1,15 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
 
+	"locksim/clockshim"
+	"locksim/scenarios"
 	"locksim/worker"
 )
 
@@ -20,31 +23,61 @@ func (r *run) clientCmd() []string {
 }
 
 // checkClientCmd refuses, before any server starts, a client program that
-// cannot be run or a story it cannot play (docs/protocol.md).
-func (r *run) checkClientCmd() error {
+// cannot be run, one that does not open the protocol with a hello line
+// this harness speaks, or a story its hello does not cover, with the
+// file, line and field that ask for it (docs/protocol.md). It starts the
+// program once to read its hello (worker.Probe).
+func (r *run) checkClientCmd(ctx context.Context) error {
 	argv := r.clientCmd()
 	if len(argv) == 0 {
 		return nil
 	}
-	if argv[0] == "" {
-		return harness("client_cmd %q: no program named", argv)
+	h, err := ProbeClientProgram(ctx, argv)
+	if err != nil {
+		return err
 	}
-	if err := r.sc.ExternalClientProblem(); err != nil {
-		return harness("%v", err)
+	return ClientProgramProblem(r.sc, argv, h)
+}
+
+// ProbeClientProgram reads client program argv's hello line
+// (worker.Probe): a harness error when the program cannot be run or
+// opens with no hello this harness speaks.
+func ProbeClientProgram(ctx context.Context, argv []string) (worker.Hello, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return worker.Hello{}, harness("client_cmd %q: no program named", argv)
 	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		var ee *exec.Error
 		if errors.As(err, &ee) {
 			err = ee.Err
 		}
-		return harness("client_cmd %q: cannot run %q: %v", strings.Join(argv, " "), argv[0], err)
+		return worker.Hello{}, harness("client_cmd %q: cannot run %q: %v", strings.Join(argv, " "), argv[0], err)
+	}
+	h, err := worker.Probe(ctx, argv)
+	if err != nil {
+		return worker.Hello{}, harness("%v", err)
+	}
+	return h, nil
+}
+
+// ClientProgramProblem says, as a harness error naming the scenario's
+// file, line and field, why clients that are program argv, whose hello is
+// h, cannot play sc; nil when they can.
+func ClientProgramProblem(sc *scenarios.Scenario, argv []string, h worker.Hello) error {
+	p := scenarios.ClientProgram{Program: strings.Join(argv, " "), Protocol: h.Protocol, Locks: h.Locks, Ops: h.Ops,
+		StorageModes: h.StorageModes, Fences: h.Fences, Watchdogs: h.Watchdogs, CheckLease: h.CheckLease, ClientClock: h.ClientClock}
+	if err := sc.ClientProgramProblem(&p); err != nil {
+		return harness("%v", err)
 	}
 	return nil
 }
 
-// startOptions say how to start the clients: which program, and the
-// commands the story sends them, which the program's hello must list.
-func (r *run) startOptions() worker.StartOptions {
+// startOptions say how to start client c, whose init is init: which
+// program, and the commands the story sends it, which the program's
+// hello must list. A client program runs under the clock shim, on the
+// client's own control file, when the story moves a client's wall clock,
+// so that its lock's reads of the wall clock move (docs/protocol.md).
+func (r *run) startOptions(init worker.Init) (worker.StartOptions, error) {
 	o := worker.StartOptions{Argv: r.clientCmd()}
 	if r.sc.Generator != nil {
 		o.Ops = append(o.Ops, worker.OpLoop)
@@ -57,7 +90,14 @@ func (r *run) startOptions() worker.StartOptions {
 			}
 		}
 	}
-	return o
+	if len(o.Argv) > 0 && r.sc.MovesClientClocks() {
+		e, err := clockshim.Env(init.ClockFile)
+		if err != nil {
+			return o, harness("client program under the clock shim: %v", err)
+		}
+		o.Env = e
+	}
+	return o, nil
 }
 
 // sayClientProgram tells which client program plays the clients, when it
@@ -67,17 +107,17 @@ func (r *run) sayClientProgram() {
 	if len(argv) == 0 {
 		return
 	}
-	name := "?"
+	name, version := "?", 0
 	for _, c := range r.clients {
-		name = c.Hello().Name
+		name, version = c.Hello().Name, c.Hello().Protocol
 		break
 	}
-	r.say("client program: %s (%s), locksim worker protocol v%d", strings.Join(argv, " "), name, worker.ProtocolVersion)
+	r.say("client program: %s (%s), locksim worker protocol v%d", strings.Join(argv, " "), name, version)
 }
 
 // startError is the error of a start in which clients failed: one line
-// when they all failed alike (a client program that is no protocol v1
-// client fails for each), else each error.
+// when they all failed alike (a client program that lacks what the story
+// needs fails for each), else each error.
 func startError(errs []error) error {
 	var first *worker.HelloError
 	var ids []int

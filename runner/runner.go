@@ -51,7 +51,7 @@ type Options struct {
 	Counterfactual bool
 	// ClientCmd runs each client as this program and its arguments
 	// instead of the harness's own Go worker (it overrides the scenario's
-	// client_cmd): a client speaking locksim worker protocol v1
+	// client_cmd): a client speaking locksim worker protocol v1 or v2
 	// (docs/protocol.md, external.go).
 	ClientCmd []string
 	// Host says where the servers run (servers.go): local processes
@@ -333,7 +333,7 @@ func (r *run) setup(ctx context.Context) error {
 	if err != nil {
 		return harness("%v", err)
 	}
-	if err := r.checkClientCmd(); err != nil { // external.go
+	if err := r.checkClientCmd(ctx); err != nil { // external.go
 		return err
 	}
 	plan := r.planServers(spec) // servers.go
@@ -353,6 +353,10 @@ func (r *run) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		start, err := r.startOptions(init) // external.go
+		if err != nil {
+			return err
+		}
 		logf, err := os.Create(filepath.Join(r.o.Out, fmt.Sprintf("client-%d.log", c)))
 		if err != nil {
 			return harness("%v", err)
@@ -361,7 +365,7 @@ func (r *run) setup(ctx context.Context) error {
 		go func(c int, init worker.Init) {
 			defer wg.Done()
 			defer logf.Close()
-			w, err := worker.StartWith(ctx, c, r.rec, init, logf, r.startOptions())
+			w, err := worker.StartWith(ctx, c, r.rec, init, logf, start)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

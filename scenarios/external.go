@@ -2,72 +2,128 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"locksim/history"
 	"locksim/nemesis"
 )
 
-// v1Only is why a story cannot be played by a client program: what
-// locksim worker protocol v1 gives a client program.
-const v1Only = "a client program (client_cmd) speaks locksim worker protocol v1, " +
-	"which has acquire, release and extend only (docs/protocol.md)"
+// ClientProgram is what a client program's hello line says it covers
+// (worker.Hello, docs/protocol.md): the protocol version it speaks, the
+// locks it implements, the commands it carries out and, from version 2
+// on, the storage modes, fencing-token sources and watchdogs it has,
+// whether it checks its lease before a write and whether a clock-jump
+// moves the wall clock its lock reads.
+type ClientProgram struct {
+	// Program is the program's argv as one string, for messages.
+	Program  string
+	Protocol int
+	Locks    []string
+	Ops      []string
+	// StorageModes, Fences, Watchdogs, CheckLease and ClientClock are
+	// version 2's; a version 1 program has none of them.
+	StorageModes []string
+	Fences       []string
+	Watchdogs    []string
+	CheckLease   bool
+	ClientClock  bool
+}
 
 // validateClientCmd checks the client_cmd field: a program, and a story
-// a client program can play.
+// some client program can play (which program, and so what it covers, is
+// known once it has printed its hello, when the story is run).
 func (s *Scenario) validateClientCmd() error {
 	if len(s.ClientCmd) == 0 || s.ClientCmd[0] == "" {
 		return s.errAt("client_cmd", "expected a program and its arguments, e.g. [node, examples/node-redlock/client.js]")
 	}
-	return s.ExternalClientProblem()
+	return s.ClientProgramProblem(nil)
 }
 
-// ExternalClientProblem says why this story cannot be played by clients
-// that are a program of their own (client_cmd, or the runner's
-// Options.ClientCmd) speaking locksim worker protocol v1, or nil when it
-// can. Writes to the protected storage, fencing tokens, the watchdog, the
-// careful client's lease check, generator loops and jumps of a client's
-// wall clock live in the harness's own Go worker; v1 gives a client
-// program acquire, release and extend.
-func (s *Scenario) ExternalClientProblem() error {
+// ClientProgramProblem says why this story cannot be played by clients
+// that are program p (client_cmd, or the runner's Options.ClientCmd), as
+// its hello describes it, or nil when it can: one error naming the file,
+// the line and the field that asks for what p does not cover. With p nil
+// it says only what no client program can play: a generator, whose loop
+// runs inside the harness's own Go worker.
+func (s *Scenario) ClientProgramProblem(p *ClientProgram) error {
+	if s.Generator != nil {
+		return s.errAt("generator", "a generator's loop runs inside the harness's own Go worker (command loop); "+
+			"a client program (client_cmd) plays scripted stories only (docs/protocol.md)")
+	}
+	if p == nil {
+		return nil
+	}
+	if p.Protocol < 2 {
+		// A version 1 program covers nothing beyond its locks and its
+		// commands, whatever else its line says.
+		v1 := *p
+		v1.StorageModes, v1.Fences, v1.Watchdogs, v1.CheckLease, v1.ClientClock = nil, nil, nil, false, false
+		p = &v1
+	}
+	lacks := func(field, what, list string, has []string) error {
+		return s.errAt(field, "the story needs %s, which the client program (%s) does not cover (%s)", what, p.Program, p.covers(list, has))
+	}
 	switch {
-	case s.Generator != nil:
-		return s.errAt("generator", "a generator's loop runs inside the harness's own Go worker (command loop); %s", v1Only)
-	case s.Storage != "":
-		return s.errAt("storage", "the story writes to the protected storage (storage: %s), which only the harness's own Go worker does; %s", s.Storage, v1Only)
-	case s.Fence != "":
-		return s.errAt("fence", "fencing tokens (fence: %s) are handed out by the harness's own Go worker; %s", s.Fence, v1Only)
-	case s.Watchdog != "":
-		return s.errAt("watchdog", "the watchdog (watchdog: %s) runs inside the harness's own Go worker; %s", s.Watchdog, v1Only)
-	case s.CheckLease:
-		return s.errAt("check_lease", "the lease check before a write is the harness's own Go worker's; %s", v1Only)
+	case !slices.Contains(p.Locks, s.Lock):
+		return lacks("lock", "lock "+s.Lock, "locks", p.Locks)
+	case s.Storage != "" && !slices.Contains(p.StorageModes, s.Storage):
+		return lacks("storage", fmt.Sprintf("writes to the protected storage in mode %s", s.Storage), "storage_modes", p.StorageModes)
+	case s.Fence != "" && !slices.Contains(p.Fences, s.Fence):
+		return lacks("fence", fmt.Sprintf("fencing tokens from %s", s.Fence), "fences", p.Fences)
+	case s.Watchdog != "" && !slices.Contains(p.Watchdogs, s.Watchdog):
+		return lacks("watchdog", fmt.Sprintf("the watchdog %s, each renewal reported", s.Watchdog), "watchdogs", p.Watchdogs)
+	case s.CheckLease && !p.CheckLease:
+		return lacks("check_lease", "the lease check before a write", "check_lease", nil)
 	}
 	for i, st := range s.Steps {
-		at := func(field, format string, args ...any) error {
-			line := st.lines[field]
+		at := func(format string, args ...any) error {
+			line := st.lines["do"]
 			if line == 0 {
 				line = st.Line
 			}
-			return &Error{File: s.File, Line: line, Field: fmt.Sprintf("steps[%d].%s", i, field), Msg: fmt.Sprintf(format, args...)}
+			return &Error{File: s.File, Line: line, Field: fmt.Sprintf("steps[%d].do", i), Msg: fmt.Sprintf(format, args...)}
 		}
 		switch {
-		case st.Do == "write":
-			return at("do", "a write to the protected storage is made by the harness's own Go worker; %s", v1Only)
-		case st.Do == "renewal":
-			return at("do", "a renewal is the harness's own Go worker's watchdog; %s", v1Only)
-		case clientClockFault(st):
-			return at("do", "a jump of a client's wall clock moves the clock the harness's own Go worker reads (its clock_file); "+
-				"a client program keeps the machine's wall clock; %s", v1Only)
+		case slices.Contains(clientOps, st.Do) && !slices.Contains(p.Ops, st.Do):
+			return at("the story needs the command %s, which the client program (%s) does not cover (%s)", st.Do, p.Program, p.covers("ops", p.Ops))
+		case MovesClientClock(st) && !p.ClientClock:
+			return at("the story jumps a client's wall clock, which the client program (%s) does not let the harness move (%s)",
+				p.Program, p.covers("client_clock", nil))
 		}
 	}
 	return nil
 }
 
-// clientClockFault says whether the step moves a client's wall clock.
-func clientClockFault(st Step) bool {
+// clientOps are the story's commands a client program lists in its hello.
+var clientOps = []string{history.OpAcquire, history.OpRelease, history.OpExtend, history.OpWrite}
+
+// covers says what p's hello lists in field, for a refusal: the list, or
+// that a version 1 program has no such field at all.
+func (p *ClientProgram) covers(field string, has []string) string {
+	if p.Protocol < 2 && field != "locks" && field != "ops" {
+		return fmt.Sprintf("it speaks locksim worker protocol v%d, which has acquire, release and extend only; "+
+			"%s came with v2, docs/protocol.md", p.Protocol, field)
+	}
+	if has == nil && (field == "check_lease" || field == "client_clock") {
+		return fmt.Sprintf("its hello does not say %s: true; docs/protocol.md", field)
+	}
+	return fmt.Sprintf("its hello: %s [%s]; docs/protocol.md", field, strings.Join(has, " "))
+}
+
+// MovesClientClock says whether the step moves a client's wall clock
+// (a clock-jump or a clock-drift aimed at a client).
+func MovesClientClock(st Step) bool {
 	k, ok := nemesis.LookupKind(st.Do)
 	if !ok || k.New == nil {
 		return false
 	}
 	f := k.New(st.Params).Fields()
 	return f.Effect == history.EffectClock && f.Client != 0
+}
+
+// MovesClientClocks says whether any step of the story moves a client's
+// wall clock.
+func (s *Scenario) MovesClientClocks() bool {
+	return slices.ContainsFunc(s.Steps, MovesClientClock)
 }

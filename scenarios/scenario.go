@@ -144,8 +144,9 @@ type Conditions struct {
 	Margin Duration `yaml:"margin"`
 	// ClientCmd runs each client as this program and its arguments (argv)
 	// instead of the harness's own Go worker: a client in any language
-	// that speaks locksim worker protocol v1 (docs/protocol.md), with
-	// acquire, release and extend only. Empty: the Go worker.
+	// that speaks locksim worker protocol v1 or v2 (docs/protocol.md);
+	// the story runs only if the program's hello covers what it needs.
+	// Empty: the Go worker.
 	ClientCmd []string `yaml:"client_cmd"`
 	// ServerBackend is where the servers run: local (child processes, the
 	// default) or docker (containers; `sim run --backend` overrides it).

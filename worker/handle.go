@@ -66,7 +66,7 @@ func (c *Client) read(stdout io.Reader) {
 			var typ *json.UnmarshalTypeError
 			if errors.As(err, &syn) || errors.As(err, &typ) {
 				// Not a protocol line: stdout is for replies only.
-				c.fail(fmt.Errorf("client %d printed a line on stdout that is not a locksim worker protocol v1 reply (%v): stdout is for protocol lines only, logs go to stderr", c.ID, err))
+				c.fail(fmt.Errorf("client %d printed a line on stdout that is not a locksim worker protocol reply (%v): stdout is for protocol lines only, logs go to stderr", c.ID, err))
 				c.proc.Kill()
 				return
 			}

@@ -1,5 +1,5 @@
 // protocol.go is the worker protocol as a versioned contract ("locksim
-// worker protocol v1", docs/protocol.md): the hello line every client
+// worker protocol", docs/protocol.md): the hello line every client
 // program prints first, and how the harness starts a client program that
 // is not this binary (a client in any language, scenario field
 // client_cmd).
@@ -24,25 +24,33 @@ import (
 	"locksim/clients"
 	"locksim/env"
 	"locksim/history"
+	"locksim/storage"
 )
 
-// ProtocolVersion is the version of the worker protocol this harness speaks.
-const ProtocolVersion = 1
+// ProtocolVersion is the newest version of the worker protocol this
+// harness speaks; it speaks every version from MinProtocolVersion on, and
+// each client program says in its hello which one it speaks.
+const (
+	ProtocolVersion    = 2
+	MinProtocolVersion = 1
+)
 
 // Environment variables the harness sets for every client program, beside
 // EnvVar (LOCKSIM_WORKER=1) and its own environment.
 const (
-	// EnvProtocol is the protocol version the harness speaks ("1").
+	// EnvProtocol is the newest protocol version the harness speaks ("2").
 	EnvProtocol = "LOCKSIM_PROTOCOL"
-	// EnvClient is the client's number in the story ("1", "2", ...).
+	// EnvClient is the client's number in the story ("1", "2", ...; "0"
+	// when the harness starts the program only to read its hello).
 	EnvClient = "LOCKSIM_CLIENT"
 )
 
 // Hello is the first line a client program prints on stdout, before it
 // reads anything: the protocol version it speaks, the locks it implements
-// and the commands it carries out.
+// and the commands it carries out; from version 2 on, what it does beyond
+// acquire, release and extend.
 type Hello struct {
-	// Protocol is the protocol version (1).
+	// Protocol is the protocol version (1 or 2).
 	Protocol int `json:"protocol"`
 	// Name says what the client is, for the narration and its log
 	// ("node-redlock: redlock 5.0.0-beta.2, ioredis 5.11.1").
@@ -50,10 +58,26 @@ type Hello struct {
 	// Locks lists the lock algorithms (names of the catalogue: redlock,
 	// redis, ...) the client implements; the story's lock must be one.
 	Locks []string `json:"locks"`
-	// Ops lists the commands it carries out (acquire, release, extend;
-	// write and loop are the harness's own worker's); every command the
-	// story sends must be one.
+	// Ops lists the commands it carries out (acquire, release, extend,
+	// and write from v2 on; loop is the harness's own worker's); every
+	// command the story sends must be one.
 	Ops []string `json:"ops"`
+	// StorageModes (v2) lists the modes of the protected storage
+	// (storage.Modes) whose read-modify-write the client makes itself.
+	StorageModes []string `json:"storage_modes,omitempty"`
+	// Fences (v2) lists the fencing-token sources (postgres, redis-incr,
+	// redlock-incr) the client draws a granted lease's token from.
+	Fences []string `json:"fences,omitempty"`
+	// Watchdogs (v2) lists the renewals (token, pexpire) the client runs
+	// in the background while it holds a lease, reporting each one.
+	Watchdogs []string `json:"watchdogs,omitempty"`
+	// CheckLease (v2) says the client checks, just before a write, that
+	// its lease is still valid as its lock measures it.
+	CheckLease bool `json:"check_lease,omitempty"`
+	// ClientClock (v2) says a clock-jump on the client moves the wall
+	// clock its lock reads: it reads it through libc, under the clock
+	// shim the harness preloads, or from init's clock_file.
+	ClientClock bool `json:"client_clock,omitempty"`
 }
 
 // GoOps are the commands the harness's own worker carries out.
@@ -62,7 +86,13 @@ var GoOps = []string{history.OpAcquire, history.OpRelease, history.OpExtend, his
 // goHello is the hello of the harness's own worker: every registered lock
 // and every command.
 func goHello() Hello {
-	return Hello{Protocol: ProtocolVersion, Name: "locksim Go worker", Locks: clients.Names(), Ops: GoOps}
+	h := Hello{Protocol: ProtocolVersion, Name: "locksim Go worker", Locks: clients.Names(), Ops: GoOps,
+		Fences: []string{"postgres", "redis-incr", "redlock-incr"}, Watchdogs: []string{"token", "pexpire"},
+		CheckLease: true, ClientClock: true}
+	for _, m := range storage.Modes() {
+		h.StorageModes = append(h.StorageModes, string(m))
+	}
+	return h
 }
 
 // writeHello prints the harness's own worker's hello line.
@@ -87,11 +117,18 @@ type StartOptions struct {
 	// Ops are the commands the story will send; the client's hello must
 	// list each.
 	Ops []string
+	// Env are entries added to the program's environment (the clock
+	// shim's LD_PRELOAD and control file, when the story moves a client's
+	// wall clock).
+	Env []string
 }
 
-// HelloError is a client program that did not open the protocol as v1
-// says: no hello, a bad one, or one that lacks what the story needs.
+// HelloError is a client program that did not open the protocol as
+// docs/protocol.md says: no hello, a bad one, or one that lacks what the
+// story needs.
 type HelloError struct {
+	// Client is the client's number; 0 for the start that only reads the
+	// program's hello (Probe).
 	Client int
 	// Program is the client's argv, as one string.
 	Program string
@@ -99,15 +136,25 @@ type HelloError struct {
 }
 
 func (e *HelloError) Error() string {
+	if e.Client == 0 {
+		return fmt.Sprintf("client program (%s): %s", e.Program, e.Msg)
+	}
 	return fmt.Sprintf("client %d (%s): %s", e.Client, e.Program, e.Msg)
 }
 
-// StartWith starts client id as o says (o.Argv, or this binary as the Go
+// launched is a client program started and past its hello line.
+type launched struct {
+	proc  *env.Proc
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	hello Hello
+}
+
+// launch starts client id as o says (o.Argv, or this binary as the Go
 // worker) in its own process group, as every child of the harness (so
 // SIGSTOP, SIGCONT and kill -9 reach it whole, and it dies with the
-// harness), reads and checks its hello line, records its events in rec,
-// and sends it init. Its stderr goes to stderr (a file).
-func StartWith(ctx context.Context, id int, rec *history.Recorder, init Init, stderr io.Writer, o StartOptions) (*Client, error) {
+// harness), and reads its hello line. Its stderr goes to stderr.
+func launch(ctx context.Context, id int, stderr io.Writer, o StartOptions) (*launched, error) {
 	argv := o.Argv
 	if len(argv) == 0 {
 		exe, err := os.Executable()
@@ -119,6 +166,7 @@ func StartWith(ctx context.Context, id int, rec *history.Recorder, init Init, st
 	program := programName(o.Argv)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), EnvVar+"=1", EnvProtocol+"="+strconv.Itoa(ProtocolVersion), EnvClient+"="+strconv.Itoa(id))
+	cmd.Env = append(cmd.Env, o.Env...)
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -135,16 +183,54 @@ func StartWith(ctx context.Context, id int, rec *history.Recorder, init Init, st
 	out := bufio.NewReaderSize(stdout, 64*1024)
 	hello, err := readHello(ctx, out, proc, stderr)
 	if err == nil {
-		err = checkHello(hello, init.Lock, o.Ops)
+		err = checkVersion(hello)
 	}
 	if err != nil {
 		_ = stdin.Close()
 		proc.Kill()
 		return nil, &HelloError{Client: id, Program: program, Msg: err.Error()}
 	}
-	c := &Client{ID: id, proc: proc, stdin: stdin, rec: rec, pending: map[int64]chan error{}, started: map[int64]chan struct{}{}}
-	c.hello = hello
-	go c.read(out)
+	return &launched{proc: proc, stdin: stdin, out: out, hello: hello}, nil
+}
+
+// Probe starts client program argv only to read its hello line, and ends
+// it: the harness learns what the program covers before it starts any
+// server. The program runs as a client does, with LOCKSIM_CLIENT=0; its
+// stdin is closed as soon as its hello has been read.
+func Probe(ctx context.Context, argv []string) (Hello, error) {
+	stderr, err := os.CreateTemp("", "locksim-hello-*.log")
+	if err != nil {
+		return Hello{}, err
+	}
+	defer os.Remove(stderr.Name())
+	defer stderr.Close()
+	l, err := launch(ctx, 0, stderr, StartOptions{Argv: argv})
+	if err != nil {
+		return Hello{}, err
+	}
+	_ = l.stdin.Close()
+	if l.proc.Wait(time.Second) != nil {
+		l.proc.Kill()
+	}
+	return l.hello, nil
+}
+
+// StartWith starts client id as o says (launch), checks that its hello
+// covers the story's lock and commands, records its events in rec, and
+// sends it init. Its stderr goes to stderr (a file).
+func StartWith(ctx context.Context, id int, rec *history.Recorder, init Init, stderr io.Writer, o StartOptions) (*Client, error) {
+	l, err := launch(ctx, id, stderr, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHello(l.hello, init.Lock, o.Ops); err != nil {
+		_ = l.stdin.Close()
+		l.proc.Kill()
+		return nil, &HelloError{Client: id, Program: programName(o.Argv), Msg: err.Error()}
+	}
+	c := &Client{ID: id, proc: l.proc, stdin: l.stdin, rec: rec, pending: map[int64]chan error{}, started: map[int64]chan struct{}{}}
+	c.hello = l.hello
+	go c.read(l.out)
 	// Init connects the client to its servers; a client that cannot
 	// within InitTimeout is a harness failure, never a hang.
 	ictx, cancel := context.WithTimeout(ctx, InitTimeout)
@@ -193,7 +279,7 @@ func readHello(ctx context.Context, out *bufio.Reader, proc *env.Proc, stderr io
 	select {
 	case l = <-ch:
 	case <-time.After(helloTimeout):
-		return Hello{}, fmt.Errorf("printed no hello line within %v: a client speaking locksim worker protocol v1 prints {\"protocol\":1,...} first (docs/protocol.md)%s", helloTimeout, lastLine(stderr))
+		return Hello{}, fmt.Errorf("printed no hello line within %v: a client speaking locksim worker protocol prints {\"protocol\":2,...} first (docs/protocol.md)%s", helloTimeout, lastLine(stderr))
 	case <-ctx.Done():
 		return Hello{}, ctx.Err()
 	}
@@ -218,17 +304,23 @@ func readHello(ctx context.Context, out *bufio.Reader, proc *env.Proc, stderr io
 	var h Hello
 	dec := json.NewDecoder(bytes.NewReader(l.b))
 	if err := dec.Decode(&h); err != nil || h.Protocol == 0 {
-		return Hello{}, fmt.Errorf("its first line is not a hello line ({\"protocol\":1,\"locks\":[...],\"ops\":[...]}, docs/protocol.md): %q", short(l.b))
+		return Hello{}, fmt.Errorf("its first line is not a hello line ({\"protocol\":2,\"locks\":[...],\"ops\":[...]}, docs/protocol.md): %q", short(l.b))
 	}
 	return h, nil
 }
 
-// checkHello checks that the client speaks v1, implements lock and
-// carries out every command in ops.
-func checkHello(h Hello, lock string, ops []string) error {
-	if h.Protocol != ProtocolVersion {
-		return fmt.Errorf("speaks locksim worker protocol v%d; this harness speaks v%d (docs/protocol.md)", h.Protocol, ProtocolVersion)
+// checkVersion checks that the client speaks a version of the protocol
+// this harness speaks.
+func checkVersion(h Hello) error {
+	if h.Protocol < MinProtocolVersion || h.Protocol > ProtocolVersion {
+		return fmt.Errorf("speaks locksim worker protocol v%d; this harness speaks v%d to v%d (docs/protocol.md)", h.Protocol, MinProtocolVersion, ProtocolVersion)
 	}
+	return nil
+}
+
+// checkHello checks that the client implements lock and carries out
+// every command in ops.
+func checkHello(h Hello, lock string, ops []string) error {
 	if lock != "" && !slices.Contains(h.Locks, lock) {
 		return fmt.Errorf("implements the locks %v (its hello); the story needs lock %s", h.Locks, lock)
 	}

@@ -13,10 +13,12 @@ import (
 
 	"locksim/clients"
 	"locksim/history"
+	"locksim/storage"
 )
 
 // TestGoWorkerHello: the harness's own worker opens the protocol as any
-// client program must: version 1, every registered lock, every command.
+// client program must: version 2, every registered lock, every command,
+// every storage mode.
 func TestGoWorkerHello(t *testing.T) {
 	var out bytes.Buffer
 	if err := writeHello(&out); err != nil {
@@ -35,6 +37,9 @@ func TestGoWorkerHello(t *testing.T) {
 	if !slices.Equal(h.Locks, clients.Names()) {
 		t.Fatalf("hello locks %v, want every registered lock %v", h.Locks, clients.Names())
 	}
+	if h.Protocol != ProtocolVersion || len(h.StorageModes) != len(storage.Modes()) || !h.CheckLease || !h.ClientClock {
+		t.Fatalf("hello %+v: want version %d and everything a story can ask", h, ProtocolVersion)
+	}
 }
 
 // TestStartWithChecksHello starts small shell programs as clients: one
@@ -50,7 +55,8 @@ func TestStartWithChecksHello(t *testing.T) {
 		want         string // "" for a client that starts
 	}{
 		{"v1", hello + `; read l; echo '{"id":1,"done":true}'; cat >/dev/null`, []string{"acquire"}, ""},
-		{"v2", `echo '{"protocol":2,"locks":["x"],"ops":["acquire"]}'; cat >/dev/null`, nil, "speaks locksim worker protocol v2; this harness speaks v1"},
+		{"v2", `echo '{"protocol":2,"name":"sh","locks":["x"],"ops":["acquire","write"],"storage_modes":["plain"]}'; read l; echo '{"id":1,"done":true}'; cat >/dev/null`, []string{"acquire", "write"}, ""},
+		{"v3", `echo '{"protocol":3,"locks":["x"],"ops":["acquire"]}'; cat >/dev/null`, nil, "speaks locksim worker protocol v3; this harness speaks v1 to v2"},
 		{"lock", `echo '{"protocol":1,"locks":["y"],"ops":["acquire"]}'; cat >/dev/null`, nil, "implements the locks [y] (its hello); the story needs lock x"},
 		{"op", hello + `; cat >/dev/null`, []string{"acquire", "extend"}, `the story needs "extend" too`},
 		{"no hello", `echo '{"id":1,"done":true}'; cat >/dev/null`, nil, "its first line is not a hello line"},
@@ -89,5 +95,29 @@ func TestStartWithChecksHello(t *testing.T) {
 				t.Fatalf("refused after %v: the program was not killed?", d)
 			}
 		})
+	}
+}
+
+// TestProbe: Probe reads a program's hello line and ends the program at
+// once, so the harness knows what it covers before any server starts; a
+// program that opens with no hello of a version the harness speaks is
+// one error naming the program.
+func TestProbe(t *testing.T) {
+	defer func(d time.Duration) { helloTimeout = d }(helloTimeout)
+	helloTimeout = 500 * time.Millisecond
+	start := time.Now()
+	h, err := Probe(context.Background(), []string{"sh", "-c", `echo '{"protocol":2,"name":"p","locks":["x"],"ops":["acquire"],"watchdogs":["token"]}'; cat >/dev/null; echo bye >&2`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Name != "p" || !slices.Equal(h.Watchdogs, []string{"token"}) {
+		t.Fatalf("hello %+v", h)
+	}
+	if d := time.Since(start); d > 900*time.Millisecond {
+		t.Fatalf("probe took %v: the program's stdin was not closed at once?", d)
+	}
+	_, err = Probe(context.Background(), []string{"sh", "-c", `echo '{"protocol":9,"locks":["x"],"ops":["acquire"]}'; cat >/dev/null`})
+	if err == nil || err.Error() != "client program (sh -c echo '{\"protocol\":9,\"locks\":[\"x\"],\"ops\":[\"acquire\"]}'; cat >/dev/null): speaks locksim worker protocol v9; this harness speaks v1 to v2 (docs/protocol.md)" {
+		t.Fatalf("error %v", err)
 	}
 }

@@ -151,7 +151,7 @@ func MaybeRun() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	// The first line is the hello of locksim worker protocol v1
+	// The first line is the hello of locksim worker protocol v2
 	// (docs/protocol.md).
 	if err := writeHello(os.Stdout); err != nil {
 		os.Exit(1)

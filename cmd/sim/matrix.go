@@ -134,7 +134,15 @@ func cmdMatrix(ctx context.Context, o matrixOptions, stdout, stderr io.Writer) e
 	if o.out == "" {
 		o.out = filepath.Join("runs", "matrix-"+time.Now().Format("20060102-150405"))
 	}
-	m := matrix.Plan(locks, list, o.out, strings.Fields(o.clientCmd))
+	var program func(*scenarios.Scenario) error
+	if argv := strings.Fields(o.clientCmd); len(argv) > 0 {
+		hello, err := runner.ProbeClientProgram(ctx, argv)
+		if err != nil {
+			return err
+		}
+		program = func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, hello) }
+	}
+	m := matrix.Plan(locks, list, o.out, program)
 	cells := m.Playable()
 	if len(cells) == 0 {
 		return fmt.Errorf("no scenario given can be played with %s: each needs other servers or more nodes (sim list shows each scenario's lock)", strings.Join(locks, ", "))

@@ -100,7 +100,7 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	f.BoolVar(&o.all, "all", false, "run every scenario of the catalogue")
 	f.StringVar(&o.expect, "expect", "", "expected verdict `V`: safe, unsafe or leaked (default: the scenario's)")
 	f.StringVar(&o.lock, "lock", "", "play the story with lock `X` (sim locks) instead of its own; X needs the same servers (the backend sim locks names); the story's claims still apply, and a counterfactual that changes the lock is skipped")
-	f.StringVar(&o.clientCmd, "client-cmd", "", "run each client as the program `CMD` (split on spaces) instead of locksim's Go worker: a client in any language speaking locksim worker protocol v1 (docs/protocol.md), e.g. \"node examples/node-redlock/client.js\"")
+	f.StringVar(&o.clientCmd, "client-cmd", "", "run each client as the program `CMD` (split on spaces) instead of locksim's Go worker: a client in any language speaking locksim worker protocol v1 or v2 (docs/protocol.md), e.g. \"node examples/node-redlock/client.js\"")
 	backendFlags(f, &o.backend)
 	f.Int64Var(&o.seed, "seed", 0, "seed `N` for every random choice (default: the time)")
 	f.StringVar(&o.junit, "junit", "", "write JUnit XML to `FILE`: one test case per scenario run, a failure when the verdict differs from the expected one")
