@@ -62,7 +62,8 @@ func TestNewSpaceRefuses(t *testing.T) {
 		faults        []string
 		want          string
 	}{
-		{"etcd", "fenced", []string{"clock-jump"}, "--faults clock-jump: it strikes a Redis node and etcd has none"},
+		{"etcd", "fenced", []string{"clock-jump"}, "--faults clock-jump: no clock fault reaches an etcd member"},
+		{"postgres-session", "plain", []string{"crash"}, "--faults crash: it strikes a lock server and postgres-session's are not nodes of the story"},
 		{"redis", "none", []string{"latency"}, "--faults latency: it delays the write"},
 		{"redis", "plain", []string{"partition"}, `--faults "partition": expected some of`},
 		{"redis", "damp", nil, `--storage "damp"`},
@@ -74,8 +75,8 @@ func TestNewSpaceRefuses(t *testing.T) {
 		}
 	}
 	sp, err := NewSpace("etcd", "fenced", nil, time.Second)
-	if err != nil || strings.Contains(strings.Join(sp.Kinds, ","), "clock") {
-		t.Errorf("etcd's default kinds %v (%v) include a node clock fault", sp.Kinds, err)
+	if err != nil || strings.Contains(strings.Join(sp.Kinds, ","), "clock") || !strings.Contains(strings.Join(sp.Kinds, ","), "crash") {
+		t.Errorf("etcd's default kinds %v (%v): want a crash of a member and no node clock fault", sp.Kinds, err)
 	}
 }
 

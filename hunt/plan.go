@@ -21,7 +21,9 @@ import (
 	"strings"
 	"time"
 
+	"locksim/backends"
 	"locksim/clients"
+	"locksim/history"
 	"locksim/nemesis"
 	"locksim/scenarios"
 )
@@ -126,9 +128,10 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration) (Space, e
 	if ttl <= 0 {
 		return Space{}, fmt.Errorf("--ttl %v: expected a positive duration", ttl)
 	}
-	sp := Space{Lock: lock, Storage: storage, TTL: ttl}
-	if spec.Backend == "redis" {
-		sp.Nodes = max(spec.Nodes, 1)
+	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: backends.DefaultNodes(spec)}
+	clockless := ""
+	if b := backends.Of(spec); b != nil {
+		clockless = b.NodeClockless()
 	}
 	given := len(kinds) > 0
 	if !given {
@@ -142,7 +145,9 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration) (Space, e
 		why := ""
 		switch {
 		case kind.Generate.OnNode && sp.Nodes == 0:
-			why = fmt.Sprintf("it strikes a Redis node and %s has none", lock)
+			why = fmt.Sprintf("it strikes a lock server and %s's are not nodes of the story", lock)
+		case kind.Generate.OnNode && clockless != "" && isClock(kind):
+			why = clockless
 		case kind.Generate.UntilSectionEnds && storage == "none":
 			why = "it delays the write to the protected storage and --storage is none"
 		}
@@ -155,6 +160,11 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration) (Space, e
 		sp.Kinds = append(sp.Kinds, k)
 	}
 	return sp, nil
+}
+
+// isClock says whether a kind's faults move a clock.
+func isClock(k nemesis.Kind) bool {
+	return k.Generate.Build(1, "A", 1).Fields().Effect == history.EffectClock
 }
 
 // classic are the shapes every hunt tries first, in this order: the

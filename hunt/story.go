@@ -78,7 +78,7 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	if writes {
 		f.Storage = sp.Storage
 		if spec, _ := clients.Lookup(sp.Lock); !spec.Fences && strings.HasPrefix(sp.Storage, "fenced") {
-			f.Fence = "postgres"
+			f.Fence = clients.FencePostgres
 		}
 	}
 	steps := []step{{Do: "acquire", Client: 1}}

@@ -87,7 +87,7 @@ var GoOps = []string{history.OpAcquire, history.OpRelease, history.OpExtend, his
 // and every command.
 func goHello() Hello {
 	h := Hello{Protocol: ProtocolVersion, Name: "locksim Go worker", Locks: clients.Names(), Ops: GoOps,
-		Fences: []string{"postgres", "redis-incr", "redlock-incr"}, Watchdogs: []string{"token", "pexpire"},
+		Fences: []string{clients.FencePostgres, clients.FenceRedisIncr, clients.FenceRedlockIncr}, Watchdogs: []string{"token", "pexpire"},
 		CheckLease: true, ClientClock: true}
 	for _, m := range storage.Modes() {
 		h.StorageModes = append(h.StorageModes, string(m))
