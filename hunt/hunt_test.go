@@ -189,3 +189,39 @@ func TestClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestMerge: the shards of one hunt add up their runs, and the finding
+// is the shard's with the fewest faults; shards of another hunt, or one
+// twice, are refused.
+func TestMerge(t *testing.T) {
+	sp, _ := NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second)
+	var shards []*Result
+	for i := 1; i <= 3; i++ {
+		played := 0
+		res, _, _, err := Run(context.Background(), Options{Space: sp, Seed: 3, Runs: 6, Shard: i, Of: 3, Play: oracle(&played)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, res)
+	}
+	m, best, err := Merge(shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Runs != shards[0].Runs+shards[1].Runs+shards[2].Runs || !m.Found || best < 0 || m.Final == nil {
+		t.Fatalf("merged %+v from %d shards (best %d)", m, len(shards), best)
+	}
+	for i, s := range shards {
+		if s.Found && len(s.Final.Faults) < len(m.Final.Faults) {
+			t.Errorf("shard %d found %d fault(s), the merge keeps %d", i+1, len(s.Final.Faults), len(m.Final.Faults))
+		}
+	}
+	other := *shards[1]
+	other.Seed = 4
+	if _, _, err := Merge([]*Result{shards[0], &other}); err == nil || !strings.Contains(err.Error(), "same hunt") {
+		t.Errorf("another seed's shard merged: %v", err)
+	}
+	if _, _, err := Merge([]*Result{shards[0], shards[0]}); err == nil || !strings.Contains(err.Error(), "once") {
+		t.Errorf("a shard twice merged: %v", err)
+	}
+}

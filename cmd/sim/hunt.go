@@ -82,9 +82,10 @@ interrupted (hunt.json keeps what it had).`,
 	f.IntVar(&o.runs, "runs", 40, "candidates to play at most (`N`)")
 	f.DurationVar(&o.budget, "budget", 0, "stop searching after `D` of wall time (default: only --runs bounds it)")
 	f.Int64Var(&o.seed, "seed", 1, "seed `S` of every candidate")
-	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the candidates (the same --seed on every shard)")
+	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the candidates (the same --seed on every shard; sim hunt merge joins them)")
 	f.StringVar(&o.out, "out", "", "where found.yaml, hunt.json and run/ go (`DIR`; default runs/hunt-LOCK-<time>)")
 	backendFlags(f, &o.backend)
+	cmd.AddCommand(huntMergeCmd())
 	return cmd
 }
 
@@ -187,4 +188,68 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func huntMergeCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge DIR... [--out DIR]",
+		Short: "join the shards of a hunt (sim hunt --shard I/N): one hunt.json, and the finding with the fewest faults",
+		Long: `Join the directories of the N shards of one hunt (sim hunt LOCK --seed S
+--shard I/N, for I from 1 to N, with the same lock, storage, faults and
+TTL): check that they are one hunt, each shard once, add up their runs,
+and keep the finding whose final story has the fewest faults, with its
+found.yaml, original.yaml and schema.json. Exit codes as sim hunt's: 1 a
+shard found a violation, 0 none did, 2 bad input.`,
+		Example: `  sim hunt merge hunt-1 hunt-2 hunt-3 --out hunt`,
+		Args:    usage(cobra.MinimumNArgs(1), "hunt merge: name the shards' directories, e.g. sim hunt merge hunt-1 hunt-2"),
+		RunE:    func(cmd *cobra.Command, args []string) error { return cmdHuntMerge(args, out, cmd.OutOrStdout()) },
+	}
+	cmd.Flags().StringVar(&out, "out", "", "where the merged hunt goes (`DIR`; default runs/hunt-merge-<time>)")
+	return cmd
+}
+
+func cmdHuntMerge(dirs []string, out string, stdout io.Writer) error {
+	var shards []*hunt.Result
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "hunt.json"))
+		if err != nil {
+			return fmt.Errorf("%s: not a hunt's directory: %v", dir, err)
+		}
+		var r hunt.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %v", filepath.Join(dir, "hunt.json"), err)
+		}
+		shards = append(shards, &r)
+	}
+	res, best, err := hunt.Merge(shards)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = filepath.Join("runs", "hunt-merge-"+time.Now().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if best >= 0 {
+		for _, name := range []string{"found.yaml", "original.yaml", "schema.json"} {
+			b, err := os.ReadFile(filepath.Join(dirs[best], name))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	if err := writeJSON(filepath.Join(out, "hunt.json"), res); err != nil {
+		return err
+	}
+	if !res.Found {
+		fmt.Fprintf(stdout, "nothing found in %s: %d candidate(s) (%d run(s)); %s\n", res.Shard, res.Runs, res.CandidateRuns, filepath.Join(out, "hunt.json"))
+		return nil
+	}
+	fmt.Fprintf(stdout, "FOUND %s in %s (shard directory %s): %s; %s\n", res.Lock, res.Shard, dirs[best], res.Summary, filepath.Join(out, "found.yaml"))
+	return errMismatch
 }

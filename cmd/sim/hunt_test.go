@@ -49,3 +49,40 @@ func TestHuntBadInputExits2(t *testing.T) {
 		}
 	}
 }
+
+// TestHuntMerge: sim hunt merge joins the shards' hunt.json (a made-up
+// hunt: no server starts), keeps the finding and exits 1; a directory
+// that is not a hunt's is one line and exit 2.
+func TestHuntMerge(t *testing.T) {
+	var dirs []string
+	for i, found := range []bool{false, true} {
+		dir := t.TempDir()
+		res := hunt.Result{Found: found, Lock: "redis", Storage: "plain", Faults: []string{"pause"}, TTL: "1s", Seed: 1,
+			Shard: []string{"1/2", "2/2"}[i], Runs: 3, Summary: "unsafe: lost update"}
+		if found {
+			res.Final = &hunt.Plan{Faults: []hunt.Fault{{Kind: "pause", Client: 1, X: 1.1}}}
+			for _, f := range []string{"found.yaml", "original.yaml", "schema.json"} {
+				os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644)
+			}
+		}
+		b, _ := json.Marshal(res)
+		os.WriteFile(filepath.Join(dir, "hunt.json"), b, 0o644)
+		dirs = append(dirs, dir)
+	}
+	out := t.TempDir()
+	code, stdout, errOut := sim(t, append(append([]string{"hunt", "merge"}, dirs...), "--out", out)...)
+	if code != 1 || !strings.Contains(stdout, "FOUND redis in 2 shard(s) of 2") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errOut)
+	}
+	var merged hunt.Result
+	b, _ := os.ReadFile(filepath.Join(out, "hunt.json"))
+	if json.Unmarshal(b, &merged) != nil || merged.Runs != 6 || !merged.Found {
+		t.Errorf("merged hunt.json: %s", b)
+	}
+	if _, err := os.Stat(filepath.Join(out, "found.yaml")); err != nil {
+		t.Error(err)
+	}
+	if code, _, errOut := sim(t, "hunt", "merge", t.TempDir()); code != 2 || !strings.Contains(errOut, "not a hunt's directory") {
+		t.Errorf("an empty directory: exit %d, stderr %q", code, errOut)
+	}
+}

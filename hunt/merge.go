@@ -1,0 +1,68 @@
+package hunt
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Merge joins the results of the shards of one hunt (the same lock,
+// storage, faults, TTL and seed; shards 1 to N of N, each once): the runs
+// and the unknowns add up, and the finding is the shard's whose final
+// story has the fewest faults (the earliest shard on a tie). It also
+// returns the index of that shard (-1: none found).
+func Merge(shards []*Result) (*Result, int, error) {
+	if len(shards) == 0 {
+		return nil, -1, fmt.Errorf("no shard to merge")
+	}
+	first := shards[0]
+	_, n, err := parseShard(first.Shard)
+	if err != nil {
+		return nil, -1, err
+	}
+	seen := map[int]bool{}
+	out := &Result{Lock: first.Lock, Storage: first.Storage, Faults: first.Faults, TTL: first.TTL, Seed: first.Seed,
+		Shard: fmt.Sprintf("%d shard(s) of %d", len(shards), n), Shapes: first.Shapes}
+	best := -1
+	for i, s := range shards {
+		if s.Lock != first.Lock || s.Storage != first.Storage || strings.Join(s.Faults, ",") != strings.Join(first.Faults, ",") ||
+			s.TTL != first.TTL || s.Seed != first.Seed {
+			return nil, -1, fmt.Errorf("shard %d (%s) is not of the same hunt as shard 1: lock, storage, faults, TTL and seed must match", i+1, s.Shard)
+		}
+		k, m, err := parseShard(s.Shard)
+		if err != nil {
+			return nil, -1, err
+		}
+		if m != n || seen[k] {
+			return nil, -1, fmt.Errorf("shard %s: want each of shards 1 to %d once", s.Shard, n)
+		}
+		seen[k] = true
+		out.Runs += s.Runs
+		out.CandidateRuns += s.CandidateRuns
+		out.Unknown += s.Unknown
+		out.Seconds = math.Max(out.Seconds, s.Seconds)
+		if s.Found && (best < 0 || len(s.Final.Faults) < len(shards[best].Final.Faults)) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		b := shards[best]
+		out.Found, out.SecondsToFind, out.ShrinkRuns = true, b.SecondsToFind, b.ShrinkRuns
+		out.FaultsFound, out.FaultsFinal, out.Original, out.Final = b.FaultsFound, b.FaultsFinal, b.Original, b.Final
+		out.Summary, out.Reproduced, out.ReproducedOf = b.Summary, b.Reproduced, b.ReproducedOf
+		out.Thresholds, out.OneMinimal = b.Thresholds, b.OneMinimal
+	}
+	return out, best, nil
+}
+
+// parseShard reads "I/N".
+func parseShard(s string) (int, int, error) {
+	i, n, ok := strings.Cut(s, "/")
+	k, err1 := strconv.Atoi(i)
+	m, err2 := strconv.Atoi(n)
+	if !ok || err1 != nil || err2 != nil || k < 1 || k > m {
+		return 0, 0, fmt.Errorf("shard %q: expected I/N (1 <= I <= N)", s)
+	}
+	return k, m, nil
+}
