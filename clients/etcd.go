@@ -30,7 +30,10 @@ import (
 const EtcdBackend Backend = "etcd"
 
 func init() {
-	Register(Spec{Name: "etcd", Backend: EtcdBackend, Fences: true, NoExpiry: true,
+	// MinTTL: etcd grants no lease shorter than 3/2 of its election
+	// timeout (1s by default, so 1.5s), rounded up to whole seconds: a
+	// lease asked for 1s lasts 2s (etcd's lessor, minLeaseTTL).
+	Register(Spec{Name: "etcd", Backend: EtcdBackend, Fences: true, NoExpiry: true, MinTTL: 2 * time.Second,
 		Doc: "etcd clientv3 concurrency.Mutex (TryLock) on a session lease kept alive in the background; the lock key's revision is its fencing token",
 		New: func(cfg Config) (Lock, error) { return NewEtcd(cfg) }})
 }

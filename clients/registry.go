@@ -171,6 +171,11 @@ type Spec struct {
 	// long as the client's session (an advisory lock's connection, an
 	// etcd session kept alive), and say so (Validity 0).
 	NoExpiry bool
+	// MinTTL is the shortest lease the lock's servers grant (0: any): a
+	// shorter TTL is rounded up to it (etcd's whole seconds), so a sweep
+	// or a hunt relative to the TTL would measure another lease than the
+	// one it names, and they refuse it.
+	MinTTL time.Duration
 	// LocalExtend says that Extend sends nothing: it only checks what the
 	// client already knows (an advisory lock's, which has no TTL to push).
 	LocalExtend bool

@@ -68,7 +68,9 @@ import (
 const ZooKeeperBackend Backend = "zookeeper"
 
 func init() {
-	Register(Spec{Name: "zookeeper", Backend: ZooKeeperBackend, Fences: true, NoExpiry: true,
+	// MinTTL: ZooKeeper grants sessions of at least 2 ticks, 400ms on
+	// env.ZooKeeper's 200ms tick.
+	Register(Spec{Name: "zookeeper", Backend: ZooKeeperBackend, Fences: true, NoExpiry: true, MinTTL: 400 * time.Millisecond,
 		Doc: "ZooKeeper's lock recipe tried once (ephemeral sequential znode, lowest wins) on a session per lease; the znode's czxid is its fencing token",
 		New: func(cfg Config) (Lock, error) {
 			return NewZooKeeperLock(ZooKeeperConfig{Members: cfg.Servers[ZooKeeperBackend], NodeTimeout: cfg.NodeTimeout, ClientID: cfg.ClientID})

@@ -19,7 +19,7 @@ func TestCandidatesAreStories(t *testing.T) {
 	for _, c := range []struct{ lock, storage string }{
 		{"redis", "plain"}, {"redlock", "plain"}, {"redlock", "fenced"}, {"postgres-session", "plain"}, {"etcd", "fenced"}, {"redis", "none"},
 	} {
-		sp, err := NewSpace(c.lock, c.storage, nil, 500*time.Millisecond)
+		sp, err := NewSpace(c.lock, c.storage, nil, 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,13 +68,18 @@ func TestNewSpaceRefuses(t *testing.T) {
 		{"redis", "plain", []string{"partition"}, `--faults "partition": expected some of`},
 		{"redis", "damp", nil, `--storage "damp"`},
 		{"nolock", "plain", nil, "nolock"},
+		{"etcd", "fenced", nil, "--ttl 300ms: etcd's leases last at least 2s"},
 	} {
-		_, err := NewSpace(c.lock, c.storage, c.faults, time.Second)
+		ttl := 2 * time.Second
+		if c.lock == "etcd" && c.faults == nil {
+			ttl = 300 * time.Millisecond
+		}
+		_, err := NewSpace(c.lock, c.storage, c.faults, ttl)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: got %v, want one line with %q", c, err, c.want)
 		}
 	}
-	sp, err := NewSpace("etcd", "fenced", nil, time.Second)
+	sp, err := NewSpace("etcd", "fenced", nil, 2*time.Second)
 	if err != nil || strings.Contains(strings.Join(sp.Kinds, ","), "clock") || !strings.Contains(strings.Join(sp.Kinds, ","), "crash") {
 		t.Errorf("etcd's default kinds %v (%v): want a crash of a member and no node clock fault", sp.Kinds, err)
 	}

@@ -128,6 +128,9 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration) (Space, e
 	if ttl <= 0 {
 		return Space{}, fmt.Errorf("--ttl %v: expected a positive duration", ttl)
 	}
+	if ttl < spec.MinTTL {
+		return Space{}, fmt.Errorf("--ttl %v: %s's leases last at least %v, so the faults' sizes would be relative to another lease than the one granted: give --ttl %v or more", ttl, lock, spec.MinTTL, spec.MinTTL)
+	}
 	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: backends.DefaultNodes(spec)}
 	clockless := ""
 	if b := backends.Of(spec); b != nil {

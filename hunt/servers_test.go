@@ -48,7 +48,7 @@ func TestHuntOnServers(t *testing.T) {
 	}
 	t.Logf("found.yaml:\n%s", story.YAML)
 
-	sp, err = NewSpace("etcd", "fenced", []string{"pause", "latency"}, 300*time.Millisecond)
+	sp, err = NewSpace("etcd", "fenced", []string{"pause", "latency"}, 2*time.Second) // etcd grants no shorter lease
 	if err != nil {
 		t.Fatal(err)
 	}

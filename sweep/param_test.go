@@ -125,3 +125,17 @@ func TestSweepRefusesAnotherFaultsSize(t *testing.T) {
 		t.Fatalf("the TTL refused: %v", err)
 	}
 }
+
+// TestSweepRefusesATTLTheLockCannotGrant: etcd's leases last whole
+// seconds, so a sweep at a 50ms TTL would plot pauses against a lease 20
+// times longer; it is refused before any server starts.
+func TestSweepRefusesATTLTheLockCannotGrant(t *testing.T) {
+	sc, err := scenarios.Find("gen-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), sc, Options{Locks: []string{"etcd"}, TTL: 50 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "--locks etcd: its leases last at least 2s") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -292,6 +292,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 			if o.Param != nil {
 				resolved = point(param.Key, val, &g, &ttl)
 			}
+			if spec, _ := clients.Lookup(v.Lock); ttl < spec.MinTTL {
+				return nil, fmt.Errorf("--locks %s: its leases last at least %v, so a TTL of %v would be measured on a %v lease: give --ttl %v or more", locks[li], spec.MinTTL, ttl, spec.MinTTL, spec.MinTTL)
+			}
 			row := Row{Lock: locks[li], Param: param.Key, Value: val, Resolved: resolved, TTL: ttl}
 			for ti := 0; ti < o.Trials; ti++ {
 				if !o.Shard.Plays(li, pi, ti, o.Points, o.Trials) {
