@@ -480,6 +480,9 @@ func (s *Scenario) validate() error {
 	if s.TTL.Duration <= 0 {
 		return s.errAt("ttl", "expected a positive duration, got %v", s.TTL)
 	}
+	if spec, _ := clients.Lookup(s.Lock); s.TTL.Duration < spec.MinTTL {
+		return s.errAt("ttl", "%s's leases last at least %v: a ttl of %v would be told as one lease and run as another", s.Lock, spec.MinTTL, s.TTL)
+	}
 	if s.Margin.Duration < 0 {
 		return s.errAt("margin", "expected a positive duration, got %v", s.Margin)
 	}
