@@ -97,9 +97,30 @@ type Options struct {
 	// Image, when set, runs the servers in containers of it (the docker
 	// host); empty: local processes.
 	Image string
+	// Images are, on the docker host, the images of the other backends
+	// whose servers it starts among its own (Includes: Sentinel's Redis
+	// primary and replica run in the Redis backend's image).
+	Images map[clients.Backend]string
 	// Network holds the run's proxies: a server that reaches another
 	// through one (a Redis replica its primary) adds its link here.
 	Network *env.Network
+}
+
+// includer is a backend whose servers include another backend's.
+type includer interface {
+	// Includes names the backends whose servers it starts among its own
+	// (Sentinel: Redis's): on the docker host they run in those backends'
+	// images, which the host checks before the run as it checks b's.
+	Includes() []clients.Backend
+}
+
+// Includes names the backends whose servers b starts among its own (none
+// for most).
+func Includes(b Backend) []clients.Backend {
+	if i, ok := b.(includer); ok {
+		return i.Includes()
+	}
+	return nil
 }
 
 // FieldError names the scenario field a backend refuses.

@@ -40,21 +40,31 @@ func (sentinelBackend) Shape(_ int, ttl time.Duration) (string, string) {
 	return "a Redis primary (A), its replica and 3 sentinels (quorum 2)", fmt.Sprintf("TTL %v", ttl)
 }
 
-// Image: none yet; the docker host refuses a Sentinel story.
-func (sentinelBackend) Image() (string, string) { return "", "" }
+// Image is the sentinels' image; the primary and its replica run in the
+// Redis backend's (Includes), as a Redis story's servers do.
+func (sentinelBackend) Image() (string, string) {
+	return env.DefaultSentinelImage, "Sentinel `IMAGE` for the sentinels (the primary and replica run in --redis-image): redis-sentinel, or a redis-server to run with --sentinel, on its PATH"
+}
+
+// Includes: the primary and its replica are the Redis backend's servers.
+func (sentinelBackend) Includes() []clients.Backend { return []clients.Backend{clients.RedisBackend} }
 
 func (sentinelBackend) Start(ctx context.Context, o Options) (Servers, error) {
-	if o.Image != "" {
-		return nil, errors.New("the docker host has no Sentinel image yet: run Sentinel stories on the local host")
+	ro := o
+	ro.Nodes, ro.Replicas = 1, true
+	ro.Image = ""
+	if o.Image != "" { // the docker host: the Redis servers in the Redis image
+		if ro.Image = o.Images[clients.RedisBackend]; ro.Image == "" {
+			return nil, errors.New("start sentinel: no Redis image for the primary and its replica")
+		}
 	}
-	o.Nodes, o.Replicas = 1, true
-	rs, err := redisBackend{}.Start(ctx, o)
+	rs, err := redisBackend{}.Start(ctx, ro)
 	if err != nil {
 		return nil, err
 	}
 	r := rs.(*redisServers)
 	sn, err := env.StartSentinel(ctx, env.SentinelOptions{Primary: r.nodes[0].Addr, MasterName: clients.SentinelMaster,
-		Replicas: 1, Dir: o.Dir})
+		Replicas: 1, Dir: o.Dir, Image: o.Image})
 	if err != nil {
 		r.Close()
 		return nil, err

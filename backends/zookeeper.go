@@ -2,7 +2,6 @@ package backends
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -46,15 +45,12 @@ func (zookeeperBackend) Shape(nodes int, ttl time.Duration) (string, string) {
 	return fmt.Sprintf("%d ZooKeeper member(s)", nodes), fmt.Sprintf("session timeout %v", ttl)
 }
 
-// Image: none yet, so no --zookeeper-image flag; the docker host refuses
-// a ZooKeeper story (runner's checkHost).
-func (zookeeperBackend) Image() (string, string) { return "", "" }
+func (zookeeperBackend) Image() (string, string) {
+	return env.DefaultZooKeeperImage, "ZooKeeper `IMAGE`: java on its PATH and Debian's zookeeper package's jars (/usr/share/java/zookeeper.jar and those its manifest names)"
+}
 
 func (zookeeperBackend) Start(ctx context.Context, o Options) (Servers, error) {
-	if o.Image != "" {
-		return nil, errors.New("the docker host has no ZooKeeper image yet: run ZooKeeper stories on the local host")
-	}
-	z, err := env.StartZooKeeper(ctx, env.ZooKeeperOptions{Members: o.Nodes})
+	z, err := env.StartZooKeeper(ctx, env.ZooKeeperOptions{Members: o.Nodes, Image: o.Image})
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,10 @@ package env
 //
 // Sentinel rewrites its config file (CONFIG REWRITE of the sentinels and
 // replicas it has found, and the epoch), so each sentinel has its own, in
-// its own dir; a restarted sentinel starts from what it wrote.
+// its own dir; a restarted sentinel starts from what it wrote. On the
+// docker backend (SentinelOptions.Image) each sentinel runs in a container
+// of the image with that dir mounted at its host path, so the rewrites
+// land where a restart finds them.
 
 import (
 	"context"
@@ -45,6 +48,11 @@ var ErrSentinelNotFound = errors.New("redis-sentinel not found: apt-get install 
 // sentinels to find the primary, its replicas and each other (they
 // announce themselves every 2 s).
 const SentinelStartTimeout = 15 * time.Second
+
+// DefaultSentinelImage is the docker backend's default Sentinel image
+// (built by `make docker` from Debian's redis-sentinel package, as
+// DefaultRedisImage is).
+const DefaultSentinelImage = "locksim/sentinel:bookworm"
 
 // Defaults of SentinelOptions.
 const (
@@ -88,6 +96,11 @@ type SentinelOptions struct {
 	// Dir is the parent dir; each sentinel works in Dir/sentinel-<n>.
 	// Empty: a new temp dir that Close removes.
 	Dir string
+	// Image, if set, runs each sentinel in a container of this image (the
+	// docker backend: host network, its dir mounted at its host path)
+	// instead of as a local process. The image needs redis-sentinel, or a
+	// redis-server to run with --sentinel, on its PATH.
+	Image string
 }
 
 // Sentinel is a group of real redis-sentinel processes on 127.0.0.1
@@ -108,6 +121,8 @@ type SentinelNode struct {
 	Port int
 	// Dir holds its config (which it rewrites) and its log.
 	Dir string
+
+	image string // SentinelOptions.Image
 
 	serverProc
 	mu     sync.Mutex
@@ -160,9 +175,11 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 	case o.Replicas < 0:
 		return nil, fmt.Errorf("start sentinel: %d replicas", o.Replicas)
 	}
-	bin, err := sentinelPath()
-	if err != nil {
-		return nil, err
+	bin := ""
+	if o.Image == "" {
+		if bin, err = sentinelPath(); err != nil {
+			return nil, err
+		}
 	}
 	s := &Sentinel{MasterName: o.MasterName, opts: o}
 	defer func() {
@@ -185,7 +202,7 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("start sentinel %s: %w", name, err)
 		}
-		n := &SentinelNode{Name: name, Dir: dir, serverProc: serverProc{what: "sentinel " + name}}
+		n := &SentinelNode{Name: name, Dir: dir, image: o.Image, serverProc: serverProc{what: "sentinel " + name}}
 		s.Nodes = append(s.Nodes, n)
 		for attempt := 0; ; attempt++ {
 			if n.Port, err = freePort(); err != nil {
@@ -239,20 +256,41 @@ func (s *Sentinel) config(n *SentinelNode) string {
 	return b.String()
 }
 
+// sentinelInImage starts the image's sentinel on the config file ($0),
+// its output appended to $1: redis-sentinel, or redis-server in sentinel
+// mode (the same binary).
+const sentinelInImage = `out=$1; if s=$(command -v redis-sentinel); then set -- "$s" "$0"; ` +
+	`elif s=$(command -v redis-server); then set -- "$s" "$0" --sentinel; ` +
+	`else echo "neither redis-sentinel nor redis-server is on the image's PATH" >>"$out"; exit 127; fi; ` +
+	`exec "$@" >>"$out" 2>&1`
+
 // start starts the sentinel on its config and waits until it answers PING.
 func (n *SentinelNode) start(ctx context.Context, bin string) error {
-	stderr, err := os.OpenFile(filepath.Join(n.Dir, "sentinel.stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("start sentinel %s: %w", n.Name, err)
-	}
-	defer stderr.Close()
+	stderrPath := filepath.Join(n.Dir, "sentinel.stderr")
 	logStart := redisFileSize(n.LogPath())
-	cmd := exec.Command(bin, n.confPath())
-	cmd.Dir = n.Dir
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	p, err := StartProc("sentinel "+n.Name, cmd)
-	if err != nil {
-		return err
+	var p process
+	if n.image != "" {
+		c, err := startContainer(ctx, containerSpec{What: "sentinel " + n.Name, Image: n.image,
+			Argv: []string{"sh", "-c", sentinelInImage, n.confPath(), stderrPath}, WorkDir: n.Dir,
+			Binds: []string{n.Dir + ":" + n.Dir}})
+		if err != nil {
+			return err
+		}
+		p = c
+	} else {
+		stderr, err := os.OpenFile(stderrPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("start sentinel %s: %w", n.Name, err)
+		}
+		cmd := exec.Command(bin, n.confPath())
+		cmd.Dir = n.Dir
+		cmd.Stdout, cmd.Stderr = stderr, stderr
+		proc, err := StartProc("sentinel "+n.Name, cmd)
+		stderr.Close() // the child has its own copy
+		if err != nil {
+			return err
+		}
+		p = proc
 	}
 	n.set(p)
 	if err := redisWaitPing(ctx, n.Addr, p, RedisStartTimeout); err != nil {
@@ -293,9 +331,12 @@ func (n *SentinelNode) Client() *redis.SentinelClient {
 // rewrote (the sentinels, replicas and epoch it knew), and waits for PING.
 func (n *SentinelNode) Restart(ctx context.Context) error {
 	n.Crash()
-	bin, err := sentinelPath()
-	if err != nil {
-		return err
+	bin := ""
+	if n.image == "" {
+		var err error
+		if bin, err = sentinelPath(); err != nil {
+			return err
+		}
 	}
 	return n.start(ctx, bin)
 }

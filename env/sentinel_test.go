@@ -23,18 +23,38 @@ func TestSentinelFailover(t *testing.T) {
 	if _, err := sentinelPath(); err != nil {
 		t.Fatal(err) // make test installs redis-sentinel
 	}
+	sentinelFailover(t, "", "")
+}
+
+// TestSentinelInContainers: the same with the primary and its replica in
+// containers of the Redis image and the sentinels in containers of the
+// Sentinel image, each sentinel's dir (the config it rewrites) mounted.
+func TestSentinelInContainers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs a docker engine and the locksim images")
+	}
+	needDocker(t, DefaultRedisImage, DefaultSentinelImage)
+	sentinelFailover(t, DefaultRedisImage, DefaultSentinelImage)
+}
+
+func sentinelFailover(t *testing.T, redisImage, sentinelImage string) {
 	dir := t.TempDir()
-	a := startTestRedis(t, RedisOptions{Name: "A", Dir: dir})
-	b := startTestRedis(t, RedisOptions{Name: "B", Dir: dir, ReplicaOf: a.Addr})
+	a := startTestRedis(t, RedisOptions{Name: "A", Dir: dir, Image: redisImage})
+	b := startTestRedis(t, RedisOptions{Name: "B", Dir: dir, ReplicaOf: a.Addr, Image: redisImage})
 	ctx := context.Background()
 	waitLink(t, b)
 
 	started := time.Now()
-	s, err := StartSentinel(ctx, SentinelOptions{Primary: a.Addr, Replicas: 1})
+	s, err := StartSentinel(ctx, SentinelOptions{Primary: a.Addr, Replicas: 1, Image: sentinelImage})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	for _, n := range s.Nodes {
+		if _, ok := n.Proc().(*Container); ok != (sentinelImage != "") {
+			t.Fatalf("sentinel %s is a %T (image %q)", n.Name, n.Proc(), sentinelImage)
+		}
+	}
 	t.Logf("3 sentinels ready (primary, replica and each other found) in %v", time.Since(started).Round(time.Millisecond))
 	if p, err := s.Primary(ctx); err != nil || p != a.Addr {
 		t.Fatalf("primary %q, %v; want %s", p, err, a.Addr)
@@ -102,11 +122,14 @@ func TestSentinelFailover(t *testing.T) {
 		}
 	}
 
-	before := LiveCount()
+	before, beforeC := LiveCount(), ContainerCount()
 	tmp := s.tempDir
 	s.Close()
-	if LiveCount() != before-3 {
+	if sentinelImage == "" && LiveCount() != before-3 {
 		t.Fatalf("Close left processes: %d live, was %d", LiveCount(), before)
+	}
+	if sentinelImage != "" && ContainerCount() != beforeC-3 {
+		t.Fatalf("Close left containers: %d, was %d", ContainerCount(), beforeC)
 	}
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Fatalf("Close left %s", tmp)

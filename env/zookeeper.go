@@ -6,7 +6,12 @@ package env
 // every other server: its own process group, SIGKILL on the harness's
 // death (Pdeathsig: the java launcher runs the JVM in the process it was
 // exec'd as), its data on tmpfs in a marked temp dir that Reap removes
-// after a harness killed with kill -9.
+// after a harness killed with kill -9. On the docker backend
+// (ZooKeeperOptions.Image) each member is the same JVM command in a
+// container of the image, as an etcd member is: host network, its dir
+// mounted at its host path, a pause the cgroup freezer, a crash a forced
+// remove, a restart a new container on the same dir; a container left by
+// a harness killed with kill -9 goes at the next start (ReapContainers).
 //
 // # What ZooKeeper's sessions are timed by (checked 2026-12-01)
 //
@@ -109,6 +114,11 @@ const (
 // znodes, and three members of 64 MiB heaps take about 66 MiB of RSS each.
 const zkHeap = "64m"
 
+// DefaultZooKeeperImage is the docker backend's default ZooKeeper image
+// (built by `make docker` from Debian's zookeeper package, as
+// DefaultRedisImage is).
+const DefaultZooKeeperImage = "locksim/zookeeper:bookworm"
+
 // ZooKeeperOptions says how to start an ensemble.
 type ZooKeeperOptions struct {
 	// Members is how many members (A, B, C...; myid 1, 2, 3...); default
@@ -121,6 +131,12 @@ type ZooKeeperOptions struct {
 	// (a client asking for more gets this); default 20 ticks, ZooKeeper's
 	// own. The shortest is ZooKeeper's 2 ticks.
 	MaxSessionTimeout time.Duration
+	// Image, if set, runs each member in a container of this image (the
+	// docker backend: host network, its dir mounted at its host path)
+	// instead of as a local process. The image needs java on its PATH and
+	// Debian's jars: /usr/share/java/zookeeper.jar, the jars its manifest
+	// names, and slf4j-simple.jar for a log.
+	Image string
 
 	// clockShim runs each member under the clock shim, for the test that
 	// shows no wall-clock jump moves a session's expiry (see the doc
@@ -129,8 +145,8 @@ type ZooKeeperOptions struct {
 }
 
 // ZooKeeper is a real ZooKeeper ensemble of one or more members, each a
-// java child process on 127.0.0.1 with its data dir on tmpfs, killed with
-// the harness.
+// java child process (or a container of the docker backend) on 127.0.0.1
+// with its data dir on tmpfs, killed with the harness.
 type ZooKeeper struct {
 	Members []*ZooKeeperMember
 	// TickTime, MinSessionTimeout and MaxSessionTimeout are what the
@@ -162,6 +178,7 @@ type ZooKeeperMember struct {
 	args         []string
 	env          []string
 	clock        *clockshim.Control // with ZooKeeperOptions.clockShim
+	image        string             // ZooKeeperOptions.Image
 
 	serverProc
 }
@@ -218,9 +235,18 @@ func StartZooKeeper(ctx context.Context, o ZooKeeperOptions) (*ZooKeeper, error)
 		return nil, fmt.Errorf("start zookeeper: max session timeout %v (want whole milliseconds, at least 2 ticks: %v)",
 			o.MaxSessionTimeout, 2*o.TickTime)
 	}
-	java, cp, err := zooKeeperJava()
-	if err != nil {
-		return nil, err
+	// In a container, the image's java and jars: a classpath entry the
+	// image lacks (slf4j-simple.jar) is skipped by the JVM, and a missing
+	// zookeeper.jar ends the member at once with its reason in the
+	// member's stderr file.
+	java, cp := "java", zkJar+":"+zkLogJar
+	if o.Image == "" {
+		var err error
+		if java, cp, err = zooKeeperJava(); err != nil {
+			return nil, err
+		}
+	} else if o.clockShim {
+		return nil, errors.New("start zookeeper: the clock shim test runs local members only")
 	}
 	// Another process may take a port between freePorts and the JVM's
 	// bind: start again on new ports, a few times.
@@ -257,7 +283,7 @@ func startZooKeeper(ctx context.Context, o ZooKeeperOptions, java, cp string) (_
 		name := string(rune('A' + i))
 		m := &ZooKeeperMember{Name: name, ID: i + 1, Dir: filepath.Join(dir, "zookeeper-"+name),
 			Addr: addr(ports[3*i]), peers: o.Members, quorumAddr: addr(ports[3*i+1]), electionAddr: addr(ports[3*i+2]),
-			serverProc: serverProc{what: "zookeeper " + name}}
+			image: o.Image, serverProc: serverProc{what: "zookeeper " + name}}
 		if err := os.MkdirAll(filepath.Join(m.Dir, "data"), 0o700); err != nil {
 			return nil, fmt.Errorf("start zookeeper %s: %w", name, err)
 		}
@@ -365,6 +391,18 @@ func (z *ZooKeeper) config(m *ZooKeeperMember) string {
 }
 
 func (m *ZooKeeperMember) start() error {
+	if m.image != "" {
+		// The JVM's stdout and stderr go to the same file as a local
+		// member's (tail reads it; a port in use is found there).
+		argv := append([]string{"sh", "-c", `exec "$@" >>"$0" 2>&1`, filepath.Join(m.Dir, zkStderrName)}, m.args...)
+		c, err := startContainer(context.Background(), containerSpec{What: "zookeeper " + m.Name, Image: m.image,
+			Argv: argv, WorkDir: m.Dir, Binds: []string{m.Dir + ":" + m.Dir}})
+		if err != nil {
+			return err
+		}
+		m.set(c)
+		return nil
+	}
 	stderr, err := os.OpenFile(filepath.Join(m.Dir, zkStderrName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("start zookeeper %s: %w", m.Name, err)

@@ -65,8 +65,30 @@ func TestZooKeeperThreeMembers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts zookeeper")
 	}
+	zooKeeperThreeMembers(t, ZooKeeperOptions{Members: 3})
+}
+
+// TestZooKeeperInContainers: the same on members in containers (the
+// pause the cgroup freezer, the crash a forced remove, the restart a new
+// container on the member's dir).
+func TestZooKeeperInContainers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs a docker engine and the locksim images")
+	}
+	needDocker(t, DefaultZooKeeperImage)
+	zooKeeperThreeMembers(t, ZooKeeperOptions{Members: 3, Image: DefaultZooKeeperImage})
+}
+
+func zooKeeperThreeMembers(t *testing.T, o ZooKeeperOptions) {
 	start := time.Now()
-	z := startTestZooKeeper(t, ZooKeeperOptions{Members: 3})
+	z := startTestZooKeeper(t, o)
+	if o.Image != "" {
+		for _, m := range z.Members {
+			if _, ok := m.Proc().(*Container); !ok {
+				t.Fatalf("member %s is a %T, not a container", m.Name, m.Proc())
+			}
+		}
+	}
 	t.Logf("3 members serving in %v", time.Since(start).Round(time.Millisecond))
 	for _, m := range z.Members {
 		if ps := m.Proc(); ps != nil {
@@ -176,10 +198,13 @@ func TestZooKeeperThreeMembers(t *testing.T) {
 	}
 
 	dir := z.dir
-	before := LiveCount()
+	before, beforeC := LiveCount(), ContainerCount()
 	z.Close()
-	if LiveCount() != before-3 {
+	if o.Image == "" && LiveCount() != before-3 {
 		t.Fatalf("Close left processes: %d live, was %d", LiveCount(), before)
+	}
+	if o.Image != "" && ContainerCount() != beforeC-3 {
+		t.Fatalf("Close left containers: %d, was %d", ContainerCount(), beforeC)
 	}
 	if left := zkLeft(t, dir); left != "" {
 		t.Fatalf("after Close, still running:\n%s", left)

@@ -51,6 +51,24 @@ func (h Host) image(b backends.Backend) string {
 	return def
 }
 
+// imagesOf are the images on host h of the backends whose servers b
+// starts among its own (backends.Includes), by backend; nil for none (and
+// on the local host).
+func (h Host) imagesOf(b backends.Backend) map[clients.Backend]string {
+	var out map[clients.Backend]string
+	for _, name := range backends.Includes(b) {
+		inc, ok := backends.Lookup(name)
+		if !ok || h.image(inc) == "" {
+			continue
+		}
+		if out == nil {
+			out = map[clients.Backend]string{}
+		}
+		out[name] = h.image(inc)
+	}
+	return out
+}
+
 // planServers lists the backends whose servers the run starts, in order:
 // the lock's; PostgreSQL for the protected storage or a postgres fence;
 // and Redis for the nodes of a lock whose backend does not count them (a
@@ -84,11 +102,19 @@ func (r *run) checkHost(ctx context.Context, plan []backends.Backend) error {
 		return harness("backend %q: expected local or docker", h.Name)
 	}
 	for _, b := range plan {
-		if h.image(b) == "" {
-			return harness("the docker backend has no image for %s's servers: run this story on the local backend", b.Name())
+		need := []backends.Backend{b}
+		for _, name := range backends.Includes(b) {
+			if inc, ok := backends.Lookup(name); ok {
+				need = append(need, inc)
+			}
 		}
-		if err := env.CheckImage(ctx, h.image(b)); err != nil {
-			return harness("%v", err)
+		for _, b := range need {
+			if h.image(b) == "" {
+				return harness("the docker backend has no image for %s's servers: run this story on the local backend", b.Name())
+			}
+			if err := env.CheckImage(ctx, h.image(b)); err != nil {
+				return harness("%v", err)
+			}
 		}
 	}
 	if reaped, err := env.ReapContainers(ctx); err != nil {
@@ -122,7 +148,7 @@ func (r *run) startServers(ctx context.Context, plan []backends.Backend) error {
 		go func() {
 			defer wg.Done()
 			o := o
-			o.Image = h.image(b)
+			o.Image, o.Images = h.image(b), h.imagesOf(b)
 			s, err := b.Start(ctx, o)
 			if err == nil {
 				out[i] = started{b, s}
@@ -175,6 +201,9 @@ func (r *run) images() map[string]string {
 	out := map[string]string{}
 	for _, s := range r.servers {
 		out[string(s.backend.Name())] = h.image(s.backend)
+		for name, img := range h.imagesOf(s.backend) {
+			out[string(name)] = img
+		}
 	}
 	return out
 }
@@ -189,6 +218,11 @@ func (r *run) where() string {
 	var parts []string
 	for _, s := range r.servers {
 		parts = append(parts, h.image(s.backend))
+		for _, name := range backends.Includes(s.backend) {
+			if img := h.imagesOf(s.backend)[name]; img != "" && !slices.Contains(parts, img) {
+				parts = append(parts, img)
+			}
+		}
 	}
 	return "; servers in containers of " + strings.Join(parts, ", ")
 }

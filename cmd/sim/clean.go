@@ -36,15 +36,10 @@ and segments; a run on the docker backend, for containers.`,
 // docker backend's containers of harnesses that are gone. Run directories
 // are never touched.
 func cmdClean(stdout io.Writer) error {
-	r, err := env.Reap(env.ReapRoots()...)
-	for _, d := range r.Dirs {
-		fmt.Fprintf(stdout, "removed %s\n", d)
-	}
-	for _, id := range r.Segments {
-		fmt.Fprintf(stdout, "removed SysV shared memory segment %d\n", id)
-	}
-	fmt.Fprintln(stdout, reapedLine(r, nil))
-	// The docker backend's containers, when an engine answers.
+	// The docker backend's containers first, when an engine answers: a
+	// server in one works in its temp dir (an etcd or ZooKeeper member's
+	// JVM or binary has its cwd there), and Reap leaves a dir a live
+	// process works in.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	names, cerr := env.ReapContainers(ctx)
@@ -54,6 +49,14 @@ func cmdClean(stdout io.Writer) error {
 	if len(names) > 0 {
 		fmt.Fprintf(stdout, "removed %d container(s) left by runs that were killed\n", len(names))
 	}
+	r, err := env.Reap(env.ReapRoots()...)
+	for _, d := range r.Dirs {
+		fmt.Fprintf(stdout, "removed %s\n", d)
+	}
+	for _, id := range r.Segments {
+		fmt.Fprintf(stdout, "removed SysV shared memory segment %d\n", id)
+	}
+	fmt.Fprintln(stdout, reapedLine(r, nil))
 	if cerr != nil && !errors.Is(cerr, env.ErrNoDocker) {
 		err = errors.Join(err, cerr)
 	}
