@@ -64,14 +64,42 @@ type EtcdMember struct {
 	serverProc
 }
 
-func etcdPath() (string, error) {
-	if p, err := exec.LookPath("etcd"); err == nil {
+func etcdPath() (string, error) { return debianBinary("etcd", ErrEtcdNotFound) }
+
+// member is a server of an ensemble that a fault may have paused or
+// crashed: an etcd or a ZooKeeper member.
+type member interface {
+	Paused() bool
+	Resume() error
+	Running() bool
+	Restart(ctx context.Context) error
+}
+
+// bringBack resumes m if it is paused and restarts it if it is down, for
+// the next trial.
+func bringBack(ctx context.Context, m member) error {
+	if m.Paused() {
+		if err := m.Resume(); err != nil {
+			return err
+		}
+	}
+	if !m.Running() {
+		return m.Restart(ctx)
+	}
+	return nil
+}
+
+// debianBinary finds a server's binary on the PATH or where Debian's
+// package puts it (/usr/bin: the PATH of a harness started by a service
+// manager may lack it), or returns notFound.
+func debianBinary(name string, notFound error) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	if _, err := os.Stat("/usr/bin/etcd"); err == nil {
-		return "/usr/bin/etcd", nil
+	if _, err := os.Stat("/usr/bin/" + name); err == nil {
+		return "/usr/bin/" + name, nil
 	}
-	return "", ErrEtcdNotFound
+	return "", notFound
 }
 
 // StartEtcd starts a cluster of o.Members members on free ports of
@@ -179,15 +207,8 @@ func (e *Etcd) Close() {
 // crashed ones restart, and every key is deleted.
 func (e *Etcd) Reset(ctx context.Context) error {
 	for _, m := range e.Members {
-		if m.Paused() {
-			if err := m.Resume(); err != nil {
-				return err
-			}
-		}
-		if !m.Running() {
-			if err := m.Restart(ctx); err != nil {
-				return err
-			}
+		if err := bringBack(ctx, m); err != nil {
+			return err
 		}
 	}
 	c, err := e.client()

@@ -129,15 +129,7 @@ type SentinelNode struct {
 	client *redis.SentinelClient
 }
 
-func sentinelPath() (string, error) {
-	if p, err := exec.LookPath("redis-sentinel"); err == nil {
-		return p, nil
-	}
-	if _, err := os.Stat("/usr/bin/redis-sentinel"); err == nil {
-		return "/usr/bin/redis-sentinel", nil
-	}
-	return "", ErrSentinelNotFound
-}
+func sentinelPath() (string, error) { return debianBinary("redis-sentinel", ErrSentinelNotFound) }
 
 // StartSentinel starts o.Sentinels sentinels on free ports of 127.0.0.1
 // monitoring o.Primary, and waits until each knows the primary, the other

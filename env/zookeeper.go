@@ -196,11 +196,8 @@ const (
 )
 
 func zooKeeperJava() (java, classpath string, err error) {
-	if java, err = exec.LookPath("java"); err != nil {
-		if _, serr := os.Stat("/usr/bin/java"); serr != nil {
-			return "", "", ErrZooKeeperNotFound
-		}
-		java = "/usr/bin/java"
+	if java, err = debianBinary("java", ErrZooKeeperNotFound); err != nil {
+		return "", "", err
 	}
 	if _, err := os.Stat(zkJar); err != nil {
 		return "", "", ErrZooKeeperNotFound
@@ -474,15 +471,8 @@ func (z *ZooKeeper) Close() {
 // is deleted.
 func (z *ZooKeeper) Reset(ctx context.Context) error {
 	for _, m := range z.Members {
-		if m.Paused() {
-			if err := m.Resume(); err != nil {
-				return err
-			}
-		}
-		if !m.Running() {
-			if err := m.Restart(ctx); err != nil {
-				return err
-			}
+		if err := bringBack(ctx, m); err != nil {
+			return err
 		}
 		if m.clock != nil {
 			m.clock.Reset()
