@@ -374,7 +374,8 @@ func explain(p Plan, ttl time.Duration, thresholds []string) string {
 	if len(p.Faults) > 0 {
 		s += " Its fault steps are marked cause; the counterfactual plays the story without them."
 	} else {
-		s += " No fault: the work outlasts the TTL (the TTL trap); the counterfactual shortens it."
+		s += fmt.Sprintf(" No fault at all: client 1's work (%s) outlasts the moment client 2 asks (after %s), and the lock let client 2 in"+
+			" (for a lock with a TTL, the TTL trap); the counterfactual shortens the work.", fmtTTL(p.Work), fmtTTL(p.Gap))
 	}
 	for _, t := range thresholds {
 		s += " It is " + t + "."

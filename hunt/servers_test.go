@@ -73,3 +73,33 @@ func TestHuntOnServers(t *testing.T) {
 		t.Fatalf("redlock under pauses, mutual exclusion alone: a false alarm: %+v", res.Final)
 	}
 }
+
+// TestHuntFindsAMutantUnaided: the same search that finds nothing
+// against PostgreSQL's session lock finds its mutant, the shared
+// advisory lock taken by mistake (postgres-shared), which lets client 2
+// in while client 1 holds it: a pause of client 1 then lets client 2's
+// update be lost, which the session lock refuses.
+func TestHuntFindsAMutantUnaided(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays stories on real servers")
+	}
+	ctx := context.Background()
+	hunt := func(lock string) *Result {
+		sp, err := NewSpace(lock, "plain", []string{"pause"}, 300*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _, _, err := Run(ctx, Options{Space: sp, Seed: 1, Runs: 3, ShrinkRuns: 6, Play: OnServers(t.TempDir(), runner.Options{Seed: 1}), Say: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := hunt("postgres-session"); res.Found {
+		t.Fatalf("postgres-session: a false alarm: %+v", res.Final)
+	}
+	res := hunt("postgres-shared")
+	if !res.Found || res.Final == nil || res.Reproduced < 2 {
+		t.Fatalf("postgres-shared: found %v, final %+v, reproduced %d of %d", res.Found, res.Final, res.Reproduced, res.ReproducedOf)
+	}
+}

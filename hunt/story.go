@@ -89,8 +89,9 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	case len(p.Faults) > 0:
 		f.Counterfactual = &counterfactual{Change: "without the faults"}
 	case writes:
-		// The TTL trap: the work itself is the cause.
-		f.Counterfactual = &counterfactual{Change: "with work that ends well inside the TTL"}
+		// No fault: the work itself is the cause (the TTL trap, or a lock
+		// that lets a second client in while the first works).
+		f.Counterfactual = &counterfactual{Change: "with work that ends well before client 2 asks"}
 		steps[1].Counterfactual = map[string]string{"work": at(0.25)}
 	}
 	steps = append(steps, step{Do: "sleep", For: "10ms"})
