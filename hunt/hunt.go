@@ -248,7 +248,10 @@ func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
 		}
 		p.Faults[i].X = x
 		if note != "" {
-			h.res.Thresholds = append(h.res.Thresholds, fmt.Sprintf("unsafe when the %s of %s is %s", g.Name, p.Faults[i].On(), note))
+			// The threshold holds for this story: where it turns depends on
+			// when client 2 asks (the gap) as much as on the lease.
+			h.res.Thresholds = append(h.res.Thresholds, fmt.Sprintf("unsafe when the %s of %s is %s, client 2 asking after %s and client 1 working %s",
+				g.Name, p.Faults[i].On(), note, fmtTTL(p.Gap), fmtTTL(p.Work)))
 		}
 	}
 	if len(p.Faults) > 0 {
