@@ -3,8 +3,9 @@ package hunt
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
+
+	"locksim/sweep"
 )
 
 // Merge joins the results of the shards of one hunt (the same lock,
@@ -17,10 +18,11 @@ func Merge(shards []*Result) (*Result, int, error) {
 		return nil, -1, fmt.Errorf("no shard to merge")
 	}
 	first := shards[0]
-	_, n, err := parseShard(first.Shard)
+	sh, err := sweep.ParseShard(first.Shard)
 	if err != nil {
 		return nil, -1, err
 	}
+	n := sh.N
 	seen := map[int]bool{}
 	out := &Result{Lock: first.Lock, Storage: first.Storage, Faults: first.Faults, TTL: first.TTL, Seed: first.Seed,
 		Shard: fmt.Sprintf("%d shard(s) of %d", len(shards), n), Shapes: first.Shapes}
@@ -30,14 +32,14 @@ func Merge(shards []*Result) (*Result, int, error) {
 			s.TTL != first.TTL || s.Seed != first.Seed {
 			return nil, -1, fmt.Errorf("shard %d (%s) is not of the same hunt as shard 1: lock, storage, faults, TTL and seed must match", i+1, s.Shard)
 		}
-		k, m, err := parseShard(s.Shard)
+		sh, err := sweep.ParseShard(s.Shard)
 		if err != nil {
 			return nil, -1, err
 		}
-		if m != n || seen[k] {
+		if sh.N != n || seen[sh.I] {
 			return nil, -1, fmt.Errorf("shard %s: want each of shards 1 to %d once", s.Shard, n)
 		}
-		seen[k] = true
+		seen[sh.I] = true
 		out.Runs += s.Runs
 		out.CandidateRuns += s.CandidateRuns
 		out.Unknown += s.Unknown
@@ -54,15 +56,4 @@ func Merge(shards []*Result) (*Result, int, error) {
 		out.Thresholds, out.OneMinimal = b.Thresholds, b.OneMinimal
 	}
 	return out, best, nil
-}
-
-// parseShard reads "I/N".
-func parseShard(s string) (int, int, error) {
-	i, n, ok := strings.Cut(s, "/")
-	k, err1 := strconv.Atoi(i)
-	m, err2 := strconv.Atoi(n)
-	if !ok || err1 != nil || err2 != nil || k < 1 || k > m {
-		return 0, 0, fmt.Errorf("shard %q: expected I/N (1 <= I <= N)", s)
-	}
-	return k, m, nil
 }

@@ -55,10 +55,7 @@ type Fault struct {
 }
 
 // drawn is the kind's drawn parameter.
-func (f Fault) drawn() nemesis.Generated {
-	k, _ := nemesis.LookupKind(f.Kind)
-	return *k.Generate
-}
+func (f Fault) drawn() nemesis.Generated { return mustDrawn(f.Kind) }
 
 // value is X as the kind's Build takes it: nanoseconds for a duration.
 func (f Fault) value(ttl time.Duration) float64 {

@@ -68,8 +68,9 @@ type Meta struct {
 
 // build renders plan p in space sp as a scenario and loads it with the
 // catalogue's loader. The faults are marked cause: the counterfactual
-// is the same story without them. A plan with no fault is the TTL trap:
-// its counterfactual is a shorter work.
+// is the same story without them. In a plan with no fault the work is
+// the cause (the TTL trap, for a lock with a TTL): its counterfactual is
+// a shorter work.
 func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	ttl := sp.TTL
 	at := func(x float64) string { return dur(time.Duration(x * float64(ttl))) }
