@@ -130,18 +130,7 @@ func TestZooKeeperLockSessionExpiry(t *testing.T) {
 		t.Skip("-short: starts zookeeper")
 	}
 	z := startZooKeeper(t, 3)
-	net := env.NewNetwork()
-	t.Cleanup(net.Close)
-	var links []*env.Link
-	var via []clients.Node
-	for _, m := range z.Members {
-		l, err := net.AddLink(env.LinkName(1, m.Name), m.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		links = append(links, l)
-		via = append(via, clients.Node{Name: m.Name, Addr: l.Listen})
-	}
+	links, via := linkMembers(t, z, func(m string) string { return env.LinkName(1, m) })
 	ctx := zctx(t)
 	holder, rival := newZK(t, via, 1), newZK(t, zkNodes(z), 2)
 	const ttl = time.Second
@@ -216,21 +205,10 @@ func TestZooKeeperLockConformance(t *testing.T) {
 		t.Skip("-short: starts zookeeper")
 	}
 	z := startZooKeeper(t, 3)
-	net := env.NewNetwork()
-	t.Cleanup(net.Close)
 	// One link to each member, which every client of the suite shares (as
 	// the conformance test's locks do): Cut then reaches clients built
 	// after it too.
-	var links []*env.Link
-	var via []clients.Node
-	for _, m := range z.Members {
-		l, err := net.AddLink("zk-"+m.Name, m.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		links = append(links, l)
-		via = append(via, clients.Node{Name: m.Name, Addr: l.Listen})
-	}
+	links, via := linkMembers(t, z, func(m string) string { return "zk-" + m })
 	client := 0
 	newLock := func(t testing.TB) clients.Lock {
 		client++
@@ -254,4 +232,23 @@ func TestZooKeeperLockConformance(t *testing.T) {
 	start := time.Now()
 	locktest.TestLock(t, newLock, opts)
 	t.Logf("suite took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// linkMembers puts a proxy, named by name, in front of each member of z,
+// and returns the links and the members as a client reaches them.
+func linkMembers(t *testing.T, z *env.ZooKeeper, name func(member string) string) ([]*env.Link, []clients.Node) {
+	t.Helper()
+	net := env.NewNetwork()
+	t.Cleanup(net.Close)
+	var links []*env.Link
+	var via []clients.Node
+	for _, m := range z.Members {
+		l, err := net.AddLink(name(m.Name), m.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		links = append(links, l)
+		via = append(via, clients.Node{Name: m.Name, Addr: l.Listen})
+	}
+	return links, via
 }
