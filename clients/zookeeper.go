@@ -35,8 +35,8 @@ package clients
 //     partition). The Conn tries the members in turn; if one answers
 //     before the session times out on the ensemble, the session and its
 //     znode live on and nothing was lost. This client does not give the
-//     lock up while suspended (Curator's guidance is to treat SUSPENDED as
-//     "maybe lost"): like etcd's lock, its lease has Validity 0 and the
+//     lock up while suspended (Curator's documentation warns that a client
+//     cannot be certain it still holds the lock while SUSPENDED): like etcd's lock, its lease has Validity 0 and the
 //     client believes it holds the lock until it releases it. Calls made
 //     meanwhile fail with an unknown outcome (no server, connection
 //     closed, or their deadline).
