@@ -119,6 +119,19 @@ func (l *Link) RemoveToxic(name string) error {
 	return l.proxy.Toxics.RemoveToxic(context.Background(), name)
 }
 
+// Remove stops the named links' proxies and forgets them (a run that
+// lends servers kept for the next one removes its clients' links).
+func (n *Network) Remove(names ...string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, name := range names {
+		if _, ok := n.links[name]; ok {
+			_ = n.server.Collection.Remove(name)
+			delete(n.links, name)
+		}
+	}
+}
+
 // Close stops every proxy.
 func (n *Network) Close() {
 	_ = n.server.Collection.Clear()

@@ -17,6 +17,8 @@ import (
 type Played struct {
 	Verdict, Summary string
 	Events           []history.Event
+	// Reused: the run played on servers kept from the one before.
+	Reused bool
 }
 
 // Player plays a story once: on real servers for `sim hunt` (runner.Run),
@@ -75,6 +77,10 @@ type Result struct {
 	// violation go away (for a story with no fault: shortening the work
 	// did, its counterfactual).
 	OneMinimal bool `json:"one_minimal"`
+	// ServersReused counts the story runs that played on the servers
+	// the run before left, put back as new, instead of starting their
+	// own (runner.Kept).
+	ServersReused int `json:"servers_reused"`
 	// Unknown counts runs the timing guard gave no verdict: never a
 	// finding.
 	Unknown     int    `json:"unknown_runs"`
@@ -175,6 +181,9 @@ func (h *hunter) play(ctx context.Context, p Plan) (bool, Played, error) {
 	}
 	if out.Verdict == checker.Unknown {
 		h.res.Unknown++
+	}
+	if out.Reused {
+		h.res.ServersReused++
 	}
 	return out.Verdict == checker.Unsafe, out, nil
 }

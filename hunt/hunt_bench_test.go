@@ -2,6 +2,8 @@ package hunt
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,10 +12,30 @@ import (
 
 // BenchmarkHunt measures a hunt on real servers: single-node Redis with
 // plain storage under pauses, a 300ms TTL, the search only (no shrink):
-// candidate story runs per second and the seconds to the first finding.
+// candidate story runs per second and the seconds to the first finding,
+// with the servers kept between runs (as sim hunt plays) and, for the
+// ratio, started afresh for each run.
 //
 //	go test ./hunt -run '^$' -bench Hunt -benchtime 3x
 func BenchmarkHunt(b *testing.B) {
+	b.Run("kept", func(b *testing.B) {
+		play, closeServers := OnServers(b.TempDir(), runner.Options{Seed: 1})
+		defer closeServers()
+		benchHunt(b, play)
+	})
+	b.Run("fresh", func(b *testing.B) {
+		dir := b.TempDir()
+		benchHunt(b, func(ctx context.Context, s *Story) (Played, error) {
+			out, err := runner.Run(ctx, s.Scenario, runner.Options{Seed: 1, Out: filepath.Join(dir, "run")})
+			if err != nil {
+				return Played{}, err
+			}
+			return Played{Verdict: out.Check.Verdict}, os.RemoveAll(filepath.Join(dir, "run"))
+		})
+	})
+}
+
+func benchHunt(b *testing.B, play Player) {
 	sp, err := NewSpace("redis", "plain", []string{"pause", "latency"}, 300*time.Millisecond)
 	if err != nil {
 		b.Fatal(err)
@@ -21,7 +43,7 @@ func BenchmarkHunt(b *testing.B) {
 	var runs int
 	var find, total time.Duration
 	for i := 0; i < b.N; i++ {
-		h := &hunter{o: Options{Space: sp, Seed: int64(i + 1), Play: OnServers(b.TempDir(), runner.Options{Seed: 1})}, res: &Result{}}
+		h := &hunter{o: Options{Space: sp, Seed: int64(i + 1), Play: play}, res: &Result{}}
 		h.o.Say = func(string, ...any) {}
 		start := time.Now()
 		found := false

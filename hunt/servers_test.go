@@ -26,7 +26,7 @@ func TestHuntOnServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, story, _, err := Run(ctx, Options{Space: sp, Seed: 1, Runs: 5, ShrinkRuns: 30, Play: OnServers(t.TempDir(), runner.Options{Seed: 1}), Say: t.Logf})
+	res, story, _, err := Run(ctx, Options{Space: sp, Seed: 1, Runs: 5, ShrinkRuns: 30, Play: onServers(t, t.TempDir()), Say: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestHuntOnServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _, _, err = Run(ctx, Options{Space: sp, Seed: 1, Runs: 6, Play: OnServers(t.TempDir(), runner.Options{Seed: 1}), Say: t.Logf})
+	res, _, _, err = Run(ctx, Options{Space: sp, Seed: 1, Runs: 6, Play: onServers(t, t.TempDir()), Say: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestHuntOnServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _, _, err = Run(ctx, Options{Space: sp, Seed: 1, Runs: 5, Play: OnServers(t.TempDir(), runner.Options{Seed: 1}), Say: t.Logf})
+	res, _, _, err = Run(ctx, Options{Space: sp, Seed: 1, Runs: 5, Play: onServers(t, t.TempDir()), Say: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestHuntFindsAMutantUnaided(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, _, _, err := Run(ctx, Options{Space: sp, Seed: 1, Runs: 3, ShrinkRuns: 6, Play: OnServers(t.TempDir(), runner.Options{Seed: 1}), Say: t.Logf})
+		res, _, _, err := Run(ctx, Options{Space: sp, Seed: 1, Runs: 3, ShrinkRuns: 6, Play: onServers(t, t.TempDir()), Say: t.Logf})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,4 +102,11 @@ func TestHuntFindsAMutantUnaided(t *testing.T) {
 	if !res.Found || res.Final == nil || res.Reproduced < 2 {
 		t.Fatalf("postgres-shared: found %v, final %+v, reproduced %d of %d", res.Found, res.Final, res.Reproduced, res.ReproducedOf)
 	}
+}
+
+// onServers is OnServers for a test: the servers stop when it ends.
+func onServers(t *testing.T, dir string) Player {
+	play, closeServers := OnServers(dir, runner.Options{Seed: 1})
+	t.Cleanup(closeServers)
+	return play
 }

@@ -40,6 +40,11 @@ type Spec[P any] struct {
 	Heals func(p *P, f Fault) bool
 	// Draw, when set, lets generator scenarios draw this fault.
 	Draw *Draw[P]
+	// Lasting, when set, says why healing the fault does not put the
+	// servers back as they were (a failover's promoted replica stays the
+	// primary): servers kept from one story to the next (runner.Kept)
+	// are started afresh after a story that injected it.
+	Lasting string
 }
 
 // Draw says how a generator draws a kind: what it aims at and the one
@@ -67,6 +72,8 @@ type Kind struct {
 	Heals func(p any, f Fault) bool
 	// Generate, when set, lets generator scenarios draw this fault.
 	Generate *Generated
+	// Lasting is the Spec's.
+	Lasting string
 }
 
 // Unit is what a drawn parameter measures.
@@ -180,7 +187,7 @@ func Register[P any](s Spec[P]) {
 	if (s.New == nil) == (s.Heals == nil) {
 		panic(fmt.Sprintf("nemesis: fault kind %q needs exactly one of New and Heals", s.Name))
 	}
-	k := Kind{Name: s.Name, Doc: s.Doc, Needs: s.Needs, Params: func() any { return new(P) }}
+	k := Kind{Name: s.Name, Doc: s.Doc, Needs: s.Needs, Params: func() any { return new(P) }, Lasting: s.Lasting}
 	if s.Check != nil {
 		k.Check = func(p any, f Facts) *ParamError { return s.Check(p.(*P), f) }
 	}

@@ -57,6 +57,10 @@ type Options struct {
 	// Host says where the servers run (servers.go): local processes
 	// unless it or the scenario says docker.
 	Host Host
+	// Keep, when set, lends the run servers kept from the last run and
+	// keeps them for the next (kept.go); nil: the run starts its own and
+	// stops them.
+	Keep *Kept
 }
 
 // StepView is a step of a scripted story as a hook sees it.
@@ -123,6 +127,11 @@ type run struct {
 	paused map[int]spans
 	// environment says what setup started, for the narration.
 	environment string
+	// links are the clients' links the run added, which it removes from
+	// a network kept for the next run; lasting says why its servers must
+	// not be (a fault's nemesis.Kind.Lasting, or the run's error).
+	links   []string
+	lasting string
 }
 
 // Run plays sc and checks its history; with o.Counterfactual it then plays
@@ -207,6 +216,9 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	}
 	r.say("%s: %s (seed %d)", sc.Name, sc.Title, o.Seed)
 	runErr := r.play(ctx)
+	if runErr != nil && r.lasting == "" {
+		r.lasting = "the last run failed: " + runErr.Error()
+	}
 	stalls := r.clientStalls() // before teardown: the clients go with it
 	r.teardown()
 	if err := r.rec.Flush(); err != nil && runErr == nil {
@@ -340,8 +352,16 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.checkHost(ctx, plan); err != nil {
 		return err
 	}
-	if err := r.startServers(ctx, plan); err != nil {
-		return err
+	if r.o.Keep != nil {
+		if err := r.o.Keep.lend(ctx, r, plan); err != nil { // kept.go
+			return err
+		}
+	} else {
+		servers, pg, err := r.startServers(ctx, plan, r.tmp, r.target.Network)
+		if err != nil {
+			return err
+		}
+		r.useServers(servers, pg)
 	}
 	var (
 		mu   sync.Mutex
@@ -417,6 +437,9 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 	// (generator.go) the client dials the server itself.
 	link := func(node, addr string) (string, error) {
 		l, err := r.target.Network.AddLink(env.LinkName(c, node), addr)
+		if err == nil {
+			r.links = append(r.links, l.Name)
+		}
 		if err != nil || r.direct {
 			return addr, err
 		}
@@ -578,6 +601,9 @@ func (r *run) inject(ctx context.Context, f nemesis.Fault) error {
 	fields := f.Fields()
 	e := r.rec.Add(history.Event{Type: history.Fault, Op: f.Name(), Target: f.On(), Detail: f.Detail(), Fault: &fields})
 	r.faults = append(r.faults, f)
+	if k, ok := nemesis.LookupKind(f.Name()); ok && k.Lasting != "" {
+		r.lasting = f.Name() + ": " + k.Lasting
+	}
 	if stopsClient(fields) {
 		// Until its heal, the client does not run on purpose (guard.go).
 		if r.paused == nil {
@@ -647,7 +673,11 @@ func (r *run) teardown() {
 	wg.Add(1)
 	go func() { defer wg.Done(); r.closeServers() }()
 	wg.Wait()
-	r.target.Network.Close()
+	if r.o.Keep != nil {
+		r.o.Keep.giveBack(r) // kept.go
+	} else {
+		r.target.Network.Close()
+	}
 	for _, c := range r.target.ClientClocks {
 		_ = c.Close()
 	}

@@ -131,12 +131,13 @@ type started struct {
 	backends.Servers
 }
 
-// startServers starts the planned backends' servers at once, and the
-// storage's tables in the PostgreSQL among them.
-func (r *run) startServers(ctx context.Context, plan []backends.Backend) error {
+// startServers starts the planned backends' servers at once, their
+// files in dir and their own links in network, and the storage's tables
+// in the PostgreSQL among them, which it returns too (nil if none).
+func (r *run) startServers(ctx context.Context, plan []backends.Backend, dir string, network *env.Network) ([]started, *env.Postgres, error) {
 	h := r.host()
 	o := r.sc.ServerOptions()
-	o.Dir, o.Network = r.tmp, r.target.Network
+	o.Dir, o.Network = dir, network
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
@@ -164,27 +165,47 @@ func (r *run) startServers(ctx context.Context, plan []backends.Backend) error {
 		}()
 	}
 	wg.Wait()
+	var (
+		servers []started
+		pg      *env.Postgres
+	)
 	for _, s := range out {
 		if s.Servers == nil {
 			continue
 		}
-		r.servers = append(r.servers, s)
-		s.Target(r.target)
-		if pg := backends.PostgresOf(s.Servers); pg != nil {
-			r.storage = pg
+		servers = append(servers, s)
+		if p := backends.PostgresOf(s.Servers); p != nil {
+			pg = p
 		}
 	}
 	if len(errs) > 0 {
-		return harness("starting servers: %v", errors.Join(errs...))
+		closeAll(servers)
+		return nil, nil, harness("starting servers: %v", errors.Join(errs...))
 	}
-	return nil
+	return servers, pg, nil
 }
 
-// closeServers stops every server of the run at once. r.servers stays,
-// for the record (images).
+// useServers makes servers the run's, and what its faults may touch.
+func (r *run) useServers(servers []started, pg *env.Postgres) {
+	r.servers, r.storage = servers, pg
+	for _, s := range servers {
+		s.Target(r.target)
+	}
+}
+
+// closeServers stops every server of the run at once, unless they are
+// kept for the next run (Options.Keep). r.servers stays, for the record
+// (images).
 func (r *run) closeServers() {
+	if r.o.Keep == nil {
+		closeAll(r.servers)
+	}
+}
+
+// closeAll stops servers at once.
+func closeAll(servers []started) {
 	var wg sync.WaitGroup
-	for _, s := range r.servers {
+	for _, s := range servers {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.Close() }()
 	}

@@ -125,10 +125,13 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	defer os.RemoveAll(candidates)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ho.Play = hunt.OnServers(candidates, runner.Options{Seed: o.seed, Host: o.backend})
+	candidate, closeServers := hunt.OnServers(candidates, runner.Options{Seed: o.seed, Host: o.backend})
+	defer closeServers()
+	ho.Play = candidate
 	ho.Say = func(format string, args ...any) { fmt.Fprintf(stderr, "  "+format+"\n", args...) }
 	fmt.Fprintf(stderr, "sim hunt %s (storage %s, faults %s, ttl %v, seed %d)\n", o.lock, o.storage, strings.Join(sp.Kinds, ","), o.ttl, o.seed)
 	res, found, original, err := hunt.Run(ctx, ho)
+	closeServers() // the final story is replayed on servers of its own
 	if res != nil {
 		if werr := writeJSON(filepath.Join(o.out, "hunt.json"), res); werr != nil {
 			return errors.Join(err, werr)
