@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -208,11 +209,14 @@ func (h *hunter) fails(ctx context.Context, p Plan) (bool, error) {
 }
 
 // shrink makes a failing plan minimal: faults removed one at a time
-// while it still fails (to a 1-minimal set), then each magnitude
-// bisected toward the point where it stops failing and rounded to a
-// readable value that still fails, then the work shortened alike.
+// while it still fails (to a 1-minimal set), a third client dropped, the
+// lock's options turned off, each fault's trigger moved to the earliest
+// anchor where it still fails, then each magnitude bisected toward the
+// point where it stops failing and rounded to a readable value that
+// still fails. Every change is kept only if the plan still fails.
 func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
 	p = clonePlan(p) // the sizes are changed in place
+	ttl := h.o.Space.TTL
 	budget := h.played + h.o.ShrinkRuns
 	fails := func(q Plan) (bool, error) {
 		if h.played >= budget {
@@ -221,31 +225,75 @@ func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
 		return h.fails(ctx, q)
 	}
 	defer func() { h.res.ShrinkRuns = h.played - (budget - h.o.ShrinkRuns) }()
+	// try keeps q when it still fails.
+	try := func(q Plan, what string) (bool, error) {
+		bad, err := fails(q)
+		if err == nil && bad {
+			h.o.Say("shrink: %s", what)
+			p = q
+		}
+		return bad, err
+	}
 	for removed := true; removed && len(p.Faults) > 1; {
 		removed = false
 		for i := range p.Faults {
-			q := p
-			q.Faults = append(append([]Fault(nil), p.Faults[:i]...), p.Faults[i+1:]...)
-			bad, err := fails(q)
+			q := clonePlan(p)
+			q.Faults = slices.Delete(q.Faults, i, i+1)
+			bad, err := try(q, p.Faults[i].Describe(ttl)+" is not needed")
 			if err != nil {
 				return p, err
 			}
 			if bad {
-				h.o.Say("shrink: %s is not needed", p.Faults[i].Describe(h.o.Space.TTL))
-				p, removed = q, true
+				removed = true
+				break
+			}
+		}
+	}
+	if len(p.Turns) > 2 {
+		q := clonePlan(p)
+		q.Turns = q.Turns[:2]
+		q.Faults = slices.DeleteFunc(q.Faults, func(f Fault) bool { return f.Client > 2 || f.At.Client > 2 })
+		if _, err := try(q, "client 3 is not needed"); err != nil {
+			return p, err
+		}
+	}
+	for _, o := range []struct {
+		name string
+		off  func(*LockOptions) bool // turns it off; false: it was off
+	}{
+		{"the watchdog", func(o *LockOptions) bool { on := o.Watchdog; o.Watchdog = false; return on }},
+		{"the lease check", func(o *LockOptions) bool { on := o.CheckLease; o.CheckLease = false; return on }},
+		{"the replicas", func(o *LockOptions) bool { on := o.Replicas; o.Replicas = false; return on }},
+	} {
+		q := clonePlan(p)
+		if !o.off(&q.Options) || (o.name == "the replicas" && needsReplicas(p)) {
+			continue
+		}
+		if _, err := try(q, o.name+" is not needed"); err != nil {
+			return p, err
+		}
+	}
+	for i := range p.Faults {
+		for _, a := range anchorsBefore(p.Faults[i].At, len(p.Turns)) {
+			q := clonePlan(p)
+			q.Faults[i].At, q.Faults[i].After = a, 0
+			bad, err := try(q, fmt.Sprintf("%s strikes %s", p.Faults[i].What(ttl), a))
+			if err != nil {
+				return p, err
+			}
+			if bad {
 				break
 			}
 		}
 	}
 	for i := range p.Faults {
-		g := mustDrawn(p.Faults[i].Kind)
-		lo := g.Range[0] / 2
-		if g.Unit == nemesis.UnitRate {
-			lo = 1
+		g, ok := p.Faults[i].drawn()
+		if !ok {
+			continue
 		}
-		unit := " TTL"
+		lo, unit := g.Range[0]/2, " TTL"
 		if g.Unit == nemesis.UnitRate {
-			unit = ""
+			lo, unit = 1, ""
 		}
 		x, note, err := h.bisect(p.Faults[i].X, lo, unit, func(x float64) (bool, error) {
 			q := clonePlan(p)
@@ -258,16 +306,16 @@ func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
 		p.Faults[i].X = x
 		if note != "" {
 			// The threshold holds for this story: where it turns depends on
-			// when client 2 asks (the gap) as much as on the lease.
-			h.res.Thresholds = append(h.res.Thresholds, fmt.Sprintf("unsafe when the %s of %s is %s, client 2 asking after %s and client 1 working %s",
-				g.Name, p.Faults[i].On(), note, fmtTTL(p.Gap), fmtTTL(p.Work)))
+			// when the others ask as much as on the lease.
+			h.res.Thresholds = append(h.res.Thresholds, fmt.Sprintf("unsafe when the %s of %s is %s, %s",
+				g.Name, p.Faults[i].On(), note, describeTurns(p)))
 		}
 	}
 	if len(p.Faults) > 0 {
 		h.res.OneMinimal = true
 		for i := range p.Faults {
 			q := clonePlan(p)
-			q.Faults = append(q.Faults[:i], q.Faults[i+1:]...)
+			q.Faults = slices.Delete(q.Faults, i, i+1)
 			bad, err := h.fails(ctx, q) // outside the budget: this proves minimality
 			if err != nil {
 				return p, err
@@ -276,6 +324,29 @@ func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// needsReplicas says whether a fault of p needs the nodes' replicas.
+func needsReplicas(p Plan) bool {
+	return slices.ContainsFunc(p.Faults, func(f Fault) bool { return shaped[f.Kind].replicas })
+}
+
+// anchorsBefore lists the anchors earlier than a, earliest first, on a
+// plan of n clients.
+func anchorsBefore(a Anchor, n int) []Anchor {
+	all := []Anchor{{Event: Start}}
+	for c := 1; c <= n; c++ {
+		for _, e := range Events {
+			all = append(all, Anchor{Client: c, Event: e})
+		}
+	}
+	var out []Anchor
+	for _, b := range all {
+		if b.order() < a.order() {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // bisect narrows x, which fails, toward lo, where it may not: five
@@ -321,6 +392,10 @@ func fmtNum(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) }
 
 func clonePlan(p Plan) Plan {
 	p.Faults = append([]Fault(nil), p.Faults...)
+	for i := range p.Faults {
+		p.Faults[i].Links = slices.Clone(p.Faults[i].Links)
+	}
+	p.Turns = slices.Clone(p.Turns)
 	return p
 }
 
@@ -373,11 +448,40 @@ func (h *hunter) meta(name string, p Plan) Meta {
 
 // describePlan is a plan in one line.
 func describePlan(p Plan, ttl time.Duration) string {
-	parts := []string{fmt.Sprintf("work %s, client 2 after %s", fmtTTL(p.Work), fmtTTL(p.Gap))}
+	parts := []string{describeTurns(p)}
+	if o := describeOptions(p.Options); o != "" {
+		parts = append(parts, o)
+	}
 	for _, f := range p.Faults {
 		parts = append(parts, f.Describe(ttl))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// describeTurns says when each client asks and how long it works
+// ("client 1 working 0.2 TTL, client 2 asking at 1.05 TTL").
+func describeTurns(p Plan) string {
+	var parts []string
+	for i, t := range p.Turns {
+		if i == 0 {
+			parts = append(parts, "client 1 working "+fmtTTL(t.Work))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("client %d asking at %s, working %s", i+1, fmtTTL(t.At), fmtTTL(t.Work)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describeOptions names the lock options set ("watchdog, check_lease").
+func describeOptions(o LockOptions) string {
+	var on []string
+	for name, set := range map[string]bool{"watchdog": o.Watchdog, "check_lease": o.CheckLease, "replicas": o.Replicas} {
+		if set {
+			on = append(on, name)
+		}
+	}
+	slices.Sort(on)
+	return strings.Join(on, ", ")
 }
 
 // explain is the found story's explain text.
@@ -386,8 +490,8 @@ func explain(p Plan, ttl time.Duration, thresholds []string) string {
 	if len(p.Faults) > 0 {
 		s += " Its fault steps are marked cause; the counterfactual plays the story without them."
 	} else {
-		s += fmt.Sprintf(" No fault at all: client 1's work (%s) outlasts the moment client 2 asks (after %s), and the lock let client 2 in"+
-			" (for a lock with a TTL, the TTL trap); the counterfactual shortens the work.", fmtTTL(p.Work), fmtTTL(p.Gap))
+		s += " No fault at all: a client's work outlasts the moment the next asks, and the lock let the next in" +
+			" (for a lock with a TTL, the TTL trap: the counterfactual gives a TTL that outlasts the work)."
 	}
 	for _, t := range thresholds {
 		s += " It is " + t + "."

@@ -2,7 +2,9 @@ package hunt
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,10 +64,13 @@ func TestNewSpaceRefuses(t *testing.T) {
 		faults        []string
 		want          string
 	}{
-		{"etcd", "fenced", []string{"clock-jump"}, "--faults clock-jump: no clock fault reaches an etcd member"},
+		{"etcd", "fenced", []string{"clock-drift"}, "--faults clock-drift: no clock fault reaches an etcd member"},
+		{"redis", "plain", []string{"failover"}, ""},
+		{"etcd", "plain", []string{"failover"}, "--faults failover: it needs Redis nodes with replicas"},
 		{"postgres-session", "plain", []string{"crash"}, "--faults crash: it strikes a lock server and postgres-session's are not nodes of the story"},
-		{"redis", "none", []string{"latency"}, "--faults latency: it delays the write"},
-		{"redis", "plain", []string{"partition"}, `--faults "partition": expected some of`},
+		{"redis", "none", []string{"latency"}, ""}, // on the lock's links
+		{"postgres-session", "plain", []string{"clock-drift"}, "--faults clock-drift: it runs a lock server's clock"},
+		{"redis", "plain", []string{"resume"}, `--faults "resume": expected some of`},
 		{"redis", "damp", nil, `--storage "damp"`},
 		{"nolock", "plain", nil, "nolock"},
 		{"etcd", "fenced", nil, "--ttl 300ms: etcd's leases last at least 2s"},
@@ -75,24 +80,39 @@ func TestNewSpaceRefuses(t *testing.T) {
 			ttl = 300 * time.Millisecond
 		}
 		_, err := NewSpace(c.lock, c.storage, c.faults, ttl)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%+v: %v", c, err)
+			}
+			continue
+		}
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: got %v, want one line with %q", c, err, c.want)
 		}
 	}
 	sp, err := NewSpace("etcd", "fenced", nil, 2*time.Second)
-	if err != nil || strings.Contains(strings.Join(sp.Kinds, ","), "clock") || !strings.Contains(strings.Join(sp.Kinds, ","), "crash") {
-		t.Errorf("etcd's default kinds %v (%v): want a crash of a member and no node clock fault", sp.Kinds, err)
+	if err != nil || strings.Contains(strings.Join(sp.Kinds, ","), "clock-drift") || !strings.Contains(strings.Join(sp.Kinds, ","), "crash") {
+		t.Errorf("etcd's default kinds %v (%v): want a crash of a member and no node clock's drift", sp.Kinds, err)
+	}
+	for i := 0; i < 60; i++ { // a clock jump steps a client's clock, never a member's
+		for _, f := range sp.Candidate(1, i).Faults {
+			if f.Kind == "clock-jump" && f.Node != "" {
+				t.Fatalf("etcd candidate %d jumps member %s's clock", i, f.Node)
+			}
+		}
 	}
 }
 
 // oracle is a lock that breaks exactly when the holder is paused for at
-// least 1.04 TTL: a stand-in for the servers, to test the search and the
+// least 1.04 TTL once it holds the lock (after its grant, or after its
+// read): a stand-in for the servers, to test the search and the
 // shrinker, whose logic is the same whatever plays the stories.
 func oracle(played *int) Player {
 	return func(_ context.Context, s *Story) (Played, error) {
 		*played++
 		for _, f := range s.Plan.Faults {
-			if f.Kind == "pause" && f.Client == 1 && f.X >= 1.04 {
+			holds := f.At.Client == 1 && (f.At.Event == Granted || f.At.Event == Read)
+			if f.Kind == "pause" && f.Client == 1 && f.X >= 1.04 && holds {
 				return Played{Verdict: checker.Unsafe, Summary: "a lost update"}, nil
 			}
 		}
@@ -100,9 +120,12 @@ func oracle(played *int) Player {
 	}
 }
 
-// TestShrinkToThreshold: from a plan of three faults of which one
-// matters, the shrinker keeps that one, bisects its size to just above
-// the threshold, proves the story 1-minimal and says where it turns.
+// TestShrinkToThreshold: from a plan of three clients and four faults
+// of which one matters, the shrinker keeps that one, drops client 3 and
+// the lease check, moves the pause to the earliest anchor where it still
+// breaks the lock (client 1's grant, not the start nor its acquire),
+// bisects its size to just above the threshold, proves the story
+// 1-minimal and says where it turns.
 func TestShrinkToThreshold(t *testing.T) {
 	sp, err := NewSpace("redlock", "plain", nil, time.Second)
 	if err != nil {
@@ -110,14 +133,22 @@ func TestShrinkToThreshold(t *testing.T) {
 	}
 	played := 0
 	h := &hunter{o: Options{Space: sp, Play: oracle(&played), ShrinkRuns: 60, Say: t.Logf}, res: &Result{}}
-	start := Plan{Work: 0.2, Gap: 1.05, Faults: []Fault{
-		{Kind: "clock-jump", Node: "B", X: 0.5}, {Kind: "pause", Client: 1, X: 2.7}, {Kind: "clock-drift", Node: "C", X: 2}}}
+	read1 := Anchor{Client: 1, Event: Read}
+	start := Plan{Turns: []Turn{{0, 0.2}, {1.05, 0.2}, {1.3, 0.2}}, Options: LockOptions{CheckLease: true}, Faults: []Fault{
+		{Kind: "clock-jump", Node: "B", X: 0.5, At: read1}, {Kind: "pause", Client: 1, X: 2.7, At: read1, After: 0.1},
+		{Kind: "clock-drift", Node: "C", X: 2, At: Anchor{Event: Start}}, {Kind: "pause", Client: 3, X: 1, At: Anchor{Client: 3, Event: Asks}}}}
 	final, err := h.shrink(context.Background(), start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(final.Faults) != 1 || final.Faults[0].Kind != "pause" {
 		t.Fatalf("shrunk to %+v, want the pause alone", final.Faults)
+	}
+	if a := final.Faults[0].At; a != (Anchor{Client: 1, Event: Granted}) || final.Faults[0].After != 0 {
+		t.Errorf("the pause strikes %s (+%v TTL), want once client 1 is granted", a, final.Faults[0].After)
+	}
+	if len(final.Turns) != 2 || final.Options.CheckLease {
+		t.Errorf("shrunk to %d clients, options %+v: want 2 and no lease check", len(final.Turns), final.Options)
 	}
 	if x := final.Faults[0].X; x < 1.04 || x > 1.15 {
 		t.Errorf("pause shrunk to %.3f TTL, want just above the threshold 1.04", x)
@@ -127,6 +158,9 @@ func TestShrinkToThreshold(t *testing.T) {
 	}
 	if h.res.ShrinkRuns == 0 || h.res.ShrinkRuns > 60 {
 		t.Errorf("%d shrink runs, want 1 to 60", h.res.ShrinkRuns)
+	}
+	if _, err := sp.build(final, Meta{Name: "x"}, nil); err != nil {
+		t.Errorf("the shrunk plan is no story: %v", err)
 	}
 }
 
@@ -166,7 +200,7 @@ func TestRunFindsAndSaysNothingWhenSafe(t *testing.T) {
 // its value read, a refusal its reason.
 func TestClaims(t *testing.T) {
 	sp, _ := NewSpace("redlock", "plain", []string{"pause"}, time.Second)
-	p := Plan{Work: 0.2, Gap: 1.05, Faults: []Fault{{Kind: "pause", Client: 1, X: 1.5}}}
+	p := Plan{Turns: two(0.2, 1.05), Faults: []Fault{{Kind: "pause", Client: 1, X: 1.5, At: Anchor{Client: 1, Event: Read}}}}
 	s, err := sp.build(p, Meta{Name: "x", Title: "x", Source: "x", Explain: "x"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -228,5 +262,39 @@ func TestMerge(t *testing.T) {
 	}
 	if _, _, err := Merge([]*Result{shards[0], shards[0]}); err == nil || !strings.Contains(err.Error(), "once") {
 		t.Errorf("a shard twice merged: %v", err)
+	}
+}
+
+// TestTimeline: a plan's steps come in the order its clients can take
+// them: a fault at the start before anything; a holder paused once it
+// has read does not hold up the next client's acquire (client 2 asks
+// before client 1 is waited for), nor is its own acquire put off by it;
+// a fault anchored to a client's asking makes its acquire async, the
+// fault struck while it waits.
+func TestTimeline(t *testing.T) {
+	read1 := Anchor{Client: 1, Event: Read}
+	p := Plan{Turns: two(0.2, 1.05), Faults: []Fault{
+		{Kind: "latency", Client: 2, Links: []string{"A"}, X: 0.1, At: Anchor{Event: Start}},
+		{Kind: "pause", Client: 1, X: 1.5, At: read1},
+		{Kind: "pause", Client: 2, X: 0.1, At: Anchor{Client: 2, Event: Asks}}}}
+	steps, err := timeline(p, true, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, st := range steps {
+		if st.Do != "sleep" {
+			order = append(order, fmt.Sprintf("%s %d", st.Do, st.Client))
+		}
+	}
+	want := "latency 2, acquire 1, write 1, pause 1, acquire 2, pause 2, wait 2, write 2, wait 2, release 2, wait 1, release 1, heal 0"
+	if got := strings.Join(order, ", "); got != want {
+		t.Errorf("steps:\n got %s\nwant %s", got, want)
+	}
+	if !steps[slices.IndexFunc(steps, func(s step) bool { return s.Do == "acquire" && s.Client == 2 })].Async {
+		t.Error("client 2's acquire, struck while it waits, is not async")
+	}
+	if _, err := timeline(Plan{Turns: two(0.2, 1), Faults: []Fault{{Kind: "pause", Client: 3, X: 1, At: read1}}}, true, time.Second); err == nil {
+		t.Error("a fault on client 3 of a plan of 2 was laid out")
 	}
 }

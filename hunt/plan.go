@@ -3,16 +3,22 @@
 // finds to a minimal story, and writes that story as a scenario file that
 // `sim run` plays like any in the catalogue.
 //
-// A candidate is a Plan: the story workload (client 1 takes the lock and
-// starts a read-modify-write that takes Work, the faults strike inside its
-// critical section, client 2 takes the lock Gap later and does its own)
-// and the faults, each a kind that the fault registry lets a generator
-// draw (nemesis.Drawn: its parameter and its range relative to the TTL).
-// A plan is rendered as scenario YAML, loaded by the same loader as every
-// story, and played on real servers by the runner.
+// A candidate is a Plan: the story workload (two or three clients, each
+// taking the lock at its turn, doing a read-modify-write of the
+// protected counter that takes its work time, and releasing), the lock's
+// options a story can set (a watchdog, the lease check, replicas), and
+// faults, each anchored to a protocol event of one client (it asks for
+// the lock, it is granted, it has read, it has released) plus an offset.
+// A fault is a kind the fault registry says how to draw (nemesis.Drawn:
+// its parameter and its range relative to the TTL), or one the hunt
+// places by shape (a partition that splits the nodes into two majorities,
+// a dropped connection, a failover). A plan is rendered as scenario YAML,
+// loaded by the same loader as every story, and played on real servers
+// by the runner.
 package hunt
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -30,51 +36,165 @@ import (
 
 // Plan is one candidate schedule.
 type Plan struct {
-	// Work is how long client 1 works between its read and its write,
-	// in TTLs.
-	Work float64 `json:"work_ttl"`
-	// Gap is how long after client 1's read client 2 tries to take the
-	// lock, in TTLs.
-	Gap float64 `json:"gap_ttl"`
-	// Faults strike, in order, just after client 1 has read the counter.
+	// Turns are the clients' turns, client 1's first.
+	Turns []Turn `json:"clients"`
+	// Faults strike at their anchors.
 	Faults []Fault `json:"faults"`
+	// Options are the lock's options the story sets.
+	Options LockOptions `json:"options"`
 }
 
-// Fault is one fault of a plan: a kind, whom it aims at, its drawn value.
+// Turn is one client's part of the workload.
+type Turn struct {
+	// At is when it asks for the lock, in TTLs after client 1 asks.
+	At float64 `json:"at_ttl"`
+	// Work is how long it works between its read and its write (with no
+	// storage: how long it holds the lock before releasing), in TTLs.
+	Work float64 `json:"work_ttl"`
+}
+
+// LockOptions are the options of the lock a story can set.
+type LockOptions struct {
+	// Watchdog renews the lease in the background (watchdog: token).
+	Watchdog bool `json:"watchdog,omitempty"`
+	// CheckLease checks the lease just before each write (check_lease).
+	CheckLease bool `json:"check_lease,omitempty"`
+	// Replicas gives every Redis node an asynchronous replica (replicas),
+	// which a failover promotes.
+	Replicas bool `json:"replicas,omitempty"`
+}
+
+// The protocol events a fault is anchored to, in the order one client
+// meets them.
+const (
+	// Start: before anything (the anchor's client is 0).
+	Start = "start"
+	// Asks: the client's acquire is on its way; the fault strikes while
+	// it waits for the nodes' answers.
+	Asks = "asks"
+	// Granted: its acquire came back, before it reads.
+	Granted = "granted"
+	// Read: it has read the counter and works (with no storage, as
+	// Granted).
+	Read = "read"
+	// Released: it has released the lock.
+	Released = "released"
+)
+
+// Events lists the anchor events in the order a client meets them.
+var Events = []string{Asks, Granted, Read, Released}
+
+// Anchor is the protocol event a fault strikes after.
+type Anchor struct {
+	// Client is whose event (0 with Start).
+	Client int `json:"client,omitempty"`
+	// Event is one of Start and Events.
+	Event string `json:"event"`
+}
+
+func (a Anchor) String() string {
+	if a.Event == Start || a.Event == "" {
+		return "at the start"
+	}
+	what := map[string]string{Asks: "while client %d's acquire waits", Granted: "once client %d is granted",
+		Read: "once client %d has read", Released: "once client %d has released"}[a.Event]
+	return fmt.Sprintf(what, a.Client)
+}
+
+// since says when a fault strikes x TTLs after the anchor ("0.1 TTL after
+// client 1's grant").
+func (a Anchor) since(x float64) string {
+	if a.Event == Start || a.Event == "" {
+		return fmtTTL(x) + " after the start"
+	}
+	what := map[string]string{Asks: "client %d asks", Granted: "client %d's grant",
+		Read: "client %d's read", Released: "client %d's release"}[a.Event]
+	return fmtTTL(x) + " after " + fmt.Sprintf(what, a.Client)
+}
+
+// order is where an anchor comes among those of a plan with n clients:
+// the start, then each client's events in turn.
+func (a Anchor) order() int {
+	if a.Event == Start || a.Event == "" {
+		return 0
+	}
+	return 1 + (a.Client-1)*len(Events) + slices.Index(Events, a.Event)
+}
+
+// Fault is one fault of a plan: a kind, whom it aims at, its drawn value,
+// when it strikes.
 type Fault struct {
-	// Kind is a fault kind that a generator can draw.
+	// Kind is a fault kind the hunt can place (Searchable).
 	Kind string `json:"kind"`
-	// Client is the client it strikes (1: the holder, 2: the next one),
-	// for a kind that strikes a client.
+	// Client is the client it strikes (1: the first holder), for a kind
+	// that strikes a client.
 	Client int `json:"client,omitempty"`
 	// Node is the server it strikes, for a kind that strikes a node.
 	Node string `json:"node,omitempty"`
-	// X is the drawn value: a multiple of the TTL for a duration, else
-	// the number itself (a clock's rate).
-	X float64 `json:"x"`
+	// Links are the client's links it acts on (nodes, pg, storage), for
+	// a kind that acts on links.
+	Links []string `json:"links,omitempty"`
+	// X is the drawn value, for a kind with a drawn parameter: a multiple
+	// of the TTL for a duration (a clock jump of a client's clock steps
+	// it back by it), else the number itself (a clock's rate).
+	X float64 `json:"x,omitempty"`
+	// At is the event it strikes after, After TTLs later.
+	At    Anchor  `json:"at"`
+	After float64 `json:"after_ttl,omitempty"`
 }
 
-// drawn is the kind's drawn parameter.
-func (f Fault) drawn() nemesis.Generated { return mustDrawn(f.Kind) }
+// drawn is the kind's drawn parameter; ok is false for a kind placed by
+// shape.
+func (f Fault) drawn() (nemesis.Generated, bool) {
+	k, ok := nemesis.LookupKind(f.Kind)
+	if !ok || k.Generate == nil {
+		return nemesis.Generated{}, false
+	}
+	return *k.Generate, true
+}
 
-// value is X as the kind's Build takes it: nanoseconds for a duration.
+// value is X as the kind's Build takes it: nanoseconds for a duration,
+// negative for a client's clock jump.
 func (f Fault) value(ttl time.Duration) float64 {
-	if f.drawn().Unit == nemesis.UnitRate {
+	g, _ := f.drawn()
+	if g.Unit == nemesis.UnitRate {
 		return f.X
 	}
-	return math.Round(f.X * float64(ttl))
+	v := math.Round(f.X * float64(ttl))
+	if f.Client != 0 && g.OnNode {
+		v = -v // a client's clock steps back: its lease seems to last longer
+	}
+	return v
 }
 
-// Describe says what the fault does, in words ("pause on client 1
-// (750ms)").
+// Describe says what the fault does and when, in words ("pause on
+// client 1 (450ms; pause 1.5 TTL) once client 1 has read").
 func (f Fault) Describe(ttl time.Duration) string {
-	g := f.drawn()
-	x := fmtTTL(f.X)
-	if g.Unit == nemesis.UnitRate {
-		x = strconv.FormatFloat(f.X, 'g', 3, 64)
+	if f.After > 0 {
+		return f.What(ttl) + " " + f.At.since(f.After)
 	}
-	b := g.Build(f.Client, f.Node, f.value(ttl))
-	return fmt.Sprintf("%s on %s (%s; %s %s)", f.Kind, b.On(), b.Detail(), g.Name, x)
+	return f.What(ttl) + " " + f.At.String()
+}
+
+// What says what the fault does ("pause on client 1 (450ms; pause 1.5
+// TTL)").
+func (f Fault) What(ttl time.Duration) string {
+	if g, ok := f.drawn(); ok {
+		x := fmtTTL(f.X)
+		if g.Unit == nemesis.UnitRate {
+			x = strconv.FormatFloat(f.X, 'g', 3, 64)
+		}
+		b := g.Build(f.Client, f.Node, f.value(ttl))
+		detail := b.Detail()
+		if len(f.Links) > 0 {
+			detail = strings.Join(f.Links, ",") + ": " + detail
+		}
+		return fmt.Sprintf("%s on %s (%s; %s %s)", f.Kind, f.On(), detail, g.Name, x)
+	}
+	if len(f.Links) > 0 {
+		return fmt.Sprintf("%s on %s (links %s)", f.Kind, f.On(), strings.Join(f.Links, ","))
+	}
+	return fmt.Sprintf("%s on %s", f.Kind, f.On())
 }
 
 // On names what the fault strikes ("client 1", "C").
@@ -88,8 +208,19 @@ func (f Fault) On() string {
 // fmtTTL prints a multiple of the TTL ("1.05 TTL").
 func fmtTTL(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) + " TTL" }
 
-// Space is what a hunt searches: a lock, its storage and the fault kinds
-// allowed, on a story of two clients.
+// shaped are the kinds the hunt places by shape, having no size to draw:
+// what each strikes and what it needs.
+var shaped = map[string]struct {
+	links, replicas bool
+}{
+	"partition":       {links: true},
+	"drop":            {links: true},
+	"failover":        {replicas: true},
+	"replication-lag": {replicas: true},
+}
+
+// Space is what a hunt searches: a lock, its storage, the fault kinds
+// allowed, how many clients, the options a story may set.
 type Space struct {
 	Lock    string
 	Storage string
@@ -98,23 +229,43 @@ type Space struct {
 	// Nodes is how many lock servers a node fault may strike (A, B...);
 	// 0: the lock has no server a node fault reaches.
 	Nodes int
+	// Clients is the most clients a candidate has (2 or 3).
+	Clients int
+	// Options are the lock options a candidate may set: watchdog and
+	// check_lease for a lock whose leases expire, replicas for Redis
+	// nodes when a failover is searched.
+	Options []string
+	// lockLinks are the names of a client's links to the lock's servers;
+	// expires says the lock's leases end by a TTL; nodeClockless why no
+	// clock fault reaches its nodes ("" when one does).
+	lockLinks     []string
+	expires       bool
+	nodeClockless string
+	// partitions: a partition may cut a client's links to the lock's
+	// nodes (never its storage's, whose calls have no timeout).
+	partitions bool
 }
 
-// Searchable lists the fault kinds a hunt can draw: those the registry
+// Searchable lists the fault kinds a hunt can place: those the registry
 // says how to draw (each declares its parameter and range), a
-// generator's and those only a hunt draws (a crash).
+// generator's and those only a hunt draws (a crash), and those it places
+// by shape (partition, drop, failover, replication-lag).
 func Searchable() []string {
 	var out []string
 	for _, k := range nemesis.DrawnKinds() {
 		out = append(out, k.Name)
 	}
+	for k := range shaped {
+		out = append(out, k)
+	}
+	slices.Sort(out)
 	return out
 }
 
 // NewSpace checks a hunt's choices and fills in what the lock implies.
 // kinds empty: every searchable kind the lock's servers and the storage
-// allow.
-func NewSpace(lock, storage string, kinds []string, ttl time.Duration) (Space, error) {
+// allow. clients is the most clients a candidate has (0: 3).
+func NewSpace(lock, storage string, kinds []string, ttl time.Duration, clientsMax ...int) (Space, error) {
 	spec, err := clients.Lookup(lock)
 	if err != nil {
 		return Space{}, err
@@ -128,28 +279,53 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration) (Space, e
 	if ttl < spec.MinTTL {
 		return Space{}, fmt.Errorf("--ttl %v: %s's leases last at least %v, so the faults' sizes would be relative to another lease than the one granted: give --ttl %v or more", ttl, lock, spec.MinTTL, spec.MinTTL)
 	}
-	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: backends.DefaultNodes(spec)}
+	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: backends.DefaultNodes(spec), Clients: 3, expires: !spec.NoExpiry}
+	if len(clientsMax) > 0 && clientsMax[0] != 0 {
+		if clientsMax[0] < 2 || clientsMax[0] > 3 {
+			return Space{}, fmt.Errorf("--clients %d: expected 2 or 3", clientsMax[0])
+		}
+		sp.Clients = clientsMax[0]
+	}
+	for i := 0; i < sp.Nodes; i++ {
+		sp.lockLinks = append(sp.lockLinks, scenarios.NodeName(i))
+	}
+	if spec.Backend == clients.PostgresBackend {
+		sp.lockLinks = []string{nemesis.PGNode}
+	}
 	clockless := ""
 	if b := backends.Of(spec); b != nil {
 		clockless = b.NodeClockless()
 	}
+	redisNodes := spec.Backend == clients.RedisBackend
+	sp.partitions = redisNodes
 	given := len(kinds) > 0
 	if !given {
 		kinds = Searchable()
 	}
 	for _, k := range kinds {
 		kind, ok := nemesis.LookupKind(k)
-		if !ok || kind.Generate == nil {
+		sh, isShaped := shaped[k]
+		if !ok || (kind.Generate == nil && !isShaped) {
 			return Space{}, fmt.Errorf("--faults %q: expected some of %s", k, strings.Join(Searchable(), ", "))
 		}
 		why := ""
 		switch {
-		case kind.Generate.OnNode && sp.Nodes == 0:
+		case kind.Generate != nil && kind.Generate.OnNode && sp.Nodes == 0 && !isClock(kind):
 			why = fmt.Sprintf("it strikes a lock server and %s's are not nodes of the story", lock)
-		case kind.Generate.OnNode && clockless != "" && isClock(kind):
+		case isClock(kind) && k != "clock-jump" && clockless != "":
+			// A clock jump can still step a client's clock; a drift only
+			// runs a node's.
 			why = clockless
-		case kind.Generate.UntilSectionEnds && storage == "none":
-			why = "it delays the write to the protected storage and --storage is none"
+		case isClock(kind) && k != "clock-jump" && sp.Nodes == 0:
+			why = fmt.Sprintf("it runs a lock server's clock and %s's are not nodes of the story", lock)
+		case sh.replicas && !redisNodes:
+			why = fmt.Sprintf("it needs Redis nodes with replicas, and %s's servers are not", lock)
+		case k == "partition" && !redisNodes:
+			// Only a Redis-family client bounds every call by its
+			// node_timeout: a partition would hold another's until the heal.
+			why = fmt.Sprintf("a partition would hold a %s client's call until the story's heal; a hunt partitions only Redis nodes' links, which node_timeout bounds", lock)
+		case sh.links && len(sp.lockLinks) == 0 && storage == "none":
+			why = "it acts on a client's links and the story has none"
 		}
 		if why != "" {
 			if given {
@@ -159,48 +335,146 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration) (Space, e
 		}
 		sp.Kinds = append(sp.Kinds, k)
 	}
+	if sp.expires && spec.Backend == clients.RedisBackend {
+		sp.Options = append(sp.Options, "watchdog")
+		if storage != "none" {
+			sp.Options = append(sp.Options, "check_lease")
+		}
+	}
+	if redisNodes && (slices.Contains(sp.Kinds, "failover") || slices.Contains(sp.Kinds, "replication-lag")) {
+		sp.Options = append(sp.Options, "replicas")
+	}
+	sp.nodeClockless = clockless
 	return sp, nil
 }
 
 // isClock says whether a kind's faults move a clock.
 func isClock(k nemesis.Kind) bool {
-	return k.Generate.Build(1, "A", 1).Fields().Effect == history.EffectClock
+	return k.Generate != nil && k.Generate.Build(1, "A", 1).Fields().Effect == history.EffectClock
 }
 
+// has says whether the space searches kind k.
+func (sp Space) has(k string) bool { return slices.Contains(sp.Kinds, k) }
+
+// can says whether the space lets a candidate set option o.
+func (sp Space) can(o string) bool { return slices.Contains(sp.Options, o) }
+
+// storageLinks are the client's links a latency or a partition may act on:
+// its lock's servers and its storage.
+func (sp Space) links() [][]string {
+	var out [][]string
+	if sp.Storage != "none" {
+		out = append(out, []string{nemesis.StorageNode})
+	}
+	if len(sp.lockLinks) > 0 {
+		out = append(out, sp.lockLinks)
+	}
+	return out
+}
+
+// ring is the partition that gives clients 1 and 2 each a different
+// majority of the nodes, sharing one (Jepsen's majorities ring, on two
+// clients): client 1 cut from the last nodes, client 2 from the first.
+// It returns the two partitions and the shared node; nil under three
+// nodes.
+func (sp Space) ring() ([]Fault, string) {
+	if sp.Nodes < 3 {
+		return nil, ""
+	}
+	half := sp.Nodes / 2
+	first, last := sp.lockLinks[:half], sp.lockLinks[sp.Nodes-half:]
+	start := Anchor{Event: Start}
+	return []Fault{
+		{Kind: "partition", Client: 1, Links: slices.Clone(last), At: start},
+		{Kind: "partition", Client: 2, Links: slices.Clone(first), At: start},
+	}, sp.lockLinks[half]
+}
+
+// classicOrder puts the literature's shapes first: the pause after a
+// grant, the clock jump, the crash with an early restart.
+func classicOrder(k string) int {
+	if i := slices.Index([]string{"pause", "clock-jump", "crash"}, k); i >= 0 {
+		return i
+	}
+	return 3
+}
+
+// two is the workload of two clients: client 1 works w, client 2 asks at
+// at and works briefly.
+func two(w, at float64) []Turn { return []Turn{{At: 0, Work: w}, {At: at, Work: 0.2}} }
+
 // classic are the shapes every hunt tries first, in this order: the
-// failures the literature names, one fault each, at a size past the TTL
-// (a pause after a grant, a clock jump or drift on a node, a delayed
-// write), and the TTL trap, work that outlasts the TTL with no fault.
+// failures the literature names, each at a size past the TTL: a pause of
+// the holder after its grant; a clock fault or a crash with an early
+// restart on the node two majorities share (on one node, on it; with no
+// partition searched, on a majority); a failover before the lock key
+// reached the replica; a pause while the acquire waits; the holder's
+// lock connection dropped while it works; a client's clock stepped back
+// under the lease check; and the TTL trap, work that outlasts the TTL
+// with no fault (on three clients, a slow holder that releases late).
 func (sp Space) classic() []Plan {
 	var out []Plan
-	for _, k := range sp.Kinds {
-		g := mustDrawn(k)
-		f := Fault{Kind: k, X: g.Classic}
-		p := Plan{Work: 0.2, Gap: 1.05}
-		switch {
-		case g.OnNode:
-			f.Node = "A"
-			p = Plan{Work: 0.8, Gap: 0.4}
-			if sp.Nodes > 1 { // a majority's clocks
-				for i := 0; i < sp.Nodes/2+1; i++ {
-					p.Faults = append(p.Faults, Fault{Kind: k, Node: scenarios.NodeName(i), X: f.X})
-				}
-				out = append(out, p)
-				continue
-			}
-		default:
-			f.Client = 1
+	read1 := Anchor{Client: 1, Event: Read}
+	granted1 := Anchor{Client: 1, Event: Granted}
+	kinds := slices.Clone(sp.Kinds)
+	slices.SortStableFunc(kinds, func(a, b string) int { return cmp.Compare(classicOrder(a), classicOrder(b)) })
+	for _, k := range kinds {
+		g, ok := mustKind(k)
+		if !ok {
+			continue
 		}
-		p.Faults = []Fault{f}
-		out = append(out, p)
+		switch {
+		case !g.OnNode:
+			f := Fault{Kind: k, Client: 1, X: g.Classic, At: read1}
+			if k == "latency" && sp.Storage == "none" {
+				f.Links = sp.lockLinks
+			}
+			out = append(out, Plan{Turns: two(0.2, 1.05), Faults: []Fault{f}})
+		case sp.Nodes == 0 || sp.nodeClockless != "" && isClockKind(k):
+			// No node to strike, or no clock of one to move.
+		case sp.Nodes == 1:
+			out = append(out, Plan{Turns: two(0.8, 0.4), Faults: []Fault{{Kind: k, Node: "A", X: g.Classic, At: granted1}}})
+		case sp.has("partition"):
+			ring, shared := sp.ring()
+			out = append(out, Plan{Turns: two(0.8, 0.4), Faults: append(ring, Fault{Kind: k, Node: shared, X: g.Classic, At: granted1})})
+		default: // a majority's clocks, or a majority crashed
+			p := Plan{Turns: two(0.8, 0.4)}
+			for i := 0; i < sp.Nodes/2+1; i++ {
+				p.Faults = append(p.Faults, Fault{Kind: k, Node: scenarios.NodeName(i), X: g.Classic, At: granted1})
+			}
+			out = append(out, p)
+		}
 	}
-	return append(out, Plan{Work: 1.5, Gap: 1.05})
+	if sp.has("failover") && sp.has("replication-lag") && sp.can("replicas") {
+		out = append(out, Plan{Turns: two(0.8, 0.4), Options: LockOptions{Replicas: true}, Faults: []Fault{
+			{Kind: "replication-lag", Node: "A", At: Anchor{Event: Start}},
+			{Kind: "failover", Node: "A", At: granted1}}})
+	}
+	if sp.has("pause") && sp.has("latency") && len(sp.lockLinks) > 0 {
+		out = append(out, Plan{Turns: two(0.2, 1.2), Faults: []Fault{
+			{Kind: "latency", Client: 1, Links: sp.lockLinks, X: 0.1, At: Anchor{Event: Start}},
+			{Kind: "pause", Client: 1, X: 1.5, At: Anchor{Client: 1, Event: Asks}, After: 0.03}}})
+	}
+	if sp.has("drop") && len(sp.lockLinks) > 0 {
+		out = append(out, Plan{Turns: two(2, 0.2), Faults: []Fault{{Kind: "drop", Client: 1, Links: sp.lockLinks, At: read1}}})
+	}
+	if sp.has("clock-jump") && sp.can("check_lease") {
+		out = append(out, Plan{Turns: two(1.5, 1.05), Options: LockOptions{CheckLease: true},
+			Faults: []Fault{{Kind: "clock-jump", Client: 1, X: 1.5, At: read1}}})
+	}
+	out = append(out, Plan{Turns: two(1.5, 1.05)})
+	if sp.Clients >= 3 {
+		out = append(out, Plan{Turns: []Turn{{At: 0, Work: 1.2}, {At: 1.05, Work: 1}, {At: 1.4, Work: 0.2}}})
+	}
+	return out
 }
 
 // swarm draws a plan from rng: each allowed kind in or out of the run
 // (swarm testing: a fault left out cannot mask another), one to three
 // faults, each with a value drawn from its kind's range, a target drawn
-// among the clients or nodes it can strike, and the work and gap drawn.
+// among the clients, nodes or links it can strike (with the majorities
+// ring, the shared node half the time), an anchor and an offset, and the
+// clients' turns and the lock's options drawn.
 func (sp Space) swarm(rng *rand.Rand) Plan {
 	var in []string
 	for _, k := range sp.Kinds {
@@ -208,38 +482,141 @@ func (sp Space) swarm(rng *rand.Rand) Plan {
 			in = append(in, k)
 		}
 	}
-	p := Plan{Work: round2(0.1 + rng.Float64()*1.4), Gap: round2(0.1 + rng.Float64()*1.4)}
+	n := 2
+	if sp.Clients >= 3 && rng.IntN(3) == 0 {
+		n = 3
+	}
+	p := Plan{Turns: []Turn{{At: 0, Work: round2(0.1 + rng.Float64()*1.4)}}}
+	for c := 1; c < n; c++ {
+		p.Turns = append(p.Turns, Turn{At: round2(p.Turns[c-1].At + 0.1 + rng.Float64()*1.4), Work: round2(0.1 + rng.Float64()*1.2)})
+	}
+	if sp.can("watchdog") && rng.IntN(4) == 0 {
+		p.Options.Watchdog = true
+	} else if sp.can("check_lease") && rng.IntN(3) == 0 {
+		p.Options.CheckLease = true
+	}
+	shared := ""
+	if slices.Contains(in, "partition") && sp.Nodes >= 3 && rng.IntN(2) == 0 {
+		var ring []Fault
+		ring, shared = sp.ring()
+		p.Faults = append(p.Faults, ring...)
+	}
 	if len(in) == 0 {
 		return p
 	}
-	struck := map[[2]string]bool{} // a kind strikes each target once
-	for n := 1 + rng.IntN(3); n > 0; n-- {
-		k := in[rng.IntN(len(in))]
-		g := mustDrawn(k)
-		f := Fault{Kind: k, X: round2(g.Range[0] + rng.Float64()*(g.Range[1]-g.Range[0]))}
-		if g.OnNode {
-			f.Node = scenarios.NodeName(rng.IntN(sp.Nodes))
-		} else {
-			f.Client = 1 + rng.IntN(2)
+	struck := map[string]bool{} // a kind strikes each target once
+	for k := 1 + rng.IntN(3); k > 0; k-- {
+		f := sp.draw(rng, in[rng.IntN(len(in))], n, shared)
+		if f == nil {
+			continue
 		}
-		target := [2]string{k, f.Node + strconv.Itoa(f.Client)}
+		if sh, ok := shaped[f.Kind]; ok && sh.replicas {
+			p.Options.Replicas = true
+			p.Options.Watchdog, p.Options.CheckLease = false, false
+		}
+		target := f.Kind + f.On() + strings.Join(f.Links, ",")
 		if struck[target] {
 			continue
 		}
 		struck[target] = true
-		p.Faults = append(p.Faults, f)
+		p.Faults = append(p.Faults, *f)
 	}
 	return p
 }
 
-func mustDrawn(kind string) nemesis.Generated {
-	k, _ := nemesis.LookupKind(kind)
-	return *k.Generate
+// draw draws one fault of kind k on a plan of n clients; nil when the
+// kind cannot strike it.
+func (sp Space) draw(rng *rand.Rand, k string, n int, shared string) *Fault {
+	f := Fault{Kind: k, At: sp.anchor(rng, n)}
+	if rng.IntN(3) == 0 {
+		f.After = round2(rng.Float64() * 0.5)
+	}
+	node := func() string {
+		if shared != "" && rng.IntN(2) == 0 {
+			return shared
+		}
+		return scenarios.NodeName(rng.IntN(sp.Nodes))
+	}
+	if sh, ok := shaped[k]; ok {
+		switch {
+		case sh.replicas:
+			if !sp.can("replicas") {
+				return nil
+			}
+			f.Node = node()
+		default:
+			links := sp.links()
+			if k == "partition" {
+				links = [][]string{sp.lockLinks}
+			}
+			if len(links) == 0 {
+				return nil
+			}
+			f.Client = 1 + rng.IntN(n)
+			f.Links = links[rng.IntN(len(links))]
+			if len(f.Links) > 1 && rng.IntN(2) == 0 { // some of the nodes
+				f.Links = slices.Clone(f.Links[:1+rng.IntN(len(f.Links)-1)])
+			}
+		}
+		return &f
+	}
+	g, _ := mustKind(k)
+	f.X = round2(g.Range[0] + rng.Float64()*(g.Range[1]-g.Range[0]))
+	switch {
+	case g.OnNode && isClockKind(k) && (sp.Nodes == 0 || sp.nodeClockless != "" || rng.IntN(4) == 0):
+		if k != "clock-jump" {
+			return nil // a client's clock is only stepped
+		}
+		f.Client = 1 + rng.IntN(n)
+	case g.OnNode:
+		if sp.Nodes == 0 {
+			return nil
+		}
+		f.Node = node()
+	default:
+		f.Client = 1 + rng.IntN(n)
+		if k == "latency" {
+			links := sp.links()
+			f.Links = links[rng.IntN(len(links))]
+		}
+	}
+	return &f
+}
+
+// anchor draws when a fault strikes: most often while client 1 works
+// (after its read), else at the start, while an acquire waits, after a
+// grant or after client 1's release.
+func (sp Space) anchor(rng *rand.Rand, n int) Anchor {
+	switch r := rng.IntN(20); {
+	case r < 8:
+		return Anchor{Client: 1, Event: Read}
+	case r < 11:
+		return Anchor{Client: 1, Event: Granted}
+	case r < 13:
+		return Anchor{Event: Start}
+	case r < 15:
+		return Anchor{Client: 1, Event: Asks}
+	case r < 17:
+		return Anchor{Client: 1 + rng.IntN(n-1) + 1, Event: Asks}
+	case r < 19:
+		return Anchor{Client: 2, Event: Granted}
+	default:
+		return Anchor{Client: 1, Event: Released}
+	}
+}
+
+// mustKind is kind k's drawn parameter; ok false for a shaped kind.
+func mustKind(k string) (nemesis.Generated, bool) { return Fault{Kind: k}.drawn() }
+
+// isClockKind says whether kind k moves a clock.
+func isClockKind(k string) bool {
+	kind, _ := nemesis.LookupKind(k)
+	return isClock(kind)
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
-// Candidates returns the i-th candidate of a hunt with this seed: the
+// Candidate returns the i-th candidate of a hunt with this seed: the
 // classic shapes first, then swarm draws, each from its own seed, so
 // any candidate is reproducible alone.
 func (sp Space) Candidate(seed int64, i int) Plan {

@@ -2,6 +2,7 @@ package hunt
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"time"
@@ -24,6 +25,10 @@ type file struct {
 	TTL            string          `yaml:"ttl"`
 	Storage        string          `yaml:"storage,omitempty"`
 	Fence          string          `yaml:"fence,omitempty"`
+	Clients        int             `yaml:"clients,omitempty"`
+	Watchdog       string          `yaml:"watchdog,omitempty"`
+	CheckLease     bool            `yaml:"check_lease,omitempty"`
+	Replicas       bool            `yaml:"replicas,omitempty"`
 	Expected       string          `yaml:"expected"`
 	Counterfactual *counterfactual `yaml:"counterfactual,omitempty"`
 	Steps          []step          `yaml:"steps"`
@@ -31,6 +36,7 @@ type file struct {
 
 type counterfactual struct {
 	Change string `yaml:"change"`
+	TTL    string `yaml:"ttl,omitempty"`
 }
 
 // step is one step as a hunt writes it; a fault's own fields (its kind's
@@ -67,13 +73,15 @@ type Meta struct {
 }
 
 // build renders plan p in space sp as a scenario and loads it with the
-// catalogue's loader. The faults are marked cause: the counterfactual
-// is the same story without them. In a plan with no fault the work is
-// the cause (the TTL trap, for a lock with a TTL): its counterfactual is
-// a shorter work.
+// catalogue's loader. The steps are the plan's timeline: each client
+// asks at its turn, reads, works and writes, and releases; each fault
+// strikes at its anchor and offset. The faults are marked cause: the
+// counterfactual is the same story without them. A plan with no fault
+// has the clients' timing for its cause: its counterfactual gives a
+// lock whose leases expire a TTL that outlasts every client's work (the
+// TTL trap), and a lock without a TTL one client alone.
 func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	ttl := sp.TTL
-	at := func(x float64) string { return dur(time.Duration(x * float64(ttl))) }
 	f := file{Name: m.Name, Title: m.Title, Source: m.Source, Explain: m.Explain, Lock: sp.Lock, TTL: dur(ttl), Expected: "unsafe"}
 	writes := sp.Storage != "none"
 	if writes {
@@ -82,39 +90,39 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 			f.Fence = clients.FencePostgres
 		}
 	}
-	steps := []step{{Do: "acquire", Client: 1}}
-	if writes {
-		steps = append(steps, step{Do: "write", Client: 1, Work: at(p.Work), Async: true})
+	if len(p.Turns) < 2 {
+		return nil, fmt.Errorf("a plan needs two clients' turns, got %d", len(p.Turns))
 	}
+	if len(p.Turns) > 2 {
+		f.Clients = len(p.Turns)
+	}
+	if p.Options.Watchdog {
+		f.Watchdog = "token"
+	}
+	f.CheckLease, f.Replicas = p.Options.CheckLease, p.Options.Replicas
+
+	steps, err := timeline(p, writes, ttl) // timeline.go
+	if err != nil {
+		return nil, err
+	}
+
 	switch {
 	case len(p.Faults) > 0:
 		f.Counterfactual = &counterfactual{Change: "without the faults"}
-	case writes:
-		// No fault: the work itself is the cause (the TTL trap, or a lock
-		// that lets a second client in while the first works).
-		f.Counterfactual = &counterfactual{Change: "with work that ends well before client 2 asks"}
-		steps[1].Counterfactual = map[string]string{"work": at(0.25)}
-	}
-	steps = append(steps, step{Do: "sleep", For: "10ms"})
-	for _, fl := range p.Faults {
-		st, err := faultStep(fl, ttl)
-		if err != nil {
-			return nil, err
+	case sp.expires:
+		long := time.Duration(math.Ceil(4*p.span())) * ttl
+		long = max(long.Round(100*time.Millisecond), time.Second)
+		f.Counterfactual = &counterfactual{Change: fmt.Sprintf("with a TTL of %v, which outlasts every client's work", long), TTL: dur(long)}
+	default:
+		// A lock without a TTL that lets a second client in with no
+		// fault: alone, client 1 breaks nothing.
+		f.Counterfactual = &counterfactual{Change: "with client 1 alone (the others do nothing)"}
+		for i := range steps {
+			if steps[i].Client > 1 {
+				steps[i].Counterfactual = map[string]string{"do": "sleep", "for": "1ms"}
+			}
 		}
-		steps = append(steps, st)
 	}
-	steps = append(steps, step{Do: "sleep", For: at(max(p.Gap, 0.01)), Say: fmt.Sprintf("Time passes: %s (%s).", at(max(p.Gap, 0.01)), fmtTTL(p.Gap))},
-		step{Do: "acquire", Client: 2})
-	if writes {
-		steps = append(steps, step{Do: "write", Client: 2})
-	}
-	steps = append(steps, step{Do: "release", Client: 2})
-	if writes {
-		steps = append(steps, step{Do: "wait", Client: 1})
-	} else if p.Work > 0 {
-		steps = append(steps, step{Do: "sleep", For: at(max(p.Work-p.Gap, 0.01))})
-	}
-	steps = append(steps, step{Do: "release", Client: 1}, step{Do: "heal"})
 	for i := range steps {
 		if i < len(claims) {
 			claims[i].apply(&steps[i])
@@ -136,16 +144,37 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	return &Story{Plan: p, Scenario: sc, YAML: text, steps: steps}, nil
 }
 
+// span is how long the plan's workload lasts, in TTLs.
+func (p Plan) span() float64 {
+	end := 0.0
+	for _, t := range p.Turns {
+		end = max(end, t.At+t.Work)
+	}
+	return end
+}
+
 // faultStep is the step of one fault: the kind's own parameters, as its
-// Draw makes them from the plan's draw, written field by field.
+// Draw makes them from the plan's draw (or, for a kind placed by shape,
+// its client, links or node), written field by field.
 func faultStep(f Fault, ttl time.Duration) (step, error) {
 	k, ok := nemesis.LookupKind(f.Kind)
-	if !ok || k.Generate == nil {
-		return step{}, fmt.Errorf("fault kind %q cannot be drawn", f.Kind)
+	if _, isShaped := shaped[f.Kind]; !ok || (k.Generate == nil && !isShaped) {
+		return step{}, fmt.Errorf("fault kind %q cannot be placed by a hunt", f.Kind)
 	}
-	fields, err := paramFields(k.Generate.Params(f.Client, f.Node, f.value(ttl)))
-	if err != nil {
-		return step{}, err
+	fields := map[string]any{}
+	if k.Generate != nil {
+		var err error
+		if fields, err = paramFields(k.Generate.Params(f.Client, f.Node, f.value(ttl))); err != nil {
+			return step{}, err
+		}
+	} else if f.Client != 0 {
+		fields["client"] = f.Client
+	}
+	switch {
+	case f.Node != "" && k.Generate == nil:
+		fields["node"] = f.Node
+	case len(f.Links) > 0:
+		fields["links"] = f.Links
 	}
 	st := step{Do: f.Kind, Fault: fields, Cause: true, Say: "Fault: " + f.Describe(ttl) + "."}
 	// Fields a story step has too are written as the step's (yaml will

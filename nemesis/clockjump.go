@@ -65,7 +65,12 @@ func init() {
 		Draw: &Draw[ClockJumpParams]{
 			Generated: Generated{Drawn: Drawn{Name: "jump", Doc: "size of the clock-jump fault", What: "the clock jump", Range: [2]float64{0.2, 3}, Classic: 1.5},
 				OnNode: true},
-			Params: func(_ int, n string, x float64) ClockJumpParams {
+			// A generator draws a node; a hunt may step a client's clock
+			// instead (no node given).
+			Params: func(c int, n string, x float64) ClockJumpParams {
+				if n == "" {
+					return ClockJumpParams{ClientOrNode: ClientOrNode{Client: c}, By: time.Duration(x)}
+				}
 				return ClockJumpParams{ClientOrNode: ClientOrNode{Node: n}, By: time.Duration(x)}
 			}}})
 }

@@ -28,7 +28,7 @@ import (
 type huntOptions struct {
 	lock, storage, faults string
 	ttl, budget           time.Duration
-	runs                  int
+	runs, clients         int
 	seed                  int64
 	shard, out            string
 	backend               runner.Host
@@ -39,24 +39,34 @@ func huntCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hunt LOCK [--storage MODE] [--faults KIND,...] [--runs N|--budget D] [--seed S]",
 		Short: "search fault schedules against a lock; shrink the first violation to a story",
-		Long: `Search fault schedules against a lock on real servers, the story workload
-of every scenario: client 1 takes the lock and starts a read-modify-write of
-the protected counter, faults strike inside its critical section, client 2
-takes the lock a while later and does its own. The faults are the kinds the
-fault registry lets a generator draw (pause, clock-jump, latency,
-clock-drift), each with a size from its kind's range relative to the TTL,
-aimed at the holder, the next client or a node; the work and the gap are
-drawn too (work that outlasts the TTL is the TTL trap, with no fault). The
-classic shapes come first, then swarm draws (each kind in or out of a run),
-every candidate drawn from the seed. A candidate counts only when 2 of 3
-runs end unsafe; a run the timing guard gives no verdict never counts.
+		Long: `Search fault schedules against a lock on real servers, on the story
+workload of every scenario: two or three clients each take the lock at
+their turn, do a read-modify-write of the protected counter that takes
+their work time (with --storage none, mutual exclusion alone: they hold it
+that long) and release. Faults strike at protocol events (the start, while
+a client's acquire waits, once it is granted, once it has read, once it
+has released) plus an offset. The fault kinds are the registry's: those
+with a drawn size (pause, clock-jump, latency, clock-drift, crash), each
+sized from its kind's range relative to the TTL and aimed at a client or a
+node, and those placed by shape (partition: Jepsen's majorities ring, or
+some of a client's links; drop; replication-lag and failover on nodes with
+replicas). The clients' turns and the lock's options (watchdog,
+check_lease) are drawn too: work that outlasts the TTL is the TTL trap,
+with no fault. The classic shapes of the literature come first, then
+swarm draws (each kind in or out of a run), every candidate drawn from
+the seed. A candidate counts only when 2 of 3 runs end unsafe; a run the
+timing guard gives no verdict never counts. The servers are kept from one
+candidate to the next and put back (keys flushed, clocks true, links
+healed, storage reset); a failover's are started afresh.
 
 The first finding is shrunk: faults dropped while it still fails (to a
-1-minimal set), each size bisected toward the point where it stops failing
-and rounded, and the final story played three more times. Written to DIR:
-found.yaml (a scenario sim run plays: the claims its run made, cause on the
-fault steps, a counterfactual, the narration), original.yaml (the schedule
-as found), hunt.json (what was searched, runs, seconds to find, shrink runs,
+1-minimal set), a third client dropped, the lock's options turned off,
+each trigger moved to the earliest event where it still fails, each size
+bisected toward the point where it stops failing and rounded, and the
+final story played three more times. Written to DIR: found.yaml (a
+scenario sim run plays: the claims its run made, cause on the fault steps,
+a counterfactual, the narration), original.yaml (the schedule as found),
+hunt.json (what was searched, runs, seconds to find, shrink runs,
 thresholds, how often the final story reproduced), schema.json (for the
 editor line of the two stories) and run/, the final story played with its
 counterfactual (report.html and its timeline).
@@ -64,9 +74,11 @@ counterfactual (report.html and its timeline).
 Exit codes: 1 it found a violation, 0 the budget ran out with nothing found
 (it says what it searched), 2 bad input or a harness failure, 130
 interrupted (hunt.json keeps what it had).`,
-		Example: `  sim hunt redis --faults pause --runs 10 --seed 1
-  sim hunt redlock --storage fenced --budget 10m
-  sim hunt etcd --storage fenced --faults pause,latency --runs 40   # nothing should break it`,
+		Example: `  sim hunt redlock                                  # every fault, mutual exclusion alone
+  sim hunt redis --storage plain --faults pause --runs 10 --seed 1
+  sim hunt redis-plain-del --faults pause --clients 3
+  sim hunt etcd --storage fenced --faults pause,latency --runs 40   # nothing should break it
+  sim hunt redlock --faults partition,pause,latency                # nor this`,
 		ValidArgsFunction: completeLocks,
 		Args:              usage(cobra.ExactArgs(1), "hunt: name one lock (sim locks), e.g. sim hunt redis --faults pause"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -76,8 +88,9 @@ interrupted (hunt.json keeps what it had).`,
 	}
 	f := cmd.Flags()
 	f.SortFlags = false
-	f.StringVar(&o.storage, "storage", "plain", "the protected storage `MODE`: none (mutual exclusion alone), "+strings.Join(scenarios.StorageModes[1:], ", "))
+	f.StringVar(&o.storage, "storage", "none", "the protected storage `MODE`: none (mutual exclusion alone: a finding is the lock's own), "+strings.Join(scenarios.StorageModes[1:], ", "))
 	f.StringVar(&o.faults, "faults", "", "the fault kinds searched, `KIND,...`: "+strings.Join(hunt.Searchable(), ", ")+" (default: those the lock's servers and the storage allow)")
+	f.IntVar(&o.clients, "clients", 3, "the most clients a candidate has (`N`: 2 or 3)")
 	f.DurationVar(&o.ttl, "ttl", 500*time.Millisecond, "the lease time clients ask for (`D`)")
 	f.IntVar(&o.runs, "runs", 40, "candidates to play at most (`N`)")
 	f.DurationVar(&o.budget, "budget", 0, "stop searching after `D` of wall time (default: only --runs bounds it)")
@@ -94,7 +107,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	if o.faults != "" {
 		kinds = strings.Split(o.faults, ",")
 	}
-	sp, err := hunt.NewSpace(o.lock, o.storage, kinds, o.ttl)
+	sp, err := hunt.NewSpace(o.lock, o.storage, kinds, o.ttl, o.clients)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func TestHuntFindsAStorySimRunPlays(t *testing.T) {
 		t.Skip("-short: starts redis-server and PostgreSQL")
 	}
 	dir := t.TempDir()
-	code, out, errOut := sim(t, "hunt", "redis", "--faults", "pause", "--runs", "3", "--ttl", "300ms", "--seed", "1", "--out", dir)
+	code, out, errOut := sim(t, "hunt", "redis", "--storage", "plain", "--faults", "pause", "--runs", "3", "--ttl", "300ms", "--seed", "1", "--out", dir)
 	if code != 1 || !strings.Contains(out, "FOUND redis") {
 		t.Fatalf("exit %d, want 1 with a finding; stdout %q, stderr %q", code, out, errOut)
 	}
@@ -41,7 +41,7 @@ func TestHuntFindsAStorySimRunPlays(t *testing.T) {
 // is one line and exit 2, before any server starts.
 func TestHuntBadInputExits2(t *testing.T) {
 	for _, args := range [][]string{
-		{"hunt", "nolock"}, {"hunt", "redis", "--storage", "damp"}, {"hunt", "etcd", "--faults", "clock-jump"}, {"hunt"}, {"hunt", "redis", "--runs", "0"},
+		{"hunt", "nolock"}, {"hunt", "redis", "--storage", "damp"}, {"hunt", "etcd", "--faults", "clock-drift"}, {"hunt", "redis", "--clients", "4"}, {"hunt"}, {"hunt", "redis", "--runs", "0"},
 	} {
 		code, _, errOut := sim(t, args...)
 		if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.HasPrefix(errOut, "sim: ") {
