@@ -277,7 +277,7 @@ func TestTimeline(t *testing.T) {
 		{Kind: "latency", Client: 2, Links: []string{"A"}, X: 0.1, At: Anchor{Event: Start}},
 		{Kind: "pause", Client: 1, X: 1.5, At: read1},
 		{Kind: "pause", Client: 2, X: 0.1, At: Anchor{Client: 2, Event: Asks}}}}
-	steps, err := timeline(p, true, time.Second)
+	steps, err := timeline(p, true, time.Second, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestTimeline(t *testing.T) {
 	if !steps[slices.IndexFunc(steps, func(s step) bool { return s.Do == "acquire" && s.Client == 2 })].Async {
 		t.Error("client 2's acquire, struck while it waits, is not async")
 	}
-	if _, err := timeline(Plan{Turns: two(0.2, 1), Faults: []Fault{{Kind: "pause", Client: 3, X: 1, At: read1}}}, true, time.Second); err == nil {
+	if _, err := timeline(Plan{Turns: two(0.2, 1), Faults: []Fault{{Kind: "pause", Client: 3, X: 1, At: read1}}}, true, time.Second, time.Second); err == nil {
 		t.Error("a fault on client 3 of a plan of 2 was laid out")
 	}
 }

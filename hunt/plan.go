@@ -244,6 +244,10 @@ type Space struct {
 	// partitions: a partition may cut a client's links to the lock's
 	// nodes (never its storage's, whose calls have no timeout).
 	partitions bool
+	// nodeTimeout is the stories' node_timeout (0: the default), a tenth
+	// of the TTL for Redis nodes: a client cut off from some waits that
+	// long for them, which must not eat the lease a story is about.
+	nodeTimeout time.Duration
 }
 
 // Searchable lists the fault kinds a hunt can place: those the registry
@@ -298,6 +302,9 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, clientsMa
 	}
 	redisNodes := spec.Backend == clients.RedisBackend
 	sp.partitions = redisNodes
+	if redisNodes {
+		sp.nodeTimeout = min(scenarios.DefaultNodeTimeout, ttl/10)
+	}
 	given := len(kinds) > 0
 	if !given {
 		kinds = Searchable()
@@ -435,8 +442,10 @@ func (sp Space) classic() []Plan {
 		case sp.Nodes == 1:
 			out = append(out, Plan{Turns: two(0.8, 0.4), Faults: []Fault{{Kind: k, Node: "A", X: g.Classic, At: granted1}}})
 		case sp.has("partition"):
+			// Client 2 asks once client 1, waiting node_timeout for the
+			// nodes cut off, is granted and the shared node struck.
 			ring, shared := sp.ring()
-			out = append(out, Plan{Turns: two(0.8, 0.4), Faults: append(ring, Fault{Kind: k, Node: shared, X: g.Classic, At: granted1})})
+			out = append(out, Plan{Turns: two(0.8, 0.5), Faults: append(ring, Fault{Kind: k, Node: shared, X: g.Classic, At: granted1})})
 		default: // a majority's clocks, or a majority crashed
 			p := Plan{Turns: two(0.8, 0.4)}
 			for i := 0; i < sp.Nodes/2+1; i++ {
@@ -496,15 +505,18 @@ func (sp Space) swarm(rng *rand.Rand) Plan {
 		p.Options.CheckLease = true
 	}
 	shared := ""
+	struck := map[string]bool{} // a kind strikes each target once
 	if slices.Contains(in, "partition") && sp.Nodes >= 3 && rng.IntN(2) == 0 {
 		var ring []Fault
 		ring, shared = sp.ring()
 		p.Faults = append(p.Faults, ring...)
+		for _, f := range ring {
+			struck[target(f)] = true
+		}
 	}
 	if len(in) == 0 {
 		return p
 	}
-	struck := map[string]bool{} // a kind strikes each target once
 	for k := 1 + rng.IntN(3); k > 0; k-- {
 		f := sp.draw(rng, in[rng.IntN(len(in))], n, shared)
 		if f == nil {
@@ -514,15 +526,19 @@ func (sp Space) swarm(rng *rand.Rand) Plan {
 			p.Options.Replicas = true
 			p.Options.Watchdog, p.Options.CheckLease = false, false
 		}
-		target := f.Kind + f.On() + strings.Join(f.Links, ",")
-		if struck[target] {
+		if struck[target(*f)] {
 			continue
 		}
-		struck[target] = true
+		struck[target(*f)] = true
 		p.Faults = append(p.Faults, *f)
 	}
 	return p
 }
+
+// target is what a kind may strike once in a plan: a node, or a client
+// (a second partition or delay of the same client's links would be a
+// second toxic on a link that has one).
+func target(f Fault) string { return f.Kind + " " + f.On() }
 
 // draw draws one fault of kind k on a plan of n clients; nil when the
 // kind cannot strike it.

@@ -25,6 +25,7 @@ type file struct {
 	TTL            string          `yaml:"ttl"`
 	Storage        string          `yaml:"storage,omitempty"`
 	Fence          string          `yaml:"fence,omitempty"`
+	NodeTimeout    string          `yaml:"node_timeout,omitempty"`
 	Clients        int             `yaml:"clients,omitempty"`
 	Watchdog       string          `yaml:"watchdog,omitempty"`
 	CheckLease     bool            `yaml:"check_lease,omitempty"`
@@ -101,7 +102,11 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	}
 	f.CheckLease, f.Replicas = p.Options.CheckLease, p.Options.Replicas
 
-	steps, err := timeline(p, writes, ttl) // timeline.go
+	nodeTimeout := scenarios.DefaultNodeTimeout
+	if sp.nodeTimeout > 0 {
+		nodeTimeout, f.NodeTimeout = sp.nodeTimeout, dur(sp.nodeTimeout)
+	}
+	steps, err := timeline(p, writes, ttl, nodeTimeout) // timeline.go
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,9 @@ type item struct {
 	t         float64
 	rank, seq int
 	steps     []step
+	// takes is how long the steps hold up the script (a synchronous
+	// acquire slowed by a delay or a partition), in TTLs.
+	takes float64
 }
 
 // ranks of the items at one time.
@@ -41,12 +44,13 @@ const (
 
 // clientOps are one client's operations, placed.
 type clientOps struct {
-	acquire, granted, write, writeEnd, release float64
+	acquire, granted, write, writeEnd, release, releaseEnd float64
 }
 
-// timeline places plan p's steps (writes: the clients write the storage)
-// and returns them, the final heal included.
-func timeline(p Plan, writes bool, ttl time.Duration) ([]step, error) {
+// timeline places plan p's steps (writes: the clients write the storage;
+// nodeTimeout: the story's node_timeout) and returns them, the final
+// heal included.
+func timeline(p Plan, writes bool, ttl, nodeTimeout time.Duration) ([]step, error) {
 	for _, fl := range p.Faults {
 		if fl.At.Event != Start && fl.At.Event != "" && (fl.At.Client < 1 || fl.At.Client > len(p.Turns)) {
 			return nil, fmt.Errorf("%s: the plan has %d clients", fl.Describe(ttl), len(p.Turns))
@@ -84,13 +88,14 @@ func timeline(p Plan, writes bool, ttl time.Duration) ([]step, error) {
 			faultAt[i] = anchorAt(fl.At) + fl.After
 		}
 		for c := range p.Turns {
-			ops[c] = place(p, c+1, faultAt, writes)
+			ops[c] = place(p, c+1, faultAt, writes, float64(nodeTimeout)/float64(ttl))
 		}
 	}
 
 	var items []item
-	add := func(t float64, rank int, steps ...step) {
+	add := func(t float64, rank int, steps ...step) *item {
 		items = append(items, item{t: t, rank: rank, seq: len(items), steps: steps})
+		return &items[len(items)-1]
 	}
 	asyncAcquire := map[int]bool{}
 	for i, fl := range p.Faults {
@@ -107,15 +112,17 @@ func timeline(p Plan, writes bool, ttl time.Duration) ([]step, error) {
 	at := func(x float64) string { return dur(time.Duration(x * float64(ttl))) }
 	for i, o := range ops {
 		c := i + 1
-		add(o.acquire, rankAcquire, step{Do: "acquire", Client: c, Async: asyncAcquire[c]})
 		if asyncAcquire[c] {
+			add(o.acquire, rankAcquire, step{Do: "acquire", Client: c, Async: true})
 			add(o.granted, rankWaitAcq, step{Do: "wait", Client: c})
+		} else {
+			add(o.acquire, rankAcquire, step{Do: "acquire", Client: c}).takes = o.granted - o.acquire
 		}
 		if writes {
 			add(o.write, rankWrite, step{Do: "write", Client: c, Work: at(p.Turns[i].Work), Async: true})
-			add(o.release, rankRelease, step{Do: "wait", Client: c}, step{Do: "release", Client: c})
+			add(o.release, rankRelease, step{Do: "wait", Client: c}, step{Do: "release", Client: c}).takes = o.releaseEnd - o.release
 		} else {
-			add(o.release, rankRelease, step{Do: "release", Client: c})
+			add(o.release, rankRelease, step{Do: "release", Client: c}).takes = o.releaseEnd - o.release
 		}
 	}
 	slices.SortStableFunc(items, func(a, b item) int {
@@ -140,6 +147,7 @@ func timeline(p Plan, writes bool, ttl time.Duration) ([]step, error) {
 			now = it.t
 		}
 		steps = append(steps, it.steps...)
+		now = max(now, it.t+it.takes)
 	}
 	return append(steps, step{Do: "heal"}), nil
 }
@@ -148,9 +156,11 @@ func timeline(p Plan, writes bool, ttl time.Duration) ([]step, error) {
 // placed at faultAt: each no earlier than due, nor than its previous
 // one ends, nor inside a pause of the client; a delay on its links
 // slows each operation after it (a round trip each way for an acquire
-// or a release, four for a write's transaction); a pause overlapping an
-// operation lengthens it by the pause.
-func place(p Plan, c int, faultAt []float64, writes bool) clientOps {
+// or a release, four for a write's transaction), and a partition of
+// some of its lock's links by nodeTimeout (TTLs: the client waits that
+// long for the nodes cut off); a pause overlapping an operation
+// lengthens it by the pause.
+func place(p Plan, c int, faultAt []float64, writes bool, nodeTimeout float64) clientOps {
 	turn := p.Turns[c-1]
 	// A pause strikes the client's operations after it; one anchored to
 	// the client's own event strikes only those after that event (a
@@ -160,7 +170,15 @@ func place(p Plan, c int, faultAt []float64, writes bool) clientOps {
 		after    int // the client's own event it follows (its index in Events, +1), 0: none
 	}
 	var pauses []pause
-	lockDelay := func(t float64) (d float64) { return delayOn(p, c, faultAt, t, false) }
+	lockDelay := func(t float64) (d float64) {
+		d = delayOn(p, c, faultAt, t, false)
+		for i, fl := range p.Faults {
+			if fl.Kind == "partition" && fl.Client == c && faultAt[i] <= t {
+				return d + nodeTimeout/2 // lockDelay counts each way
+			}
+		}
+		return d
+	}
 	storeDelay := func(t float64) (d float64) { return delayOn(p, c, faultAt, t, true) }
 	for i, fl := range p.Faults {
 		if fl.Kind == "pause" && fl.Client == c {
@@ -201,7 +219,7 @@ func place(p Plan, c int, faultAt []float64, writes bool) clientOps {
 	if writes {
 		o.write, o.writeEnd = run(read, o.granted, turn.Work+8*storeDelay(o.granted))
 	}
-	o.release, _ = run(released, max(turn.At+turn.Work, o.writeEnd), 2*lockDelay(o.writeEnd))
+	o.release, o.releaseEnd = run(released, max(turn.At+turn.Work, o.writeEnd), 2*lockDelay(o.writeEnd))
 	return o
 }
 

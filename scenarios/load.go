@@ -413,7 +413,7 @@ func (s *Scenario) applyDefaults() {
 		s.TTL.Duration = 10 * time.Second
 	}
 	if s.NodeTimeout.Duration == 0 {
-		s.NodeTimeout.Duration = 200 * time.Millisecond
+		s.NodeTimeout.Duration = DefaultNodeTimeout
 	}
 	if s.Key == "" {
 		s.Key = "L"

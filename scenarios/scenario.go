@@ -363,6 +363,10 @@ func ActionNames() []string {
 }
 
 // NodeName is the letter of the i-th node (0 -> A).
+// DefaultNodeTimeout bounds each request to one node when a scenario's
+// node_timeout does not say.
+const DefaultNodeTimeout = 200 * time.Millisecond
+
 func NodeName(i int) string { return backends.NodeName(i) }
 
 // Describe is a one-line account of a step, for narration and errors.
