@@ -51,9 +51,11 @@ type Result struct {
 	Lock    string   `json:"lock"`
 	Storage string   `json:"storage"`
 	Faults  []string `json:"faults_searched"`
-	TTL     string   `json:"ttl"`
-	Seed    int64    `json:"seed"`
-	Shard   string   `json:"shard"`
+	// Baseline is the lock a finding had to leave safe ("" none).
+	Baseline string `json:"baseline,omitempty"`
+	TTL      string `json:"ttl"`
+	Seed     int64  `json:"seed"`
+	Shard    string `json:"shard"`
 	// Runs counts the candidates played; CandidateRuns the story runs
 	// they took (a candidate that fails once is played up to three
 	// times).
@@ -94,6 +96,9 @@ type hunter struct {
 	res     *Result
 	started time.Time
 	played  int // story runs, all phases
+	// baselineBroke: the last plan that broke the lock broke the
+	// baseline too.
+	baselineBroke bool
 }
 
 // Run searches, and shrinks the first finding. It returns the result
@@ -113,7 +118,7 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 		o.Say = func(string, ...any) {}
 	}
 	sp := o.Space
-	h := &hunter{o: o, started: time.Now(), res: &Result{Lock: sp.Lock, Storage: sp.Storage, Faults: sp.Kinds,
+	h := &hunter{o: o, started: time.Now(), res: &Result{Lock: sp.Lock, Storage: sp.Storage, Faults: sp.Kinds, Baseline: sp.Baseline,
 		TTL: sp.TTL.String(), Seed: o.Seed, Shard: fmt.Sprintf("%d/%d", o.Shard, o.Of), Shapes: len(sp.classic())}}
 	defer func() { h.res.Seconds = round2(time.Since(h.started).Seconds()) }()
 	var found *Plan
@@ -130,7 +135,11 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 		if err != nil {
 			return h.stop(ctx, err)
 		}
-		o.Say("candidate %d: %s: %s", i+1, describePlan(p, sp.TTL), map[bool]string{true: "UNSAFE (2 of 3)", false: "no violation"}[fails])
+		verdict := map[bool]string{true: "UNSAFE (2 of 3)", false: "no violation"}[fails]
+		if h.baselineBroke {
+			verdict = "unsafe, and so is " + sp.Baseline + ": not counted"
+		}
+		o.Say("candidate %d: %s: %s", i+1, describePlan(p, sp.TTL), verdict)
 		if fails {
 			found = &p
 		}
@@ -205,7 +214,30 @@ func (h *hunter) fails(ctx context.Context, p Plan) (bool, error) {
 			break
 		}
 	}
-	return unsafe >= 2, nil
+	h.baselineBroke = false
+	if unsafe < 2 || h.o.Space.Baseline == "" {
+		return unsafe >= 2, nil
+	}
+	// It breaks the lock: it counts only if the baseline keeps it safe,
+	// twice (an unknown run proves nothing).
+	base := h.o.Space
+	base.Lock, base.Baseline = base.Baseline, ""
+	for run := 0; run < 2; run++ {
+		s, err := base.build(p, Meta{Name: "hunt-baseline", Title: "baseline", Source: "sim hunt", Explain: "baseline"}, nil)
+		if err != nil {
+			return false, err
+		}
+		h.played++
+		out, err := h.o.Play(ctx, s)
+		if err != nil {
+			return false, err
+		}
+		if out.Verdict != checker.Safe {
+			h.baselineBroke = true
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // shrink makes a failing plan minimal: faults removed one at a time
@@ -264,6 +296,7 @@ func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
 		{"the watchdog", func(o *LockOptions) bool { on := o.Watchdog; o.Watchdog = false; return on }},
 		{"the lease check", func(o *LockOptions) bool { on := o.CheckLease; o.CheckLease = false; return on }},
 		{"the replicas", func(o *LockOptions) bool { on := o.Replicas; o.Replicas = false; return on }},
+		{"the long node_timeout", func(o *LockOptions) bool { on := o.NodeTimeout > 0; o.NodeTimeout = 0; return on }},
 	} {
 		q := clonePlan(p)
 		if !o.off(&q.Options) || (o.name == "the replicas" && needsReplicas(p)) {
@@ -429,20 +462,33 @@ func (h *hunter) reproduce(ctx context.Context, p Plan) (*Story, error) {
 // meta is the found story's name, title and source line.
 func (h *hunter) meta(name string, p Plan) Meta {
 	sp := h.o.Space
-	what := "work that outlasts the TTL"
+	what := "the clients' timing alone"
 	if len(p.Faults) > 0 {
 		var kinds []string
 		for _, f := range p.Faults {
-			kinds = append(kinds, f.Kind)
+			if !slices.Contains(kinds, f.Kind) {
+				kinds = append(kinds, f.Kind)
+			}
 		}
 		what = strings.Join(kinds, ", ")
 	}
+	storage := sp.Storage + " storage"
+	if sp.Storage == "none" {
+		storage = "mutual exclusion alone"
+	}
+	faults, baseline, unlike := strings.Join(sp.Kinds, ","), "", ""
+	if faults == "" {
+		faults = "none"
+	}
+	if sp.Baseline != "" {
+		baseline, unlike = " --baseline "+sp.Baseline, ", which "+sp.Baseline+" survives"
+	}
 	return Meta{
 		Name:  "hunt-" + sp.Lock + "-" + name,
-		Title: fmt.Sprintf("Found by sim hunt: %s breaks %s with %s storage", what, sp.Lock, sp.Storage),
-		Source: fmt.Sprintf("sim hunt %s --storage %s --faults %s --ttl %v --seed %d: found after %d candidate(s) (%d run(s))",
-			sp.Lock, sp.Storage, strings.Join(sp.Kinds, ","), sp.TTL, h.o.Seed, h.res.Runs, h.played),
-		Explain: explain(p, sp.TTL, h.res.Thresholds),
+		Title: fmt.Sprintf("Found by sim hunt: %s breaks %s (%s)%s", what, sp.Lock, storage, unlike),
+		Source: fmt.Sprintf("sim hunt %s --storage %s --faults %s --clients %d --ttl %v%s --seed %d: found after %d candidate(s) (%d run(s))",
+			sp.Lock, sp.Storage, faults, sp.Clients, sp.TTL, baseline, h.o.Seed, h.res.Runs, h.played),
+		Explain: explain(p, sp, h.res.Thresholds),
 	}
 }
 
@@ -475,7 +521,8 @@ func describeTurns(p Plan) string {
 // describeOptions names the lock options set ("watchdog, check_lease").
 func describeOptions(o LockOptions) string {
 	var on []string
-	for name, set := range map[string]bool{"watchdog": o.Watchdog, "check_lease": o.CheckLease, "replicas": o.Replicas} {
+	for name, set := range map[string]bool{"watchdog": o.Watchdog, "check_lease": o.CheckLease, "replicas": o.Replicas,
+		fmt.Sprintf("node_timeout %s", fmtTTL(o.NodeTimeout)): o.NodeTimeout > 0} {
 		if set {
 			on = append(on, name)
 		}
@@ -485,11 +532,14 @@ func describeOptions(o LockOptions) string {
 }
 
 // explain is the found story's explain text.
-func explain(p Plan, ttl time.Duration, thresholds []string) string {
-	s := "A schedule sim hunt drew and shrank: " + describePlan(p, ttl) + "."
-	if len(p.Faults) > 0 {
+func explain(p Plan, sp Space, thresholds []string) string {
+	s := "A schedule sim hunt drew and shrank: " + describePlan(p, sp.TTL) + "."
+	switch {
+	case sp.Baseline != "":
+		s += fmt.Sprintf(" Played with %s instead, the same schedule is safe: the counterfactual.", sp.Baseline)
+	case len(p.Faults) > 0:
 		s += " Its fault steps are marked cause; the counterfactual plays the story without them."
-	} else {
+	default:
 		s += " No fault at all: a client's work outlasts the moment the next asks, and the lock let the next in" +
 			" (for a lock with a TTL, the TTL trap: the counterfactual gives a TTL that outlasts the work)."
 	}

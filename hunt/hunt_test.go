@@ -70,7 +70,7 @@ func TestNewSpaceRefuses(t *testing.T) {
 		{"postgres-session", "plain", []string{"crash"}, "--faults crash: it strikes a lock server and postgres-session's are not nodes of the story"},
 		{"redis", "none", []string{"latency"}, ""}, // on the lock's links
 		{"postgres-session", "plain", []string{"clock-drift"}, "--faults clock-drift: it runs a lock server's clock"},
-		{"redis", "plain", []string{"resume"}, `--faults "resume": expected some of`},
+		{"redis", "plain", []string{"resume"}, `--faults "resume": expected none or some of`},
 		{"redis", "damp", nil, `--storage "damp"`},
 		{"nolock", "plain", nil, "nolock"},
 		{"etcd", "fenced", nil, "--ttl 300ms: etcd's leases last at least 2s"},

@@ -62,6 +62,10 @@ type LockOptions struct {
 	// Replicas gives every Redis node an asynchronous replica (replicas),
 	// which a failover promotes.
 	Replicas bool `json:"replicas,omitempty"`
+	// NodeTimeout, when set, is how long a client waits for each node,
+	// in TTLs (node_timeout); 0: the space's, a tenth of the TTL. A long
+	// one lets an acquire outlive a pause of its client.
+	NodeTimeout float64 `json:"node_timeout_ttl,omitempty"`
 }
 
 // The protocol events a fault is anchored to, in the order one client
@@ -231,6 +235,12 @@ type Space struct {
 	Nodes int
 	// Clients is the most clients a candidate has (2 or 3).
 	Clients int
+	// Baseline, when set, is the lock a finding must not break: a
+	// candidate counts only if it breaks Lock and, played again with
+	// Baseline, does not (what Lock does differently, as a mutant from
+	// the lock whose defence it breaks). The found story's
+	// counterfactual is then Baseline.
+	Baseline string
 	// Options are the lock options a candidate may set: watchdog and
 	// check_lease for a lock whose leases expire, replicas for Redis
 	// nodes when a failover is searched.
@@ -309,11 +319,14 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, clientsMa
 	if !given {
 		kinds = Searchable()
 	}
+	if len(kinds) == 1 && kinds[0] == "none" { // the workload alone
+		kinds = nil
+	}
 	for _, k := range kinds {
 		kind, ok := nemesis.LookupKind(k)
 		sh, isShaped := shaped[k]
 		if !ok || (kind.Generate == nil && !isShaped) {
-			return Space{}, fmt.Errorf("--faults %q: expected some of %s", k, strings.Join(Searchable(), ", "))
+			return Space{}, fmt.Errorf("--faults %q: expected none or some of %s", k, strings.Join(Searchable(), ", "))
 		}
 		why := ""
 		switch {
@@ -353,6 +366,33 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, clientsMa
 	}
 	sp.nodeClockless = clockless
 	return sp, nil
+}
+
+// WithBaseline sets the lock a finding must not break (Space.Baseline):
+// one of the same servers as the hunted lock.
+func (sp Space) WithBaseline(lock string) (Space, error) {
+	base, err := clients.Lookup(lock)
+	if err != nil {
+		return sp, fmt.Errorf("--baseline %q: %v", lock, err)
+	}
+	spec, _ := clients.Lookup(sp.Lock)
+	if base.Backend != spec.Backend || backends.DefaultNodes(base) != sp.Nodes {
+		return sp, fmt.Errorf("--baseline %s: it runs on %s, and %s on %s: a baseline is played on the same servers",
+			lock, describeServers(base), sp.Lock, describeServers(spec))
+	}
+	if lock == sp.Lock {
+		return sp, fmt.Errorf("--baseline %s: the hunted lock itself; name the lock whose defence it should keep", lock)
+	}
+	sp.Baseline = lock
+	return sp, nil
+}
+
+// describeServers says what a lock runs on ("5 redis node(s)").
+func describeServers(s clients.Spec) string {
+	if n := backends.DefaultNodes(s); n > 0 {
+		return fmt.Sprintf("%d %s node(s)", n, s.Backend)
+	}
+	return string(s.Backend)
 }
 
 // isClock says whether a kind's faults move a clock.
@@ -460,7 +500,9 @@ func (sp Space) classic() []Plan {
 			{Kind: "failover", Node: "A", At: granted1}}})
 	}
 	if sp.has("pause") && sp.has("latency") && len(sp.lockLinks) > 0 {
-		out = append(out, Plan{Turns: two(0.2, 1.2), Faults: []Fault{
+		// Client 2 works long enough that its write and the holder's,
+		// late, overlap; the nodes' answers wait out the pause.
+		out = append(out, Plan{Turns: []Turn{{At: 0, Work: 0.2}, {At: 1.2, Work: 1}}, Options: LockOptions{NodeTimeout: 6}, Faults: []Fault{
 			{Kind: "latency", Client: 1, Links: sp.lockLinks, X: 0.1, At: Anchor{Event: Start}},
 			{Kind: "pause", Client: 1, X: 1.5, At: Anchor{Client: 1, Event: Asks}, After: 0.03}}})
 	}
@@ -498,6 +540,9 @@ func (sp Space) swarm(rng *rand.Rand) Plan {
 	p := Plan{Turns: []Turn{{At: 0, Work: round2(0.1 + rng.Float64()*1.4)}}}
 	for c := 1; c < n; c++ {
 		p.Turns = append(p.Turns, Turn{At: round2(p.Turns[c-1].At + 0.1 + rng.Float64()*1.4), Work: round2(0.1 + rng.Float64()*1.2)})
+	}
+	if sp.nodeTimeout > 0 && rng.IntN(5) == 0 {
+		p.Options.NodeTimeout = 6
 	}
 	if sp.can("watchdog") && rng.IntN(4) == 0 {
 		p.Options.Watchdog = true

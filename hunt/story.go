@@ -38,6 +38,7 @@ type file struct {
 type counterfactual struct {
 	Change string `yaml:"change"`
 	TTL    string `yaml:"ttl,omitempty"`
+	Lock   string `yaml:"lock,omitempty"`
 }
 
 // step is one step as a hunt writes it; a fault's own fields (its kind's
@@ -104,7 +105,11 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 
 	nodeTimeout := scenarios.DefaultNodeTimeout
 	if sp.nodeTimeout > 0 {
-		nodeTimeout, f.NodeTimeout = sp.nodeTimeout, dur(sp.nodeTimeout)
+		nodeTimeout = sp.nodeTimeout
+		if p.Options.NodeTimeout > 0 {
+			nodeTimeout = time.Duration(p.Options.NodeTimeout * float64(ttl))
+		}
+		f.NodeTimeout = dur(nodeTimeout)
 	}
 	steps, err := timeline(p, writes, ttl, nodeTimeout) // timeline.go
 	if err != nil {
@@ -112,6 +117,11 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	}
 
 	switch {
+	case sp.Baseline != "":
+		f.Counterfactual = &counterfactual{Change: "with lock " + sp.Baseline, Lock: sp.Baseline}
+		for i := range steps {
+			steps[i].Cause = false // the lock is the cause, not the faults
+		}
 	case len(p.Faults) > 0:
 		f.Counterfactual = &counterfactual{Change: "without the faults"}
 	case sp.expires:

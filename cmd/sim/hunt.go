@@ -27,6 +27,7 @@ import (
 // huntOptions are sim hunt's flags.
 type huntOptions struct {
 	lock, storage, faults string
+	baseline              string
 	ttl, budget           time.Duration
 	runs, clients         int
 	seed                  int64
@@ -76,7 +77,8 @@ Exit codes: 1 it found a violation, 0 the budget ran out with nothing found
 interrupted (hunt.json keeps what it had).`,
 		Example: `  sim hunt redlock                                  # every fault, mutual exclusion alone
   sim hunt redis --storage plain --faults pause --runs 10 --seed 1
-  sim hunt redis-plain-del --faults pause --clients 3
+  sim hunt redlock-no-validity --storage plain --faults latency,pause --baseline redlock
+  sim hunt redis-plain-del --faults none --baseline redis
   sim hunt etcd --storage fenced --faults pause,latency --runs 40   # nothing should break it
   sim hunt redlock --faults partition,pause,latency                # nor this`,
 		ValidArgsFunction: completeLocks,
@@ -89,7 +91,8 @@ interrupted (hunt.json keeps what it had).`,
 	f := cmd.Flags()
 	f.SortFlags = false
 	f.StringVar(&o.storage, "storage", "none", "the protected storage `MODE`: none (mutual exclusion alone: a finding is the lock's own), "+strings.Join(scenarios.StorageModes[1:], ", "))
-	f.StringVar(&o.faults, "faults", "", "the fault kinds searched, `KIND,...`: "+strings.Join(hunt.Searchable(), ", ")+" (default: those the lock's servers and the storage allow)")
+	f.StringVar(&o.faults, "faults", "", "the fault kinds searched, `KIND,...`: "+strings.Join(hunt.Searchable(), ", ")+" (default: those the lock's servers and the storage allow; none: the clients' timing alone)")
+	f.StringVar(&o.baseline, "baseline", "", "count only what breaks LOCK and leaves this `LOCK` safe, played on the same schedule (a mutant against the lock whose defence it breaks); the found story's counterfactual is it")
 	f.IntVar(&o.clients, "clients", 3, "the most clients a candidate has (`N`: 2 or 3)")
 	f.DurationVar(&o.ttl, "ttl", 500*time.Millisecond, "the lease time clients ask for (`D`)")
 	f.IntVar(&o.runs, "runs", 40, "candidates to play at most (`N`)")
@@ -111,8 +114,13 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if len(sp.Kinds) == 0 {
-		return fmt.Errorf("hunt: no fault kind can strike %s with --storage %s", o.lock, o.storage)
+	if len(sp.Kinds) == 0 && o.faults != "none" {
+		return fmt.Errorf("hunt: no fault kind can strike %s with --storage %s (--faults none hunts the clients' timing alone)", o.lock, o.storage)
+	}
+	if o.baseline != "" {
+		if sp, err = sp.WithBaseline(o.baseline); err != nil {
+			return err
+		}
 	}
 	if o.runs < 1 || o.budget < 0 {
 		return errors.New("--runs: expected 1 or more; --budget: expected a positive duration")
@@ -142,7 +150,15 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	defer closeServers()
 	ho.Play = candidate
 	ho.Say = func(format string, args ...any) { fmt.Fprintf(stderr, "  "+format+"\n", args...) }
-	fmt.Fprintf(stderr, "sim hunt %s (storage %s, faults %s, ttl %v, seed %d)\n", o.lock, o.storage, strings.Join(sp.Kinds, ","), o.ttl, o.seed)
+	searched := strings.Join(sp.Kinds, ",")
+	if searched == "" {
+		searched = "none"
+	}
+	vs := ""
+	if sp.Baseline != "" {
+		vs = ", baseline " + sp.Baseline
+	}
+	fmt.Fprintf(stderr, "sim hunt %s (storage %s, faults %s, up to %d clients, ttl %v%s, seed %d)\n", o.lock, o.storage, searched, sp.Clients, o.ttl, vs, o.seed)
 	res, found, original, err := hunt.Run(ctx, ho)
 	closeServers() // the final story is replayed on servers of its own
 	if res != nil {
