@@ -173,8 +173,12 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	if !res.Found {
-		fmt.Fprintf(stdout, "nothing found: %d candidate(s) (%d run(s), %d classic shape(s), then swarm draws) of %s against %s with %s storage in %.0fs; %s\n",
-			res.Runs, res.CandidateRuns, min(res.Shapes, res.Runs), strings.Join(sp.Kinds, ", "), o.lock, o.storage, res.Seconds, filepath.Join(o.out, "hunt.json"))
+		storage := o.storage + " storage"
+		if o.storage == "none" {
+			storage = "mutual exclusion alone"
+		}
+		fmt.Fprintf(stdout, "nothing found: %d candidate(s) (%d run(s), %d classic shape(s), then swarm draws) of %s against %s (%s) in %.0fs; %s\n",
+			res.Runs, res.CandidateRuns, min(res.Shapes, res.Runs), searched, o.lock, storage, res.Seconds, filepath.Join(o.out, "hunt.json"))
 		return nil
 	}
 	for name, s := range map[string]*hunt.Story{"found.yaml": found, "original.yaml": original} {
