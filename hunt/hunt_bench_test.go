@@ -36,7 +36,7 @@ func BenchmarkHunt(b *testing.B) {
 }
 
 func benchHunt(b *testing.B, play Player) {
-	sp, err := NewSpace("redis", "plain", []string{"pause", "latency"}, 300*time.Millisecond)
+	sp, err := NewSpace("redis", "plain", []string{"pause", "latency"}, 300*time.Millisecond, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

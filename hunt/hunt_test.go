@@ -21,7 +21,7 @@ func TestCandidatesAreStories(t *testing.T) {
 	for _, c := range []struct{ lock, storage string }{
 		{"redis", "plain"}, {"redlock", "plain"}, {"redlock", "fenced"}, {"postgres-session", "plain"}, {"etcd", "fenced"}, {"redis", "none"},
 	} {
-		sp, err := NewSpace(c.lock, c.storage, nil, 2*time.Second)
+		sp, err := NewSpace(c.lock, c.storage, nil, 2*time.Second, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestCandidatesAreStories(t *testing.T) {
 			t.Errorf("%s: seeds 7 and 8 draw the same swarm candidates", c.lock)
 		}
 	}
-	sp, _ := NewSpace("redis", "plain", []string{"pause"}, time.Second)
+	sp, _ := NewSpace("redis", "plain", []string{"pause"}, time.Second, 0)
 	if first := sp.Candidate(1, 0); len(first.Faults) != 1 || first.Faults[0].Kind != "pause" || first.Faults[0].Client != 1 || first.Faults[0].X <= 1 {
 		t.Errorf("the first candidate is %+v, want the classic pause of the holder past the TTL", first)
 	}
@@ -79,7 +79,7 @@ func TestNewSpaceRefuses(t *testing.T) {
 		if c.lock == "etcd" && c.faults == nil {
 			ttl = 300 * time.Millisecond
 		}
-		_, err := NewSpace(c.lock, c.storage, c.faults, ttl)
+		_, err := NewSpace(c.lock, c.storage, c.faults, ttl, 0)
 		if c.want == "" {
 			if err != nil {
 				t.Errorf("%+v: %v", c, err)
@@ -90,7 +90,7 @@ func TestNewSpaceRefuses(t *testing.T) {
 			t.Errorf("%+v: got %v, want one line with %q", c, err, c.want)
 		}
 	}
-	sp, err := NewSpace("etcd", "fenced", nil, 2*time.Second)
+	sp, err := NewSpace("etcd", "fenced", nil, 2*time.Second, 0)
 	if err != nil || strings.Contains(strings.Join(sp.Kinds, ","), "clock-drift") || !strings.Contains(strings.Join(sp.Kinds, ","), "crash") {
 		t.Errorf("etcd's default kinds %v (%v): want a crash of a member and no node clock's drift", sp.Kinds, err)
 	}
@@ -127,7 +127,7 @@ func oracle(played *int) Player {
 // bisects its size to just above the threshold, proves the story
 // 1-minimal and says where it turns.
 func TestShrinkToThreshold(t *testing.T) {
-	sp, err := NewSpace("redlock", "plain", nil, time.Second)
+	sp, err := NewSpace("redlock", "plain", nil, time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestShrinkToThreshold(t *testing.T) {
 // plays its whole budget and finds nothing; an unknown run is never a
 // finding.
 func TestRunFindsAndSaysNothingWhenSafe(t *testing.T) {
-	sp, _ := NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second)
+	sp, _ := NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second, 0)
 	played := 0
 	res, story, original, err := Run(context.Background(), Options{Space: sp, Seed: 3, Runs: 20, Play: oracle(&played)})
 	if err != nil {
@@ -199,7 +199,7 @@ func TestRunFindsAndSaysNothingWhenSafe(t *testing.T) {
 // invocation in the history; a granted acquire keeps its nodes, a write
 // its value read, a refusal its reason.
 func TestClaims(t *testing.T) {
-	sp, _ := NewSpace("redlock", "plain", []string{"pause"}, time.Second)
+	sp, _ := NewSpace("redlock", "plain", []string{"pause"}, time.Second, 0)
 	p := Plan{Turns: two(0.2, 1.05), Faults: []Fault{{Kind: "pause", Client: 1, X: 1.5, At: Anchor{Client: 1, Event: Read}}}}
 	s, err := sp.build(p, Meta{Name: "x", Title: "x", Source: "x", Explain: "x"}, nil)
 	if err != nil {
@@ -233,7 +233,7 @@ func TestClaims(t *testing.T) {
 // is the shard's with the fewest faults; shards of another hunt, or one
 // twice, are refused.
 func TestMerge(t *testing.T) {
-	sp, _ := NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second)
+	sp, _ := NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second, 0)
 	var shards []*Result
 	for i := 1; i <= 3; i++ {
 		played := 0

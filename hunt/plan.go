@@ -278,8 +278,9 @@ func Searchable() []string {
 
 // NewSpace checks a hunt's choices and fills in what the lock implies.
 // kinds empty: every searchable kind the lock's servers and the storage
-// allow. clients is the most clients a candidate has (0: 3).
-func NewSpace(lock, storage string, kinds []string, ttl time.Duration, clientsMax ...int) (Space, error) {
+// allow ("none" alone: no fault, the clients' timing). most is the most
+// clients a candidate has (2 or 3; 0: 3).
+func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int) (Space, error) {
 	spec, err := clients.Lookup(lock)
 	if err != nil {
 		return Space{}, err
@@ -294,11 +295,11 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, clientsMa
 		return Space{}, fmt.Errorf("--ttl %v: %s's leases last at least %v, so the faults' sizes would be relative to another lease than the one granted: give --ttl %v or more", ttl, lock, spec.MinTTL, spec.MinTTL)
 	}
 	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: backends.DefaultNodes(spec), Clients: 3, expires: !spec.NoExpiry}
-	if len(clientsMax) > 0 && clientsMax[0] != 0 {
-		if clientsMax[0] < 2 || clientsMax[0] > 3 {
-			return Space{}, fmt.Errorf("--clients %d: expected 2 or 3", clientsMax[0])
+	if most != 0 {
+		if most < 2 || most > 3 {
+			return Space{}, fmt.Errorf("--clients %d: expected 2 or 3", most)
 		}
-		sp.Clients = clientsMax[0]
+		sp.Clients = most
 	}
 	for i := 0; i < sp.Nodes; i++ {
 		sp.lockLinks = append(sp.lockLinks, scenarios.NodeName(i))

@@ -22,7 +22,7 @@ func TestHuntOnServers(t *testing.T) {
 		t.Skip("plays stories on real servers")
 	}
 	ctx := context.Background()
-	sp, err := NewSpace("redis", "plain", []string{"pause"}, 300*time.Millisecond)
+	sp, err := NewSpace("redis", "plain", []string{"pause"}, 300*time.Millisecond, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestHuntOnServers(t *testing.T) {
 	}
 	t.Logf("found.yaml:\n%s", story.YAML)
 
-	sp, err = NewSpace("etcd", "fenced", []string{"pause", "latency"}, 2*time.Second) // etcd grants no shorter lease
+	sp, err = NewSpace("etcd", "fenced", []string{"pause", "latency"}, 2*time.Second, 0) // etcd grants no shorter lease
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestHuntOnServers(t *testing.T) {
 	// Redlock keeps mutual exclusion under partitions (the majorities
 	// ring among them), pauses and delays, with no clock or crash fault:
 	// a paused or delayed holder's lease has ended in its own eyes too.
-	sp, err = NewSpace("redlock", "none", []string{"partition", "pause", "latency"}, 500*time.Millisecond)
+	sp, err = NewSpace("redlock", "none", []string{"partition", "pause", "latency"}, 500*time.Millisecond, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestHuntFindsAMutantUnaided(t *testing.T) {
 	}
 	ctx := context.Background()
 	hunt := func(lock string) *Result {
-		sp, err := NewSpace(lock, "plain", []string{"pause"}, 300*time.Millisecond)
+		sp, err := NewSpace(lock, "plain", []string{"pause"}, 300*time.Millisecond, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
