@@ -92,7 +92,7 @@ interrupted (hunt.json keeps what it had).`,
 	f.SortFlags = false
 	f.StringVar(&o.storage, "storage", "none", "the protected storage `MODE`: none (mutual exclusion alone: a finding is the lock's own), "+strings.Join(scenarios.StorageModes[1:], ", "))
 	f.StringVar(&o.faults, "faults", "", "the fault kinds searched, `KIND,...`: "+strings.Join(hunt.Searchable(), ", ")+" (default: those the lock's servers and the storage allow; none: the clients' timing alone)")
-	f.StringVar(&o.baseline, "baseline", "", "count only what breaks LOCK and leaves this `LOCK` safe, played on the same schedule (a mutant against the lock whose defence it breaks); the found story's counterfactual is it")
+	f.StringVar(&o.baseline, "baseline", "", "count only a schedule that breaks the hunted lock and, played again with lock `BASE` (same servers), leaves it safe: what a mutant does that the lock whose defence it breaks does not; the found story's counterfactual is BASE")
 	f.IntVar(&o.clients, "clients", 3, "the most clients a candidate has (`N`: 2 or 3)")
 	f.DurationVar(&o.ttl, "ttl", 500*time.Millisecond, "the lease time clients ask for (`D`)")
 	f.IntVar(&o.runs, "runs", 40, "candidates to play at most (`N`)")
