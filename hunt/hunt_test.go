@@ -298,3 +298,55 @@ func TestTimeline(t *testing.T) {
 		t.Error("a fault on client 3 of a plan of 2 was laid out")
 	}
 }
+
+// TestRing: the majorities ring gives each client a different majority
+// of five nodes, each overlapping the next, and names the node clients 1
+// and 2 share.
+func TestRing(t *testing.T) {
+	sp, err := NewSpace("redlock", "none", nil, time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, shared := sp.ring(3)
+	var cut []string
+	for _, f := range ring {
+		cut = append(cut, fmt.Sprintf("%d:%s", f.Client, strings.Join(f.Links, "")))
+	}
+	if got := strings.Join(cut, " "); got != "1:DE 2:AB 3:CD" || shared != "C" {
+		t.Errorf("ring cuts %s, shared %s; want 1:DE 2:AB 3:CD (majorities ABC, CDE, EAB), shared C", got, shared)
+	}
+	if r, _ := (Space{Nodes: 1}).ring(2); r != nil {
+		t.Errorf("a ring on one node: %+v", r)
+	}
+}
+
+// TestFallBackWhenTheShrunkStoryDoesNotReproduce: a lock that breaks on a
+// pause just past the TTL while the hunt searches and shrinks, but only
+// on a longer one when the found story is played (the bisected edge is
+// not one the machine holds), ends with the plan before the bisection,
+// reproduced, its thresholds dropped and no 1-minimality claimed.
+func TestFallBackWhenTheShrunkStoryDoesNotReproduce(t *testing.T) {
+	sp, _ := NewSpace("redis", "plain", []string{"pause"}, time.Second, 0)
+	edge := func(_ context.Context, s *Story) (Played, error) {
+		for _, f := range s.Plan.Faults {
+			min := 1.04
+			if strings.HasSuffix(s.Scenario.Name, "-found") {
+				min = 1.4
+			}
+			if f.Kind == "pause" && f.Client == 1 && f.X >= min {
+				return Played{Verdict: checker.Unsafe, Summary: "a lost update"}, nil
+			}
+		}
+		return Played{Verdict: checker.Safe}, nil
+	}
+	res, story, _, err := Run(context.Background(), Options{Space: sp, Seed: 1, Runs: 5, Play: edge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Found || res.FellBack != "the shrunk plan before its sizes were bisected" || res.Reproduced != 3 || story == nil {
+		t.Fatalf("found %v, fell back to %q, reproduced %d of %d", res.Found, res.FellBack, res.Reproduced, res.ReproducedOf)
+	}
+	if x := res.Final.Faults[0].X; x < 1.4 || res.Thresholds != nil || res.OneMinimal {
+		t.Errorf("final pause %.2f TTL, thresholds %v, one-minimal %v", x, res.Thresholds, res.OneMinimal)
+	}
+}

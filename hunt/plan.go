@@ -219,6 +219,7 @@ var shaped = map[string]struct {
 }{
 	"partition":       {links: true},
 	"drop":            {links: true},
+	"reset":           {links: true},
 	"failover":        {replicas: true},
 	"replication-lag": {replicas: true},
 }
@@ -420,22 +421,32 @@ func (sp Space) links() [][]string {
 	return out
 }
 
-// ring is the partition that gives clients 1 and 2 each a different
-// majority of the nodes, sharing one (Jepsen's majorities ring, on two
-// clients): client 1 cut from the last nodes, client 2 from the first.
-// It returns the two partitions and the shared node; nil under three
-// nodes.
-func (sp Space) ring() ([]Fault, string) {
+// ring is the partition that gives each of n clients a different
+// majority of the nodes, each overlapping the next (Jepsen's majorities
+// ring): with five nodes client 1 keeps A, B, C, client 2 C, D, E and
+// client 3 E, A, B. It returns the partitions, each client cut from the
+// nodes outside its majority, and the node clients 1 and 2 share; nil
+// under three nodes.
+func (sp Space) ring(n int) ([]Fault, string) {
 	if sp.Nodes < 3 {
 		return nil, ""
 	}
-	half := sp.Nodes / 2
-	first, last := sp.lockLinks[:half], sp.lockLinks[sp.Nodes-half:]
-	start := Anchor{Event: Start}
-	return []Fault{
-		{Kind: "partition", Client: 1, Links: slices.Clone(last), At: start},
-		{Kind: "partition", Client: 2, Links: slices.Clone(first), At: start},
-	}, sp.lockLinks[half]
+	m := sp.Nodes/2 + 1
+	var out []Fault
+	for c := 0; c < n; c++ {
+		keep := map[int]bool{}
+		for j := 0; j < m; j++ {
+			keep[(c*(m-1)+j)%sp.Nodes] = true
+		}
+		var cut []string
+		for i, name := range sp.lockLinks {
+			if !keep[i] {
+				cut = append(cut, name)
+			}
+		}
+		out = append(out, Fault{Kind: "partition", Client: c + 1, Links: cut, At: Anchor{Event: Start}})
+	}
+	return out, sp.lockLinks[m-1]
 }
 
 // classicOrder puts the literature's shapes first: the pause after a
@@ -485,7 +496,7 @@ func (sp Space) classic() []Plan {
 		case sp.has("partition"):
 			// Client 2 asks once client 1, waiting node_timeout for the
 			// nodes cut off, is granted and the shared node struck.
-			ring, shared := sp.ring()
+			ring, shared := sp.ring(2)
 			out = append(out, Plan{Turns: two(0.8, 0.5), Faults: append(ring, Fault{Kind: k, Node: shared, X: g.Classic, At: granted1})})
 		default: // a majority's clocks, or a majority crashed
 			p := Plan{Turns: two(0.8, 0.4)}
@@ -554,7 +565,7 @@ func (sp Space) swarm(rng *rand.Rand) Plan {
 	struck := map[string]bool{} // a kind strikes each target once
 	if slices.Contains(in, "partition") && sp.Nodes >= 3 && rng.IntN(2) == 0 {
 		var ring []Fault
-		ring, shared = sp.ring()
+		ring, shared = sp.ring(n)
 		p.Faults = append(p.Faults, ring...)
 		for _, f := range ring {
 			struck[target(f)] = true

@@ -11,19 +11,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"locksim/backends"
 	"locksim/env"
 )
 
-// Kept are servers kept between runs. The zero value is not ready: use
+// Kept are servers kept between runs, a set for each shape of servers
+// the runs asked for (at most keptShapes: a hunt's candidates with and
+// without replicas each keep theirs). The zero value is not ready: use
 // NewKept, and Close when done.
 type Kept struct {
-	mu sync.Mutex
-	// shape is what the servers were started for (lock backends and
-	// their options): a run that needs another shape gets new ones.
-	shape   string
+	mu   sync.Mutex
+	sets map[string]*keptSet
+	// order lists the shapes, the least recently used first.
+	order []string
+	// Started and Reused count the runs that started servers and those
+	// that borrowed kept ones; Restarts says why each restart was.
+	Started, Reused int
+	Restarts        []string
+}
+
+// keptShapes bounds the sets of servers kept at once.
+const keptShapes = 3
+
+// keptSet is one shape's servers.
+type keptSet struct {
 	dir     string
 	network *env.Network
 	servers []started
@@ -31,21 +45,17 @@ type Kept struct {
 	// spoiled says why the servers cannot be put back for the next run
 	// ("" when they can).
 	spoiled string
-	// Started and Reused count the runs that started servers and those
-	// that borrowed kept ones; Restarts says why each restart was.
-	Started, Reused int
-	Restarts        []string
 }
 
 // NewKept returns an empty keeper.
-func NewKept() *Kept { return &Kept{} }
+func NewKept() *Kept { return &Kept{sets: map[string]*keptSet{}} }
 
-// lend gives run r servers of its plan: the kept ones put back as new
-// (every fault healed by the last run's teardown; each backend reset:
-// keys flushed and clocks true; PostgreSQL's sessions ended and the
-// storage's tables made afresh), or new ones when none are kept, when
-// they were started for another shape, when the last run left them in a
-// state a reset cannot undo, or when the reset fails.
+// lend gives run r servers of its plan: the kept ones of its shape (lock
+// backends and their options) put back as new (every fault healed by the
+// last run's teardown; each backend reset: keys flushed and clocks true;
+// PostgreSQL's sessions ended and the storage's tables made afresh), or
+// new ones when none of its shape are kept, when the last run left them
+// in a state a reset cannot undo, or when the reset fails.
 func (k *Kept) lend(ctx context.Context, r *run, plan []backends.Backend) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -53,43 +63,59 @@ func (k *Kept) lend(ctx context.Context, r *run, plan []backends.Backend) error 
 	for _, b := range plan {
 		shape += " " + string(b.Name()) + "=" + r.host().image(b)
 	}
-	why := k.spoiled
-	if k.servers != nil && why == "" && k.shape != shape {
-		why = "the story needs other servers"
-	}
-	if k.servers != nil && why == "" {
-		if err := k.reset(ctx); err != nil {
-			why = "putting them back failed: " + err.Error()
+	set := k.sets[shape]
+	if set != nil {
+		why := set.spoiled
+		if why == "" {
+			if err := set.reset(ctx); err != nil {
+				why = "putting them back failed: " + err.Error()
+			}
+		}
+		if why != "" {
+			k.Restarts = append(k.Restarts, why)
+			k.drop(shape)
+			set = nil
 		}
 	}
-	if k.servers != nil && why != "" {
-		k.Restarts = append(k.Restarts, why)
-		k.close()
-	}
-	if k.servers == nil {
+	if set == nil {
+		if len(k.order) >= keptShapes {
+			k.drop(k.order[0])
+		}
 		dir, err := env.TempDir("locksim-kept-")
 		if err != nil {
 			return harness("temp dir: %v", err)
 		}
-		k.dir, k.network, k.shape, k.spoiled = dir, env.NewNetwork(), shape, ""
-		servers, pg, err := r.startServers(ctx, plan, dir, k.network)
+		set = &keptSet{dir: dir, network: env.NewNetwork()}
+		servers, pg, err := r.startServers(ctx, plan, dir, set.network)
 		if err != nil {
-			k.close()
+			set.close()
 			return err
 		}
-		k.servers, k.pg = servers, pg
+		set.servers, set.pg = servers, pg
+		k.sets[shape] = set
 		k.Started++
 	} else {
 		k.Reused++
 	}
+	k.order = append(slices.DeleteFunc(k.order, func(s string) bool { return s == shape }), shape)
+	r.keptShape = shape
 	r.target.Network.Close() // the run's own, unused
-	r.target.Network = k.network
-	r.useServers(k.servers, k.pg)
+	r.target.Network = set.network
+	r.useServers(set.servers, set.pg)
 	return nil
 }
 
-// reset puts the kept servers back as new, at once.
-func (k *Kept) reset(ctx context.Context) error {
+// drop stops one shape's servers and forgets them.
+func (k *Kept) drop(shape string) {
+	if set := k.sets[shape]; set != nil {
+		set.close()
+	}
+	delete(k.sets, shape)
+	k.order = slices.DeleteFunc(k.order, func(s string) bool { return s == shape })
+}
+
+// reset puts the set's servers back as new, at once.
+func (set *keptSet) reset(ctx context.Context) error {
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
@@ -106,14 +132,14 @@ func (k *Kept) reset(ctx context.Context) error {
 			}
 		}()
 	}
-	for _, s := range k.servers {
+	for _, s := range set.servers {
 		do(func() error { return s.Reset(ctx) })
 	}
-	if k.pg != nil {
+	if set.pg != nil {
 		// The clients are gone, but a session of theirs may linger with
 		// an advisory lock: env.Postgres.Reset ends every session, then
 		// makes the storage's tables afresh.
-		do(func() error { return k.pg.Reset(ctx) })
+		do(func() error { return set.pg.Reset(ctx) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -126,29 +152,28 @@ func (k *Kept) reset(ctx context.Context) error {
 func (k *Kept) giveBack(r *run) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.network != nil {
-		k.network.Remove(r.links...)
+	set := k.sets[r.keptShape]
+	if set == nil {
+		return
 	}
+	set.network.Remove(r.links...)
 	if r.lasting != "" {
-		k.spoiled = r.lasting
+		set.spoiled = r.lasting
 	}
 }
 
-// close stops the kept servers and removes their files.
-func (k *Kept) close() {
-	closeAll(k.servers)
-	if k.network != nil {
-		k.network.Close()
-	}
-	if k.dir != "" {
-		env.RemoveTempDir(k.dir)
-	}
-	k.servers, k.pg, k.network, k.dir = nil, nil, nil, ""
+// close stops the set's servers and removes their files.
+func (set *keptSet) close() {
+	closeAll(set.servers)
+	set.network.Close()
+	env.RemoveTempDir(set.dir)
 }
 
-// Close stops the kept servers.
+// Close stops every kept server.
 func (k *Kept) Close() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.close()
+	for shape := range k.sets {
+		k.drop(shape)
+	}
 }

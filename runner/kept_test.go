@@ -11,8 +11,9 @@ import (
 // TestKeptServers: stories played one after another on kept servers end
 // as they do on servers of their own, the story and its counterfactual
 // alike (nothing of the last run is left: a lock key, a paused client's
-// lease, the counter); a story that needs other servers, or follows a
-// lasting fault (a failover), gets new ones.
+// lease, the counter); a story that needs other servers gets a set of
+// its own, kept beside the first; one that follows a lasting fault (a
+// failover) gets new ones.
 func TestKeptServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plays stories on real servers")
@@ -41,8 +42,9 @@ func TestKeptServers(t *testing.T) {
 		{pause, 1, 0},
 		{control, 1, 0},
 		{pause, 1, 0},
-		{failover, 2, 1}, // replicas: other servers
-		{failover, 3, 2}, // the failover spoiled them
+		{failover, 2, 0}, // replicas: other servers
+		{pause, 2, 0},    // the first set, kept
+		{failover, 3, 1}, // the failover spoiled the second
 	}
 	for i, p := range plays {
 		out, err := Run(ctx, p.sc, Options{Seed: 1, Out: t.TempDir(), Keep: keep})
@@ -56,10 +58,10 @@ func TestKeptServers(t *testing.T) {
 			t.Fatalf("play %d (%s): started %d, restarts %q; want %d and %d", i+1, p.sc.Name, keep.Started, keep.Restarts, p.started, p.restarts)
 		}
 	}
-	if keep.Reused != 3 {
-		t.Errorf("reused %d times, want 3", keep.Reused)
+	if keep.Reused != 4 {
+		t.Errorf("reused %d times, want 4", keep.Reused)
 	}
-	if why := keep.Restarts[1]; !strings.HasPrefix(why, "failover: ") {
+	if why := keep.Restarts[0]; !strings.HasPrefix(why, "failover: ") {
 		t.Errorf("restart after the failover: %q, want the failover's reason", why)
 	}
 }

@@ -132,6 +132,8 @@ type run struct {
 	// not be (a fault's nemesis.Kind.Lasting, or the run's error).
 	links   []string
 	lasting string
+	// keptShape names the kept servers the run borrowed (kept.go).
+	keptShape string
 }
 
 // Run plays sc and checks its history; with o.Counterfactual it then plays

@@ -50,7 +50,7 @@ has released) plus an offset. The fault kinds are the registry's: those
 with a drawn size (pause, clock-jump, latency, clock-drift, crash), each
 sized from its kind's range relative to the TTL and aimed at a client or a
 node, and those placed by shape (partition: Jepsen's majorities ring, or
-some of a client's links; drop; replication-lag and failover on nodes with
+some of a client's links; drop; reset; replication-lag and failover on nodes with
 replicas). The clients' turns and the lock's options (watchdog,
 check_lease) are drawn too: work that outlasts the TTL is the TTL trap,
 with no fault. The classic shapes of the literature come first, then
@@ -200,6 +200,12 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "FOUND %s: %s\n", o.lock, res.Summary)
 	fmt.Fprintf(stdout, "  after %d candidate(s) in %.0fs; shrunk from %d fault(s) to %d in %d run(s); reproduced %d of %d\n",
 		res.Runs, res.SecondsToFind, res.FaultsFound, res.FaultsFinal, res.ShrinkRuns, res.Reproduced, res.ReproducedOf)
+	if res.FellBack != "" {
+		fmt.Fprintf(stdout, "  the shrunk story did not reproduce in 2 of 3 runs: found.yaml is %s\n", res.FellBack)
+	}
+	if res.Reproduced < 2 {
+		fmt.Fprintf(stdout, "  reproduced only %d of %d: a violation this machine's timing gives now and then, not every time\n", res.Reproduced, res.ReproducedOf)
+	}
 	for _, t := range res.Thresholds {
 		fmt.Fprintf(stdout, "  %s\n", t)
 	}
