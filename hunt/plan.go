@@ -648,9 +648,12 @@ func (sp Space) draw(rng *rand.Rand, k string, n int, shared string) *Fault {
 		f.Node = node()
 	default:
 		f.Client = 1 + rng.IntN(n)
-		if k == "latency" {
+		if k == "latency" { // the storage's link, or some of the lock's: an acquire then waits for those nodes
 			links := sp.links()
 			f.Links = links[rng.IntN(len(links))]
+			if len(f.Links) > 1 && rng.IntN(2) == 0 {
+				f.Links = slices.Clone(f.Links[:1+rng.IntN(len(f.Links)-1)])
+			}
 		}
 	}
 	return &f
