@@ -98,8 +98,9 @@ unit:
 # the conformance suite's time on each lock, s/suite against its budget of
 # 10 s a lock (clients/locktest; once).
 bench: deps
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v -e '/sweep$$' -e '/reliability$$' -e '/locktest$$')
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v -e '/sweep$$' -e '/reliability$$' -e '/locktest$$' -e '/hunt$$')
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./sweep
+	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./hunt
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./clients/locktest
 
 # reliability prints the reliability figures: 100 runs killed with SIGKILL
