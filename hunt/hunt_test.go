@@ -20,6 +20,7 @@ import (
 func TestCandidatesAreStories(t *testing.T) {
 	for _, c := range []struct{ lock, storage string }{
 		{"redis", "plain"}, {"redlock", "plain"}, {"redlock", "fenced"}, {"postgres-session", "plain"}, {"etcd", "fenced"}, {"redis", "none"},
+		{"postgres-session", "none"}, {"zookeeper", "none"}, {"redlock", "none"},
 	} {
 		sp, err := NewSpace(c.lock, c.storage, nil, 2*time.Second, 0)
 		if err != nil {
@@ -37,8 +38,11 @@ func TestCandidatesAreStories(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s candidate %d (%s): %v", c.lock, c.storage, i, describePlan(p, sp.TTL), err)
 			}
-			if (len(p.Faults) > 0 || c.storage != "none") && s.Scenario.Counterfactual == nil {
+			if s.Scenario.Counterfactual == nil {
 				t.Fatalf("%s candidate %d has no counterfactual", c.lock, i)
+			}
+			if _, err := s.Scenario.CounterfactualScenario(); err != nil {
+				t.Fatalf("%s %s candidate %d (%s): its counterfactual: %v", c.lock, c.storage, i, describePlan(p, sp.TTL), err)
 			}
 			for _, f := range p.Faults {
 				if f.Node != "" && int(f.Node[0]-'A') >= sp.Nodes {
