@@ -52,10 +52,8 @@ type clientOps struct {
 // heal included.
 func timeline(p Plan, writes bool, ttl, nodeTimeout time.Duration) ([]step, error) {
 	for _, fl := range p.Faults {
-		if fl.At.Event != Start && fl.At.Event != "" && (fl.At.Client < 1 || fl.At.Client > len(p.Turns)) {
-			return nil, fmt.Errorf("%s: the plan has %d clients", fl.Describe(ttl), len(p.Turns))
-		}
-		if fl.Client > len(p.Turns) {
+		anchored := fl.At.Event != Start && fl.At.Event != ""
+		if fl.Client > len(p.Turns) || anchored && (fl.At.Client < 1 || fl.At.Client > len(p.Turns)) {
 			return nil, fmt.Errorf("%s: the plan has %d clients", fl.Describe(ttl), len(p.Turns))
 		}
 	}
@@ -103,7 +101,7 @@ func timeline(p Plan, writes bool, ttl, nodeTimeout time.Duration) ([]step, erro
 		if err != nil {
 			return nil, err
 		}
-		rank := map[string]int{Asks: rankAsks, Granted: rankGranted, Read: rankRead, Released: rankReleased}[fl.At.Event]
+		rank := map[string]int{"": rankStart, Start: rankStart, Asks: rankAsks, Granted: rankGranted, Read: rankRead, Released: rankReleased}[fl.At.Event]
 		if fl.At.Event == Asks {
 			asyncAcquire[fl.At.Client] = true
 		}
