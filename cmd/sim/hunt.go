@@ -62,7 +62,7 @@ healed, storage reset); a failover's are started afresh.
 
 The first finding is shrunk: faults dropped while it still fails (to a
 1-minimal set), a third client dropped, the lock's options turned off,
-each trigger moved to the earliest event where it still fails, each size
+each trigger moved to the earliest event where it fails every time, each size
 bisected toward the point where it stops failing and rounded, and the
 final story played three more times. Written to DIR: found.yaml (a
 scenario sim run plays: the claims its run made, cause on the fault steps,
