@@ -129,36 +129,11 @@ func (t *Trials) reset(ctx context.Context) error {
 	if err := r.healAll(ctx); err != nil {
 		return err
 	}
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs []error
-	)
-	add := func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
-	for _, s := range r.servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.Reset(ctx); err != nil {
-				add(err)
-			}
-		}()
-	}
+	var resetStorage func() error
 	if r.storage != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := storage.Reset(ctx, r.storage.DSN(r.storage.Addr())); err != nil {
-				add(err)
-			}
-		}()
+		resetStorage = func() error { return storage.Reset(ctx, r.storage.DSN(r.storage.Addr())) }
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return resetServers(ctx, r.servers, resetStorage)
 }
 
 // Play runs one trial: reset, every client loops for the generator's

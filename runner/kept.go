@@ -9,7 +9,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -114,35 +113,16 @@ func (k *Kept) drop(shape string) {
 	k.order = slices.DeleteFunc(k.order, func(s string) bool { return s == shape })
 }
 
-// reset puts the set's servers back as new, at once.
+// reset puts the set's servers back as new, at once. The clients are
+// gone, but a session of theirs may linger with an advisory lock:
+// env.Postgres.Reset ends every session, then makes the storage's
+// tables afresh.
 func (set *keptSet) reset(ctx context.Context) error {
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		errs []error
-	)
-	do := func(f func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, s := range set.servers {
-		do(func() error { return s.Reset(ctx) })
-	}
+	var resetPostgres func() error
 	if set.pg != nil {
-		// The clients are gone, but a session of theirs may linger with
-		// an advisory lock: env.Postgres.Reset ends every session, then
-		// makes the storage's tables afresh.
-		do(func() error { return set.pg.Reset(ctx) })
+		resetPostgres = func() error { return set.pg.Reset(ctx) }
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return resetServers(ctx, set.servers, resetPostgres)
 }
 
 // giveBack takes the servers back from run r at its teardown (its

@@ -202,6 +202,27 @@ func (r *run) closeServers() {
 	}
 }
 
+// resetServers resets servers (backends.Servers.Reset: a Redis node
+// flushed with its clock back to real time) and, when set, the storage
+// (resetStorage), all at once.
+func resetServers(ctx context.Context, servers []started, resetStorage func() error) error {
+	resets := make([]func() error, 0, len(servers)+1)
+	for _, s := range servers {
+		resets = append(resets, func() error { return s.Reset(ctx) })
+	}
+	if resetStorage != nil {
+		resets = append(resets, resetStorage)
+	}
+	errs := make([]error, len(resets))
+	var wg sync.WaitGroup
+	for i, reset := range resets {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = reset() }()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // closeAll stops servers at once.
 func closeAll(servers []started) {
 	var wg sync.WaitGroup
