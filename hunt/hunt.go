@@ -226,8 +226,9 @@ func (h *hunter) play(ctx context.Context, p Plan, name string) (bool, Played, e
 }
 
 // fails says whether plan p fails: unsafe in at least 2 of 3 runs (a
-// first run that is not unsafe ends it).
+// first run that is not unsafe ends it), and the baseline safe.
 func (h *hunter) fails(ctx context.Context, p Plan) (bool, error) {
+	h.baselineBroke = false
 	unsafe := 0
 	for run := 0; run < 3; run++ {
 		bad, _, err := h.play(ctx, p, "candidate")
@@ -241,19 +242,26 @@ func (h *hunter) fails(ctx context.Context, p Plan) (bool, error) {
 			break
 		}
 	}
-	h.baselineBroke = false
-	if unsafe < 2 || h.o.Space.Baseline == "" {
-		return unsafe >= 2, nil
+	if unsafe < 2 {
+		return false, nil
 	}
-	// It breaks the lock: it counts only if the baseline keeps it safe,
-	// twice (an unknown run proves nothing).
+	return h.baselineSafe(ctx, p)
+}
+
+// baselineSafe says whether plan p, which broke the lock, counts: with
+// no baseline it does; with one, only if the baseline keeps it safe,
+// twice (an unknown run proves nothing).
+func (h *hunter) baselineSafe(ctx context.Context, p Plan) (bool, error) {
+	if h.o.Space.Baseline == "" {
+		return true, nil
+	}
 	base := h.o.Space
 	base.Lock, base.Baseline = base.Baseline, ""
+	s, err := base.build(p, Meta{Name: "hunt-baseline", Title: "baseline", Source: "sim hunt", Explain: "baseline"}, nil)
+	if err != nil {
+		return false, err
+	}
 	for run := 0; run < 2; run++ {
-		s, err := base.build(p, Meta{Name: "hunt-baseline", Title: "baseline", Source: "sim hunt", Explain: "baseline"}, nil)
-		if err != nil {
-			return false, err
-		}
 		h.played++
 		out, err := h.o.Play(ctx, s)
 		if err != nil {
@@ -398,7 +406,8 @@ func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
 }
 
 // failsEvery says whether plan p is unsafe in each of three runs (the
-// first that is not ends it), within the shrink's budget of story runs.
+// first that is not ends it), within the shrink's budget of story runs,
+// and leaves the baseline safe.
 func (h *hunter) failsEvery(ctx context.Context, p Plan, budget int) (bool, error) {
 	for run := 0; run < 3; run++ {
 		if h.played >= budget {
@@ -409,10 +418,7 @@ func (h *hunter) failsEvery(ctx context.Context, p Plan, budget int) (bool, erro
 			return false, err
 		}
 	}
-	if h.o.Space.Baseline != "" {
-		return h.fails(ctx, p) // and the baseline safe
-	}
-	return true, nil
+	return h.baselineSafe(ctx, p)
 }
 
 // delayedLock says whether plan p delays some of client c's links to the
@@ -533,14 +539,8 @@ func (h *hunter) meta(name string, p Plan) Meta {
 		}
 		what = strings.Join(kinds, ", ")
 	}
-	storage := sp.Storage + " storage"
-	if sp.Storage == "none" {
-		storage = "mutual exclusion alone"
-	}
-	faults, baseline, unlike := strings.Join(sp.Kinds, ","), "", ""
-	if faults == "" {
-		faults = "none"
-	}
+	storage, faults := sp.CheckedWords(), sp.FaultsSearched()
+	baseline, unlike := "", ""
 	if sp.Baseline != "" {
 		baseline, unlike = " --baseline "+sp.Baseline, ", which "+sp.Baseline+" survives"
 	}

@@ -252,9 +252,6 @@ type Space struct {
 	lockLinks     []string
 	expires       bool
 	nodeClockless string
-	// partitions: a partition may cut a client's links to the lock's
-	// nodes (never its storage's, whose calls have no timeout).
-	partitions bool
 	// nodeTimeout is the stories' node_timeout (0: the default), a tenth
 	// of the TTL for Redis nodes: a client cut off from some waits that
 	// long for them, which must not eat the lease a story is about.
@@ -313,7 +310,6 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 		clockless = b.NodeClockless()
 	}
 	redisNodes := spec.Backend == clients.RedisBackend
-	sp.partitions = redisNodes
 	if redisNodes {
 		sp.nodeTimeout = min(scenarios.DefaultNodeTimeout, ttl/10)
 	}
@@ -402,14 +398,32 @@ func isClock(k nemesis.Kind) bool {
 	return k.Generate != nil && k.Generate.Build(1, "A", 1).Fields().Effect == history.EffectClock
 }
 
+// CheckedWords says what a finding breaks, in words: "plain storage",
+// or "mutual exclusion alone" with no storage.
+func (sp Space) CheckedWords() string {
+	if sp.Storage == "none" {
+		return "mutual exclusion alone"
+	}
+	return sp.Storage + " storage"
+}
+
+// FaultsSearched is the kinds searched as --faults takes them ("none"
+// for the clients' timing alone).
+func (sp Space) FaultsSearched() string {
+	if len(sp.Kinds) == 0 {
+		return "none"
+	}
+	return strings.Join(sp.Kinds, ",")
+}
+
 // has says whether the space searches kind k.
 func (sp Space) has(k string) bool { return slices.Contains(sp.Kinds, k) }
 
 // can says whether the space lets a candidate set option o.
 func (sp Space) can(o string) bool { return slices.Contains(sp.Options, o) }
 
-// storageLinks are the client's links a latency or a partition may act on:
-// its lock's servers and its storage.
+// links are the sets of a client's links a latency or a link fault may
+// act on: its storage's, and its lock's servers'.
 func (sp Space) links() [][]string {
 	var out [][]string
 	if sp.Storage != "none" {

@@ -150,10 +150,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	defer closeServers()
 	ho.Play = candidate
 	ho.Say = func(format string, args ...any) { fmt.Fprintf(stderr, "  "+format+"\n", args...) }
-	searched := strings.Join(sp.Kinds, ",")
-	if searched == "" {
-		searched = "none"
-	}
+	searched := sp.FaultsSearched()
 	vs := ""
 	if sp.Baseline != "" {
 		vs = ", baseline " + sp.Baseline
@@ -173,12 +170,8 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	if !res.Found {
-		storage := o.storage + " storage"
-		if o.storage == "none" {
-			storage = "mutual exclusion alone"
-		}
 		fmt.Fprintf(stdout, "nothing found: %d candidate(s) (%d run(s), %d classic shape(s), then swarm draws) of %s against %s (%s) in %.0fs; %s\n",
-			res.Runs, res.CandidateRuns, min(res.Shapes, res.Runs), searched, o.lock, storage, res.Seconds, filepath.Join(o.out, "hunt.json"))
+			res.Runs, res.CandidateRuns, min(res.Shapes, res.Runs), searched, o.lock, sp.CheckedWords(), res.Seconds, filepath.Join(o.out, "hunt.json"))
 		return nil
 	}
 	for name, s := range map[string]*hunt.Story{"found.yaml": found, "original.yaml": original} {
