@@ -292,7 +292,7 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 	if ttl < spec.MinTTL {
 		return Space{}, fmt.Errorf("--ttl %v: %s's leases last at least %v, so the faults' sizes would be relative to another lease than the one granted: give --ttl %v or more", ttl, lock, spec.MinTTL, spec.MinTTL)
 	}
-	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: backends.DefaultNodes(spec), Clients: 3, expires: !spec.NoExpiry}
+	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: scenarios.LockNodes(nil, spec), Clients: 3, expires: !spec.NoExpiry}
 	if most != 0 {
 		if most < 2 || most > 3 {
 			return Space{}, fmt.Errorf("--clients %d: expected 2 or 3", most)
@@ -374,7 +374,7 @@ func (sp Space) WithBaseline(lock string) (Space, error) {
 		return sp, fmt.Errorf("--baseline %q: %v", lock, err)
 	}
 	spec, _ := clients.Lookup(sp.Lock)
-	if base.Backend != spec.Backend || backends.DefaultNodes(base) != sp.Nodes {
+	if base.Backend != spec.Backend || scenarios.LockNodes(nil, base) != sp.Nodes {
 		return sp, fmt.Errorf("--baseline %s: it runs on %s, and %s on %s: a baseline is played on the same servers",
 			lock, describeServers(base), sp.Lock, describeServers(spec))
 	}
@@ -387,7 +387,7 @@ func (sp Space) WithBaseline(lock string) (Space, error) {
 
 // describeServers says what a lock runs on ("5 redis node(s)").
 func describeServers(s clients.Spec) string {
-	if n := backends.DefaultNodes(s); n > 0 {
+	if n := scenarios.LockNodes(nil, s); n > 0 {
 		return fmt.Sprintf("%d %s node(s)", n, s.Backend)
 	}
 	return string(s.Backend)

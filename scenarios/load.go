@@ -423,7 +423,7 @@ func (s *Scenario) applyDefaults() {
 	}
 	if s.Nodes == 0 {
 		if spec, err := clients.Lookup(s.Lock); err == nil {
-			s.Nodes = backends.DefaultNodes(spec)
+			s.Nodes = LockNodes(nil, spec)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"locksim/backends"
 	"locksim/clients"
 	"locksim/history"
 )
@@ -143,8 +142,8 @@ func (s *Scenario) CounterfactualScenario() (*Scenario, error) {
 	// would run the counterfactual's lock on the wrong number of nodes; a
 	// story that sets nodes itself runs both locks on that many.
 	if _, explicit := s.lines["nodes"]; c.Given("lock") && !c.Given("nodes") && s.Nodes > 0 && !explicit {
-		if spec, err := clients.Lookup(cf.Lock); err == nil && backends.DefaultNodes(spec) > s.Nodes {
-			return nil, s.errAt("counterfactual", "lock %s wants %d nodes, the story has %d: a counterfactual changes one thing", cf.Lock, backends.DefaultNodes(spec), s.Nodes)
+		if spec, err := clients.Lookup(cf.Lock); err == nil && LockNodes(s, spec) > s.Nodes {
+			return nil, s.errAt("counterfactual", "lock %s wants %d nodes, the story has %d: a counterfactual changes one thing", cf.Lock, LockNodes(s, spec), s.Nodes)
 		}
 	}
 	cf.Steps = nil

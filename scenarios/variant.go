@@ -43,8 +43,8 @@ func (e *inapplicable) Error() string { return e.msg }
 // keeps everything else: its servers' settings, its steps and what they
 // claim (a lock that does not behave as told ends as a contradiction, exit
 // 2), its expected verdict. The nodes (Redis servers, etcd members) are
-// the lock's kind: a single-node lock (redis) runs on one node, a quorum
-// lock (redlock) on the story's nodes when it has several, else on its own
+// LockNodes': a single-node lock (redis) runs on one node, a quorum lock
+// (redlock) on the story's nodes when it has several, else on its own
 // default (5); a story that names a node the lock does not have cannot be
 // told with it.
 func WithLock(sc *Scenario, name string) (Variant, error) {
@@ -66,20 +66,13 @@ func WithLock(sc *Scenario, name string) (Variant, error) {
 	cp := *sc
 	cp.Lock = name
 	cp.Title = fmt.Sprintf("%s (played with lock %s instead of %s)", sc.Title, name, sc.Lock)
-	if sc.Nodes > 0 || spec.Nodes > 0 { // a backend of nodes (Redis, etcd), not PostgreSQL
-		switch want := max(spec.Nodes, 1); {
-		case want == 1:
-			cp.Nodes = 1
-		case sc.Nodes <= 1:
-			cp.Nodes = want
+	cp.Nodes = LockNodes(sc, spec)
+	if n, where := highestNode(sc); n >= cp.Nodes && cp.Nodes > 0 {
+		has := "one node, A"
+		if cp.Nodes > 1 {
+			has = fmt.Sprintf("%d nodes, A to %s", cp.Nodes, NodeName(cp.Nodes-1))
 		}
-		if n, where := highestNode(sc); n >= cp.Nodes {
-			has := "one node, A"
-			if cp.Nodes > 1 {
-				has = fmt.Sprintf("%d nodes, A to %s", cp.Nodes, NodeName(cp.Nodes-1))
-			}
-			return v, &inapplicable{fmt.Sprintf("scenario %s names node %s (%s); lock %s runs on %s", sc.Name, NodeName(n), where, name, has)}
-		}
+		return v, &inapplicable{fmt.Sprintf("scenario %s names node %s (%s); lock %s runs on %s", sc.Name, NodeName(n), where, name, has)}
 	}
 	if c := sc.Counterfactual; c != nil && c.Given("lock") {
 		v.SkipCF = fmt.Sprintf("it changes the lock (%s -> %s: %s), which means nothing for lock %s", sc.Lock, c.Lock, c.Change, name)

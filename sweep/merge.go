@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"locksim/backends"
+	"locksim/clients"
 	"locksim/scenarios"
 )
 
@@ -23,6 +24,8 @@ type Description struct {
 	Points int      `json:"points"`
 	Trials int      `json:"trials"`
 	Locks  []string `json:"locks"`
+	// Servers says, for each lock in Locks' order, what it ran on.
+	Servers []Servers `json:"servers,omitempty"`
 	// TTL, Duration and Clients are the overrides ("" and 0: none).
 	TTL      string `json:"ttl,omitempty"`
 	Duration string `json:"duration,omitempty"`
@@ -41,12 +44,29 @@ type Description struct {
 	Version string `json:"version,omitempty"`
 }
 
+// Servers is what one lock of a sweep ran on: its backend and how many
+// of its servers (scenarios.LockNodes: Redis nodes, etcd members; for a
+// PostgreSQL lock, its Redis fence's nodes), and its fencing token's
+// source ("": none).
+type Servers struct {
+	Lock    string `json:"lock"`
+	Backend string `json:"backend"`
+	Nodes   int    `json:"nodes"`
+	Fence   string `json:"fence,omitempty"`
+}
+
 // Describe is the description of sweeping sc with o, defaults filled in
 // as Run plays them.
 func Describe(sc *scenarios.Scenario, o Options) Description {
 	o, locks, _ := o.resolve(sc)
 	d := Description{Scenario: sc.Name, Seed: o.Seed, Points: o.Points, Trials: o.Trials, Locks: locks,
 		Clients: o.Clients, Backend: o.Host.Name, Shard: o.Shard.I, Shards: o.Shard.N}
+	for _, l := range locks {
+		if v, err := Variant(sc, l); err == nil {
+			spec, _ := clients.Lookup(v.Lock)
+			d.Servers = append(d.Servers, Servers{Lock: l, Backend: string(spec.Backend), Nodes: v.Nodes, Fence: v.Fence})
+		}
+	}
 	if o.Param != nil {
 		d.Param = o.Param.String()
 	}
@@ -107,12 +127,39 @@ func (d Description) sameSweep() [][2]string {
 		{"scenario", d.Scenario}, {"seed", strconv.FormatInt(d.Seed, 10)}, {"param", d.Param},
 		{"points", strconv.Itoa(d.Points)}, {"trials", strconv.Itoa(d.Trials)}, {"locks", strings.Join(d.Locks, ",")},
 		{"ttl", d.TTL}, {"duration", d.Duration}, {"clients", strconv.Itoa(d.Clients)},
-		{"backend", d.Backend},
+		{"backend", d.Backend}, {"servers", d.serversLine()},
 	}
 	for _, b := range backends.All() {
 		same = append(same, [2]string{"images." + string(b.Name()), d.Images[string(b.Name())]})
 	}
 	return append(same, [2]string{"shards", strconv.Itoa(d.Shards)})
+}
+
+// serversLine says Servers in one line: "redsync on 5 redis node(s),
+// postgres-session on postgres".
+func (d Description) serversLine() string {
+	var parts []string
+	for _, s := range d.Servers {
+		parts = append(parts, s.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// String says what the lock ran on: "redsync on 5 redis node(s)",
+// "postgres-session+fenced on postgres (fence postgres)"; a PostgreSQL
+// lock's nodes are its Redis fence's.
+func (s Servers) String() string {
+	on := s.Backend
+	switch {
+	case s.Nodes > 0 && s.Backend == string(clients.PostgresBackend):
+		on = fmt.Sprintf("%s and %d %s node(s)", s.Backend, s.Nodes, clients.RedisBackend)
+	case s.Nodes > 0:
+		on = fmt.Sprintf("%d %s node(s)", s.Nodes, s.Backend)
+	}
+	if s.Fence != "" {
+		on += " (fence " + s.Fence + ")"
+	}
+	return s.Lock + " on " + on
 }
 
 // ShardResult is what one shard wrote: its sweep.json and sweep.csv, and

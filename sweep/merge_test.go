@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"locksim/scenarios"
 )
 
 // trialOutcome is a made-up trial: counts drawn from its place in the sweep.
@@ -125,6 +127,10 @@ func TestMergeRefuses(t *testing.T) {
 		{"twice", func(s []ShardResult) []ShardResult { s[2] = s[1]; s[2].Dir = "again"; return s }, "again: shard 2/3 again (shard2 is shard 2/3 too)"},
 		{"seed", func(s []ShardResult) []ShardResult { s[1].Desc.Seed = 8; return s }, `shard2: seed "8", but shard1 has "7"`},
 		{"locks", func(s []ShardResult) []ShardResult { s[2].Desc.Locks = []string{"redis"}; return s }, `shard3: locks "redis", but shard1`},
+		{"servers", func(s []ShardResult) []ShardResult {
+			s[1].Desc.Servers = []Servers{{Lock: "redsync", Backend: "redis", Nodes: 1}}
+			return s
+		}, `shard2: servers "redsync on 1 redis node(s)", but shard1`},
 		{"N", func(s []ShardResult) []ShardResult { s[1].Desc.Shards = 4; return s }, `shard2: shards "4", but shard1 has "3"`},
 		{"whole", func(s []ShardResult) []ShardResult { s[1].Desc.Shard, s[1].Desc.Shards = 0, 0; return s }, "shard2: not a shard"},
 		{"rows", func(s []ShardResult) []ShardResult { s[1].Rows = s[1].Rows[1:]; return s }, "shard2: sweep.csv has 11 rows, want 12"},
@@ -259,5 +265,19 @@ func TestUndecided(t *testing.T) {
 		if u != c.unknown[0]+c.unknown[1] || n != 20 || tooMany != c.tooMany {
 			t.Errorf("unknown %v of 2x10 trials: %d, %d, %v; want too many %v", c.unknown, u, n, tooMany, c.tooMany)
 		}
+	}
+}
+
+// TestDescriptionSaysWhatEachLockRanOn: sweep.json records, for each
+// lock, the servers it ran on, as Variant resolves them.
+func TestDescriptionSaysWhatEachLockRanOn(t *testing.T) {
+	sc, err := scenarios.Find("gen-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Describe(sc, Options{Locks: []string{"redsync", "redis", "postgres-session+fenced"}})
+	want := "redsync on 5 redis node(s), redis on 1 redis node(s), postgres-session+fenced on postgres (fence postgres)"
+	if got := d.serversLine(); got != want {
+		t.Errorf("servers: %q, want %q", got, want)
 	}
 }

@@ -163,9 +163,10 @@ func frac(k, n int) float64 {
 }
 
 // Variant builds the scenario for one lock name of --locks from sc: the
-// base lock ("redis", "redlock", "postgres-session", ...) with the Redis
-// nodes it needs, and with "+fenced" a PostgreSQL fencing token and fenced
-// storage; without it, no fence (fenced storage becomes plain).
+// base lock ("redis", "redlock", "postgres-session", ...) on the nodes
+// scenarios.LockNodes gives it, and with "+fenced" a PostgreSQL fencing
+// token and fenced storage; without it, no fence (fenced storage becomes
+// plain).
 func Variant(sc *scenarios.Scenario, name string) (*scenarios.Scenario, error) {
 	base, fenced := strings.CutSuffix(name, "+fenced")
 	spec, err := clients.Lookup(base)
@@ -175,16 +176,6 @@ func Variant(sc *scenarios.Scenario, name string) (*scenarios.Scenario, error) {
 	v := *sc
 	g := *sc.Generator
 	v.Generator = &g
-	v.Lock = base
-	if base != sc.Lock {
-		v.Nodes = 0
-		if spec.Backend == clients.RedisBackend {
-			v.Nodes = 1
-			if base == "redlock" {
-				v.Nodes = 5
-			}
-		}
-	}
 	if fenced {
 		v.Fence, v.Storage = clients.FencePostgres, "fenced"
 	} else {
@@ -193,6 +184,10 @@ func Variant(sc *scenarios.Scenario, name string) (*scenarios.Scenario, error) {
 			v.Storage = "plain"
 		}
 	}
+	// The nodes are worked out on the story with the variant's fence and
+	// its own lock, then the lock changes.
+	v.Nodes = scenarios.LockNodes(&v, spec)
+	v.Lock = base
 	// A clock fault on a lock with no Redis node: the schedule leaves the
 	// fault out (runner.Schedule), and the lock is measured without it.
 	return &v, nil

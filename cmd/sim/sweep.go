@@ -46,7 +46,7 @@ write sweep.csv (one row per lock and point: trials, trials with a
 violation, rate and its 95% Wilson interval, violations per 1000 critical
 sections, trials with damage, damage rate and interval, writes refused by
 the fence, and the counts behind the rates; a trial the machine was too
-slow for is counted apart, in trials_unknown, and in no rate), sweep.json (what was swept)
+slow for is counted apart, in trials_unknown, and in no rate), sweep.json (what was swept, and the servers each lock ran on)
 and damage.png/.svg and violations.png/.svg, one line per lock with its
 interval as a band; a point where every trial was unknown has no rate
 (empty in sweep.csv, "no data" in the table, an open ring in the plots).
@@ -183,6 +183,9 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "sim sweep %s (seed %d), shard %s\n", sc.Name, o.seed, so.Shard)
 	} else {
 		fmt.Fprintf(stderr, "sim sweep %s (seed %d)\n", sc.Name, o.seed)
+	}
+	for _, s := range desc.Servers {
+		fmt.Fprintf(stderr, "  %s\n", s)
 	}
 	started := time.Now()
 	rows, err := sweep.Run(ctx, sc, so)
