@@ -4,8 +4,8 @@ package main
 // each story catches, and which stories each lock survives.
 
 import (
-	"cmp"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
