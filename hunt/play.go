@@ -3,9 +3,10 @@ package hunt
 import (
 	"context"
 	"fmt"
-	"os"
+
 	"path/filepath"
 
+	"locksim/outdir"
 	"locksim/runner"
 )
 
@@ -24,7 +25,7 @@ func OnServers(dir string, base runner.Options) (play Player, close func()) {
 		o.Out = filepath.Join(dir, fmt.Sprintf("run-%04d", n))
 		o.Counterfactual = false
 		o.Keep = keep
-		defer os.RemoveAll(o.Out)
+		defer outdir.RemoveAll(o.Out)
 		reused := keep.Reused
 		out, err := runner.Run(ctx, s.Scenario, o)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"locksim/history"
+	"locksim/outdir"
 	"locksim/runner"
 	"locksim/scenarios"
 )
@@ -29,7 +30,7 @@ func writeRun(t *testing.T, sc *scenarios.Scenario, history string, expected str
 	t.Helper()
 	events, res := load(t, history)
 	r := &runner.Outcome{Scenario: sc, Dir: t.TempDir(), Seed: 42, Expected: expected, Check: res, Events: events, Duration: 1234 * time.Millisecond}
-	if err := writeHistory(filepath.Join(r.Dir, "history.jsonl"), events); err != nil {
+	if err := writeHistory(r.Dir, events); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteRunDir(r); err != nil {
@@ -38,8 +39,14 @@ func writeRun(t *testing.T, sc *scenarios.Scenario, history string, expected str
 	return r
 }
 
-func writeHistory(path string, events []history.Event) error {
-	f, err := os.Create(path)
+// writeHistory writes history.jsonl into a run directory of locksim's,
+// as the runner does.
+func writeHistory(dir string, events []history.Event) error {
+	d, err := outdir.Claim(dir, outdir.Run, "test")
+	if err != nil {
+		return err
+	}
+	f, err := d.Create("history.jsonl")
 	if err != nil {
 		return err
 	}

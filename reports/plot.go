@@ -6,10 +6,10 @@
 package reports
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
 	"math"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +19,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"locksim/outdir"
 )
 
 // Series is one line of a rate plot.
@@ -45,8 +47,8 @@ type RatePlot struct {
 	MarkLabel string
 }
 
-// WriteRatePlot writes base+".png" and base+".svg".
-func WriteRatePlot(rp RatePlot, base string) error {
+// WriteRatePlot writes name+".png" and name+".svg" into d.
+func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 	p := plot.New()
 	p.Title.Text = rp.Title
 	p.Title.Padding = vg.Points(10)
@@ -161,8 +163,16 @@ func WriteRatePlot(rp RatePlot, base string) error {
 		}
 	}
 	for _, ext := range []string{".png", ".svg"} {
-		if err := p.Save(8*vg.Inch, 5*vg.Inch, base+ext); err != nil {
-			return fmt.Errorf("plot %s: %v", filepath.Base(base+ext), err)
+		w, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, ext[1:])
+		var b bytes.Buffer
+		if err == nil {
+			_, err = w.WriteTo(&b)
+		}
+		if err == nil {
+			err = d.WriteFile(name+ext, b.Bytes())
+		}
+		if err != nil {
+			return fmt.Errorf("plot %s: %v", name+ext, err)
 		}
 	}
 	return nil

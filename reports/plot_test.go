@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"locksim/outdir"
 )
 
 // TestNiceTicks: the x axis of a sweep over 0.2..3 TTLs gets labels every
@@ -35,15 +37,15 @@ func TestNiceTicks(t *testing.T) {
 
 // TestWriteRatePlot draws both files.
 func TestWriteRatePlot(t *testing.T) {
-	base := filepath.Join(t.TempDir(), "damage")
+	d, base := claimTemp(t), "damage"
 	rp := RatePlot{Title: "gen-pause: trials with damage against the pause", XLabel: "pause / TTL", YLabel: "%",
 		Mark: 1, MarkLabel: "pause = TTL",
 		Series: []Series{{Name: "redis", X: []float64{0.5, 1, 2}, Y: []float64{0, 50, 100}, Low: []float64{0, 30, 80}, High: []float64{20, 70, 100}}}}
-	if err := WriteRatePlot(rp, base); err != nil {
+	if err := WriteRatePlot(rp, d, base); err != nil {
 		t.Fatal(err)
 	}
 	for _, ext := range []string{".png", ".svg"} {
-		if fi, err := os.Stat(base + ext); err != nil || fi.Size() == 0 {
+		if fi, err := os.Stat(filepath.Join(d.Path(), base+ext)); err != nil || fi.Size() == 0 {
 			t.Fatalf("%s: %v", ext, err)
 		}
 	}
@@ -71,16 +73,16 @@ func TestRunsBreakAtNoData(t *testing.T) {
 // TestWriteRatePlotNoData: a plot with points without data, including a
 // series with no data at all, is drawn and says so in its legend.
 func TestWriteRatePlotNoData(t *testing.T) {
-	base := filepath.Join(t.TempDir(), "violations")
+	d, base := claimTemp(t), "violations"
 	rp := RatePlot{Title: "gen-pause", XLabel: "pause / TTL", YLabel: "%",
 		Series: []Series{
 			{Name: "redis", X: []float64{0.5, 2}, Y: []float64{0, 100}, Low: []float64{0, 80}, High: []float64{20, 100}, NoData: []float64{1, 3}},
 			{Name: "redlock", NoData: []float64{0.5, 1, 2, 3}},
 		}}
-	if err := WriteRatePlot(rp, base); err != nil {
+	if err := WriteRatePlot(rp, d, base); err != nil {
 		t.Fatal(err)
 	}
-	svg, err := os.ReadFile(base + ".svg")
+	svg, err := os.ReadFile(filepath.Join(d.Path(), base+".svg"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,4 +91,14 @@ func TestWriteRatePlotNoData(t *testing.T) {
 			t.Errorf("the plot's SVG lacks the legend entry %q", want)
 		}
 	}
+}
+
+// claimTemp claims a temp dir for a test's outputs.
+func claimTemp(t *testing.T) *outdir.Dir {
+	t.Helper()
+	d, err := outdir.Claim(t.TempDir(), outdir.Sweep, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -18,6 +18,7 @@ import (
 
 	"locksim/checker"
 	"locksim/history"
+	"locksim/outdir"
 	"locksim/runner"
 	"locksim/scenarios"
 )
@@ -126,14 +127,18 @@ func Write(out *runner.Outcome) error {
 // the run goes). r.Check is the check of r.Events: what it derived
 // (r.Check.Derived) is drawn as it is.
 func WriteRunDir(r *runner.Outcome) error {
+	d, err := claimRunDir(r)
+	if err != nil {
+		return err
+	}
 	b, err := json.MarshalIndent(NewResult(r), "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(r.Dir, "result.json"), append(b, '\n')); err != nil {
+	if err := d.WriteFile("result.json", append(b, '\n')); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(r.Dir, "summary.md"), []byte(Markdown(r))); err != nil {
+	if err := d.WriteFile("summary.md", []byte(Markdown(r))); err != nil {
 		return err
 	}
 	tl := NewTimeline(r.Scenario.Name+": "+r.Scenario.Title, r.Events, r.Check, LockNodes(r.Scenario), r.Scenario.Clients)
@@ -141,21 +146,21 @@ func WriteRunDir(r *runner.Outcome) error {
 	if err := tl.WriteSVG(&svg); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(r.Dir, "timeline.svg"), svg.Bytes()); err != nil {
+	if err := d.WriteFile("timeline.svg", svg.Bytes()); err != nil {
 		return err
 	}
 	var page bytes.Buffer
 	if err := WriteHTML(&page, r, tl); err != nil {
 		return fmt.Errorf("report.html: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(r.Dir, "report.html"), page.Bytes()); err != nil {
+	if err := d.WriteFile("report.html", page.Bytes()); err != nil {
 		return err
 	}
 	var junit bytes.Buffer
 	if err := WriteJUnit(&junit, []Case{{Name: r.Scenario.Name, Run: r, Duration: r.Duration}}); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(r.Dir, "junit.xml"), junit.Bytes()); err != nil {
+	if err := d.WriteFile("junit.xml", junit.Bytes()); err != nil {
 		return err
 	}
 	// history.html draws the linearization the check found; a Check read
@@ -168,7 +173,7 @@ func WriteRunDir(r *runner.Outcome) error {
 	if err := visualize(&html); err != nil {
 		return fmt.Errorf("porcupine visualization: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(r.Dir, "history.html"), html.Bytes())
+	return d.WriteFile("history.html", html.Bytes())
 }
 
 // LoadRun reads a run directory back: history.jsonl, and result.json for
@@ -284,29 +289,6 @@ func mdEscape(s string) string {
 	return r.Replace(s)
 }
 
-// writeFileAtomic writes data to a temp file beside path and renames it
-// into place: an interrupted run never leaves a half-written file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
-}
-
 // Interrupted is the verdict of a run stopped before its story ended.
 const Interrupted = "interrupted"
 
@@ -316,22 +298,22 @@ const Interrupted = "interrupted"
 // the verdict is interrupted.
 func WriteInterrupted(r *runner.Outcome) error {
 	r.Check = checker.Result{Verdict: Interrupted, Summary: "interrupted: " + r.Interrupted + "; nothing was checked, and history.jsonl holds what happened so far"}
+	d, err := claimRunDir(r)
+	if err != nil {
+		return err
+	}
 	b, err := json.MarshalIndent(NewResult(r), "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(r.Dir, "result.json"), append(b, '\n')); err != nil {
+	if err := d.WriteFile("result.json", append(b, '\n')); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(r.Dir, "summary.md"), []byte(Markdown(r)))
+	return d.WriteFile("summary.md", []byte(Markdown(r)))
 }
 
-// IsRunDir says whether dir holds a run (its result or its history).
-func IsRunDir(dir string) bool {
-	for _, f := range []string{"result.json", "history.jsonl"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			return true
-		}
-	}
-	return false
+// claimRunDir claims r's run directory: a run's files go only where
+// locksim may write them.
+func claimRunDir(r *runner.Outcome) (*outdir.Dir, error) {
+	return outdir.Claim(r.Dir, outdir.Run, fmt.Sprintf("%s seed %d", r.Scenario.Name, r.Seed))
 }

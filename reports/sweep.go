@@ -7,19 +7,18 @@ package reports
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
+	"locksim/outdir"
 	"locksim/sweep"
 )
 
 // WriteSweep writes a sweep's sweep.csv and its two plots
-// (damage.png/.svg, violations.png/.svg) into dir; scenario names the
+// (damage.png/.svg, violations.png/.svg) into d; scenario names the
 // swept scenario in the plots' titles.
-func WriteSweep(dir, scenario string, rows []sweep.Row) error {
-	f, err := os.Create(filepath.Join(dir, "sweep.csv"))
+func WriteSweep(d *outdir.Dir, scenario string, rows []sweep.Row) error {
+	f, err := d.Create("sweep.csv")
 	if err != nil {
 		return err
 	}
@@ -34,7 +33,7 @@ func WriteSweep(dir, scenario string, rows []sweep.Row) error {
 		return nil
 	}
 	for _, rp := range SweepPlots(scenario, rows) {
-		if err := WriteRatePlot(rp.RatePlot, filepath.Join(dir, rp.File)); err != nil {
+		if err := WriteRatePlot(rp.RatePlot, d, rp.File); err != nil {
 			return err
 		}
 	}

@@ -46,8 +46,9 @@ func TestSweepPlots(t *testing.T) {
 		t.Errorf("violations of redis at 0.5 TTL: %v%%, want 10", v.Y[0])
 	}
 
-	dir := t.TempDir()
-	if err := WriteSweep(dir, "gen-pause", rows); err != nil {
+	d := claimTemp(t)
+	dir := d.Path()
+	if err := WriteSweep(d, "gen-pause", rows); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"sweep.csv", "damage.png", "damage.svg", "violations.png", "violations.svg"} {

@@ -11,8 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -97,10 +95,12 @@ func OpenTrials(ctx context.Context, sc *scenarios.Scenario, o Options) (*Trials
 		}
 		r.o.Out, t.logs = dir, dir
 	}
-	if err := os.MkdirAll(r.o.Out, 0o755); err != nil {
+	dir, err := claimRunDir(sc, r.o)
+	if err != nil {
 		t.Close()
-		return nil, harness("%v", err)
+		return nil, err
 	}
+	r.dir = dir
 	if err := r.setup(ctx); err != nil {
 		t.Close()
 		return nil, err
@@ -392,8 +392,9 @@ func aimedAt(plan []Planned) map[int]bool {
 // Trials trials on one environment and keeps, as the run's history, the
 // first trial whose verdict is not safe (else the last).
 func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*Outcome, error) {
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return nil, harness("run directory: %v", err)
+	dir, err := claimRunDir(sc, o)
+	if err != nil {
+		return nil, err
 	}
 	spec, err := clients.Lookup(sc.Lock)
 	if err != nil {
@@ -424,7 +425,7 @@ func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 			kept = tr
 		}
 	}
-	f, err := os.Create(filepath.Join(o.Out, "history.jsonl"))
+	f, err := dir.Create("history.jsonl")
 	if err != nil {
 		return nil, harness("run directory: %v", err)
 	}

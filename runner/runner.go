@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"locksim/env"
 	"locksim/history"
 	"locksim/nemesis"
+	"locksim/outdir"
 	"locksim/scenarios"
 	"locksim/storage"
 	"locksim/worker"
@@ -96,6 +96,9 @@ type run struct {
 	pending map[int]<-chan error
 	faults  []nemesis.Fault
 	tmp     string
+	// dir is the run directory (o.Out), claimed: the clients' logs go
+	// there.
+	dir *outdir.Dir
 	// servers are the run's servers, a lock backend's each (servers.go):
 	// the lock's, then those its storage and fence need.
 	servers []started
@@ -196,18 +199,29 @@ func DefaultOut(name string, t time.Time) string {
 	return filepath.Join("runs", fmt.Sprintf("%s-%s", name, t.Format("20060102-150405.000")))
 }
 
-// playScripted plays a scripted story and checks its history.
-func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*Outcome, error) {
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+// claimRunDir claims o.Out as sc's run directory, before any server
+// starts: a directory holding anything locksim did not write is refused.
+func claimRunDir(sc *scenarios.Scenario, o Options) (*outdir.Dir, error) {
+	d, err := outdir.Claim(o.Out, outdir.Run, fmt.Sprintf("%s seed %d", sc.Name, o.Seed))
+	if err != nil {
 		return nil, harness("run directory: %v", err)
 	}
-	hf, err := os.Create(filepath.Join(o.Out, "history.jsonl"))
+	return d, nil
+}
+
+// playScripted plays a scripted story and checks its history.
+func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*Outcome, error) {
+	dir, err := claimRunDir(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	hf, err := dir.Create("history.jsonl")
 	if err != nil {
 		return nil, harness("run directory: %v", err)
 	}
 	defer hf.Close()
 	r := &run{
-		sc: sc, o: o, log: o.Log,
+		sc: sc, o: o, log: o.Log, dir: dir,
 		rec:     history.NewRecorder(history.Monotonic(), hf),
 		clients: map[int]*worker.Client{},
 		pending: map[int]<-chan error{},
@@ -379,7 +393,7 @@ func (r *run) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		logf, err := os.Create(filepath.Join(r.o.Out, fmt.Sprintf("client-%d.log", c)))
+		logf, err := r.dir.Create(fmt.Sprintf("client-%d.log", c))
 		if err != nil {
 			return harness("%v", err)
 		}

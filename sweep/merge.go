@@ -11,6 +11,7 @@ import (
 
 	"locksim/backends"
 	"locksim/clients"
+	"locksim/outdir"
 	"locksim/scenarios"
 )
 
@@ -95,13 +96,13 @@ func Describe(sc *scenarios.Scenario, o Options) Description {
 	return d
 }
 
-// WriteDescription writes d to path as indented JSON.
-func WriteDescription(path string, d Description) error {
-	b, err := json.MarshalIndent(d, "", "  ")
+// WriteDescription writes desc into dir as sweep.json (indented JSON).
+func WriteDescription(dir *outdir.Dir, desc Description) error {
+	b, err := json.MarshalIndent(desc, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return dir.WriteFile("sweep.json", append(b, '\n'))
 }
 
 // ReadDescription reads a sweep.json.

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"locksim/hunt"
+	"locksim/outdir"
 	"locksim/runner"
 	"locksim/scenarios"
 	"locksim/sweep"
@@ -139,11 +140,16 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	if o.out == "" {
 		o.out = filepath.Join("runs", fmt.Sprintf("hunt-%s-%s", o.lock, time.Now().Format("20060102-150405")))
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	dir, err := claimOut(o.out, outdir.Hunt, fmt.Sprintf("sim hunt %s seed %d", o.lock, o.seed))
+	if err != nil {
 		return err
 	}
-	candidates := filepath.Join(o.out, "candidates")
-	defer os.RemoveAll(candidates)
+	cands, err := dir.Sub("candidates", outdir.Runs, outID("sim hunt"))
+	if err != nil {
+		return asFlag("--out", err)
+	}
+	candidates := cands.Path()
+	defer outdir.RemoveAll(candidates)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	candidate, closeServers := hunt.OnServers(candidates, runner.Options{Seed: o.seed, Host: o.backend})
@@ -159,7 +165,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	res, found, original, err := hunt.Run(ctx, ho)
 	closeServers() // the final story is replayed on servers of its own
 	if res != nil {
-		if werr := writeJSON(filepath.Join(o.out, "hunt.json"), res); werr != nil {
+		if werr := writeJSON(dir, "hunt.json", res); werr != nil {
 			return errors.Join(err, werr)
 		}
 	}
@@ -175,11 +181,11 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 		return nil
 	}
 	for name, s := range map[string]*hunt.Story{"found.yaml": found, "original.yaml": original} {
-		if err := os.WriteFile(filepath.Join(o.out, name), s.YAML, 0o644); err != nil {
+		if err := dir.WriteFile(name, s.YAML); err != nil {
 			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(o.out, "schema.json"), scenarios.SchemaJSON, 0o644); err != nil {
+	if err := dir.WriteFile("schema.json", scenarios.SchemaJSON); err != nil {
 		return err
 	}
 	// The final story, played as sim run plays any: its run directory
@@ -216,13 +222,13 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	return errMismatch // a finding, as --expect safe fails
 }
 
-// writeJSON writes v, indented, to path.
-func writeJSON(path string, v any) error {
+// writeJSON writes v, indented, to the file name in dir.
+func writeJSON(dir *outdir.Dir, name string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return dir.WriteFile(name, append(b, '\n'))
 }
 
 func huntMergeCmd() *cobra.Command {
@@ -245,6 +251,12 @@ shard found a violation, 0 none did, 2 bad input.`,
 }
 
 func cmdHuntMerge(dirs []string, out string, stdout io.Writer) error {
+	if out == "" {
+		out = filepath.Join("runs", "hunt-merge-"+time.Now().Format("20060102-150405"))
+	}
+	if err := checkOutDir(out, outdir.Hunt); err != nil {
+		return err
+	}
 	var shards []*hunt.Result
 	for _, dir := range dirs {
 		b, err := os.ReadFile(filepath.Join(dir, "hunt.json"))
@@ -261,10 +273,8 @@ func cmdHuntMerge(dirs []string, out string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if out == "" {
-		out = filepath.Join("runs", "hunt-merge-"+time.Now().Format("20060102-150405"))
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	dir, err := claimOut(out, outdir.Hunt, "sim hunt merge "+res.Lock)
+	if err != nil {
 		return err
 	}
 	if best >= 0 {
@@ -273,12 +283,12 @@ func cmdHuntMerge(dirs []string, out string, stdout io.Writer) error {
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+			if err := dir.WriteFile(name, b); err != nil {
 				return err
 			}
 		}
 	}
-	if err := writeJSON(filepath.Join(out, "hunt.json"), res); err != nil {
+	if err := writeJSON(dir, "hunt.json", res); err != nil {
 		return err
 	}
 	if !res.Found {

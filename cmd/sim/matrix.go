@@ -5,6 +5,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 
 	"locksim/clients"
 	"locksim/matrix"
+	"locksim/outdir"
 	"locksim/reports"
 	"locksim/runner"
 	"locksim/scenarios"
@@ -106,6 +108,9 @@ func checkMatrix(o *matrixOptions) ([]string, error) {
 			locks = append(locks, l)
 		}
 	}
+	if err := errors.Join(checkOutFile("--markdown", o.markdown), checkOutFile("--html", o.html)); err != nil {
+		return nil, err
+	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano()
 	}
@@ -147,10 +152,8 @@ func cmdMatrix(ctx context.Context, o matrixOptions, stdout, stderr io.Writer) e
 	if len(cells) == 0 {
 		return fmt.Errorf("no scenario given can be played with %s: each needs other servers or more nodes (sim list shows each scenario's lock)", strings.Join(locks, ", "))
 	}
-	for _, c := range cells {
-		if err := checkOut(c.Dir); err != nil {
-			return err
-		}
+	if err := claimMatrixDirs(o.out, cells); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -164,8 +167,8 @@ func cmdMatrix(ctx context.Context, o matrixOptions, stdout, stderr io.Writer) e
 	// The table so far is written whatever happens, interrupted included.
 	var failed error
 	if o.markdown != "" {
-		if err := writeFile(o.markdown, []byte(reports.MatrixMarkdown(m))); err != nil {
-			warn(stderr, fmt.Errorf("--markdown: %v", err))
+		if err := writeOutFile("--markdown", o.markdown, []byte(reports.MatrixMarkdown(m))); err != nil {
+			warn(stderr, err)
 			failed = errFailed
 		}
 	}
@@ -173,10 +176,12 @@ func cmdMatrix(ctx context.Context, o matrixOptions, stdout, stderr io.Writer) e
 		var b bytes.Buffer
 		err := reports.WriteMatrixHTML(&b, m, filepath.Dir(o.html))
 		if err == nil {
-			err = writeFile(o.html, b.Bytes())
+			err = writeOutFile("--html", o.html, b.Bytes())
+		} else {
+			err = fmt.Errorf("--html: %v", err)
 		}
 		if err != nil {
-			warn(stderr, fmt.Errorf("--html: %v", err))
+			warn(stderr, err)
 			failed = errFailed
 		}
 	}
@@ -187,6 +192,38 @@ func cmdMatrix(ctx context.Context, o matrixOptions, stdout, stderr io.Writer) e
 		return failed
 	case c != nil:
 		return fmt.Errorf("not every cell ran: %s with %s: %s", c.Scenario, c.Lock, c.Err)
+	}
+	return nil
+}
+
+// claimMatrixDirs checks, before any server starts, the matrix's
+// directory, each lock's and each cell's run directory, then claims the
+// matrix's and the locks' (the runner claims each cell's as it plays).
+func claimMatrixDirs(out string, cells []*matrix.Cell) error {
+	var locks []string
+	for _, c := range cells {
+		if !slices.Contains(locks, c.Lock) {
+			locks = append(locks, c.Lock)
+		}
+	}
+	err := checkOutDir(out, outdir.Matrix)
+	for _, l := range locks {
+		err = cmp.Or(err, checkOutDir(filepath.Join(out, l), outdir.Runs))
+	}
+	for _, c := range cells {
+		err = cmp.Or(err, checkOutDir(c.Dir, outdir.Run))
+	}
+	if err != nil {
+		return err
+	}
+	d, err := claimOut(out, outdir.Matrix, "sim matrix")
+	if err != nil {
+		return err
+	}
+	for _, l := range locks {
+		if _, err := d.Sub(l, outdir.Runs, outID("sim matrix")); err != nil {
+			return asFlag("--out", err)
+		}
 	}
 	return nil
 }

@@ -10,8 +10,8 @@ import (
 // TestMatrixBadInputExits2: sim matrix refuses bad input in one line,
 // before anything starts.
 func TestMatrixBadInputExits2(t *testing.T) {
-	// A cell's run directory that holds something else is refused, as
-	// sim run's --out is.
+	// A directory holding something locksim did not write is refused, as
+	// sim run's --out is (out_test.go tries every command).
 	notEmpty := t.TempDir()
 	os.MkdirAll(filepath.Join(notEmpty, "redis", "redis-ttl-expiry"), 0o755)
 	os.WriteFile(filepath.Join(notEmpty, "redis", "redis-ttl-expiry", "mine.txt"), []byte("x"), 0o644)
@@ -24,7 +24,7 @@ func TestMatrixBadInputExits2(t *testing.T) {
 		{"matrix unknown lock", []string{"matrix", "--locks", "redis,chubby"}, `--locks: unknown lock "chubby"`},
 		{"matrix unknown scenario", []string{"matrix", "--locks", "redis", "redis-ttl-expiri"}, "did you mean: redis-ttl-expiry"},
 		{"matrix nothing to play", []string{"matrix", "--locks", "postgres-session", "redis-ttl-expiry"}, "no scenario given can be played with postgres-session"},
-		{"matrix out not empty", []string{"matrix", "--locks", "redis", "redis-ttl-expiry", "--out", notEmpty}, "not empty and not a run directory"},
+		{"matrix out not empty", []string{"matrix", "--locks", "redis", "redis-ttl-expiry", "--out", notEmpty}, "holds redis, which locksim did not write"},
 		{"matrix bad flag", []string{"matrix", "--locks", "redis", "--colour"}, "flag provided but not defined: -colour"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

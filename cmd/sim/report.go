@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"locksim/checker"
+	"locksim/outdir"
 	"locksim/reports"
 	"locksim/runner"
 )
@@ -106,6 +107,10 @@ func recheck(dir string) (*runner.Outcome, reports.Result, error) {
 // result.json (re-checked), summary.md, report.html, timeline.svg,
 // junit.xml and history.html.
 func cmdReport(o offlineOptions, stdout, stderr io.Writer) error {
+	// The reports are rewritten only in a run directory of locksim's.
+	if err := outdir.Check(o.dir, outdir.Run); err != nil {
+		return err
+	}
 	if err := checkOffline(o); err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"locksim/outdir"
 )
 
 // junitDoc is the part of a JUnit file the tests read.
@@ -162,9 +164,14 @@ func TestOfflineInvalidHistoryExits2(t *testing.T) {
 {"seq":3,"t":3000,"process":1,"type":"ok","op":"release","key":"L"}
 `, "history.jsonl: line 3: ok release of process 1 completes an invocation of acquire (rule: completion-matches-invoke)"},
 	} {
-		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, "history.jsonl"), []byte(c.history), 0o644)
-		os.WriteFile(filepath.Join(dir, "result.json"), []byte(`{"scenario":"x","expected":"safe","verdict":"safe"}`), 0o644)
+		// A run directory of locksim's, whose history was then broken.
+		d, err := outdir.Claim(t.TempDir(), outdir.Run, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := d.Path()
+		d.WriteFile("history.jsonl", []byte(c.history))
+		d.WriteFile("result.json", []byte(`{"scenario":"x","expected":"safe","verdict":"safe"}`))
 		for _, cmd := range []string{"check", "report"} {
 			t.Run(c.name+"/"+cmd, func(t *testing.T) {
 				code, stdout, stderr := sim(t, cmd, dir)

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"locksim/clients"
+	"locksim/outdir"
 	"locksim/reports"
 	"locksim/runner"
 	"locksim/scenarios"
@@ -126,6 +127,9 @@ func checkRun(o *runOptions) error {
 	if err := checkBackend(o.backend); err != nil {
 		return err
 	}
+	if err := errors.Join(checkOutFile("--junit", o.junit), checkOutFile("--markdown", o.markdown)); err != nil {
+		return err
+	}
 	if _, err := clients.Lookup(o.lock); o.lock != "" && err != nil {
 		return fmt.Errorf("--lock: unknown lock %q (known: %s)", o.lock, strings.Join(clients.Names(), ", "))
 	}
@@ -223,11 +227,12 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 		}
 		plan = append(plan, p)
 	}
-	for _, p := range plan {
-		for i := 1; i <= o.repeat && o.out != ""; i++ {
-			if err := checkOut(repeatDir(runDir(o.out, p.sc.Name, len(plan)), i, o.repeat)); err != nil {
-				return err
-			}
+	if err := checkRunDirs(o, plan); err != nil {
+		return err
+	}
+	if len(plan) > 1 && o.out != "" {
+		if _, err := claimOut(o.out, outdir.Runs, "sim run"); err != nil {
+			return err
 		}
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -265,6 +270,11 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 		base := runDir(o.out, sc.Name, len(plan))
 		if base == "" {
 			base = runner.DefaultOut(sc.Name, time.Now())
+		}
+		if o.repeat > 1 {
+			if _, err := claimOut(base, outdir.Runs, "sim run --repeat"); err != nil {
+				return err
+			}
 		}
 		verdicts := map[string]int{}
 		for i := 1; i <= o.repeat; i++ {
@@ -350,21 +360,30 @@ func runDir(out, name string, n int) string {
 	return out
 }
 
-// checkOut refuses a run directory that holds something other than a
-// run: writing the run there would mix with, or overwrite, the user's
-// files.
-func checkOut(dir string) error {
-	if dir == "" || reports.IsRunDir(dir) {
-		return nil
+// checkRunDirs checks, before any server starts, every directory sim
+// run will write under --out: the parent of several scenarios' runs,
+// each scenario's, and each repeat's.
+func checkRunDirs(o runOptions, plan []planned) error {
+	if o.out == "" {
+		return nil // new directories under runs/
 	}
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("--out %s: %v", dir, err)
-	case len(entries) > 0:
-		return fmt.Errorf("--out %s: not empty and not a run directory; name a new or empty directory, or an earlier run's", dir)
+	if len(plan) > 1 {
+		if err := checkOutDir(o.out, outdir.Runs); err != nil {
+			return err
+		}
+	}
+	for _, p := range plan {
+		base := runDir(o.out, p.sc.Name, len(plan))
+		if o.repeat > 1 {
+			if err := checkOutDir(base, outdir.Runs); err != nil {
+				return err
+			}
+		}
+		for i := 1; i <= o.repeat; i++ {
+			if err := checkOutDir(repeatDir(base, i, o.repeat), outdir.Run); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -376,25 +395,14 @@ func writeCIOutputs(o runOptions, cases []reports.Case) error {
 		if err := reports.WriteJUnit(&b, cases); err != nil {
 			return err
 		}
-		if err := writeFile(o.junit, b.Bytes()); err != nil {
-			return fmt.Errorf("--junit: %v", err)
-		}
-	}
-	if o.markdown != "" {
-		if err := writeFile(o.markdown, []byte(reports.SummaryMarkdown(cases))); err != nil {
-			return fmt.Errorf("--markdown: %v", err)
-		}
-	}
-	return nil
-}
-
-func writeFile(path string, data []byte) error {
-	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := writeOutFile("--junit", o.junit, b.Bytes()); err != nil {
 			return err
 		}
 	}
-	return os.WriteFile(path, data, 0o644)
+	if o.markdown != "" {
+		return writeOutFile("--markdown", o.markdown, []byte(reports.SummaryMarkdown(cases)))
+	}
+	return nil
 }
 
 func printVerdict(w io.Writer, r *runner.Outcome) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"locksim/outdir"
 	"locksim/reports"
 	"locksim/runner"
 	"locksim/scenarios"
@@ -158,7 +159,8 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 		}
 		o.out = filepath.Join("runs", fmt.Sprintf("sweep-%s%s-%s", sc.Name, shard, time.Now().Format("20060102-150405")))
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	dir, err := claimOut(o.out, outdir.Sweep, fmt.Sprintf("sim sweep %s seed %d", sc.Name, o.seed))
+	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -195,10 +197,10 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 		}
 		return err
 	}
-	if err := reports.WriteSweep(o.out, sc.Name, rows); err != nil {
+	if err := reports.WriteSweep(dir, sc.Name, rows); err != nil {
 		return err
 	}
-	if err := sweep.WriteDescription(filepath.Join(o.out, "sweep.json"), desc); err != nil {
+	if err := sweep.WriteDescription(dir, desc); err != nil {
 		return err
 	}
 	reports.SweepTable(stdout, rows)

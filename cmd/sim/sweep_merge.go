@@ -6,12 +6,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"locksim/outdir"
 	"locksim/reports"
 	"locksim/sweep"
 )
@@ -37,6 +37,12 @@ computed from the summed counts.`,
 }
 
 func cmdSweepMerge(dirs []string, out string, stdout io.Writer) error {
+	if out == "" {
+		out = filepath.Join("runs", "sweep-merge-"+time.Now().Format("20060102-150405"))
+	}
+	if err := checkOutDir(out, outdir.Sweep); err != nil {
+		return err
+	}
 	var shards []sweep.ShardResult
 	for _, dir := range dirs {
 		s, err := sweep.ReadShard(dir)
@@ -50,16 +56,14 @@ func cmdSweepMerge(dirs []string, out string, stdout io.Writer) error {
 		return err
 	}
 	desc.Version = version()
-	if out == "" {
-		out = filepath.Join("runs", "sweep-merge-"+time.Now().Format("20060102-150405"))
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	dir, err := claimOut(out, outdir.Sweep, "sim sweep merge "+desc.Scenario)
+	if err != nil {
 		return err
 	}
-	if err := reports.WriteSweep(out, desc.Scenario, rows); err != nil {
+	if err := reports.WriteSweep(dir, desc.Scenario, rows); err != nil {
 		return err
 	}
-	if err := sweep.WriteDescription(filepath.Join(out, "sweep.json"), desc); err != nil {
+	if err := sweep.WriteDescription(dir, desc); err != nil {
 		return err
 	}
 	reports.SweepTable(stdout, rows)
