@@ -123,15 +123,17 @@ func groupHelp(cmd *cobra.Command, _ []string) error {
 }
 
 // quietCommand says whether cmd only prints something, so that a start
-// of it does not reap (sim clean reaps itself, and says what it removed).
+// of it does not reap (sim clean reaps itself, and says what it removed):
+// sim alone (its help), and clean, version, help, completion and cobra's
+// completion requests, with their subcommands. Every other command reaps.
 func quietCommand(cmd *cobra.Command) bool {
-	for ; cmd != nil; cmd = cmd.Parent() {
+	if !cmd.HasParent() {
+		return true // sim alone: its help
+	}
+	for ; cmd.HasParent(); cmd = cmd.Parent() {
 		switch cmd.Name() {
 		case "clean", "version", "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
 			return true
-		}
-		if !cmd.HasParent() {
-			return true // sim alone: its help
 		}
 	}
 	return false
