@@ -10,10 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -144,7 +142,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	}
 	candidates := filepath.Join(o.out, "candidates")
 	defer os.RemoveAll(candidates)
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilStopped(ctx)
 	defer stop()
 	candidate, closeServers := hunt.OnServers(candidates, runner.Options{Seed: o.seed, Host: o.backend})
 	defer closeServers()

@@ -11,11 +11,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -230,7 +228,7 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 			}
 		}
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilStopped(ctx)
 	defer stop()
 	var beforeStep func(context.Context, runner.StepView)
 	if o.step {

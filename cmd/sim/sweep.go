@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -161,7 +159,7 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilStopped(ctx)
 	defer stop()
 	so := sweep.Options{Param: param, Points: o.points, Trials: o.trials, Locks: locks, Seed: o.seed,
 		TTL: o.ttl, Duration: o.duration, Clients: o.clients, Host: o.backend}
