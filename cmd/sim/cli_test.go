@@ -215,7 +215,7 @@ func TestBadInputExits2WithOneLine(t *testing.T) {
 		{"close names", []string{"run", "redlock-clockjump"}, "did you mean: redlock-clock-jump"},
 		{"bad file", []string{"run", bad}, bad + ":4: ttl: expected a positive duration"},
 		{"bad expect", []string{"run", "redlock-clock-jump", "--expect", "fine"}, "--expect: expected safe, unsafe or leaked"},
-		{"unknown flag", []string{"run", "redlock-clock-jump", "--colour"}, "flag provided but not defined: -colour"},
+		{"unknown flag", []string{"run", "redlock-clock-jump", "--colour"}, "flag provided but not defined: --colour"},
 		{"unknown command", []string{"fly"}, `unknown command "fly"`},
 		{"generator flag on a story", []string{"run", "redlock-clock-jump", "--trials", "3"}, "apply to generator scenarios"},
 		{"bad trials", []string{"run", "gen-pause", "--trials", "-1"}, "--trials: expected 1 to 100000"},
