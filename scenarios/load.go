@@ -675,7 +675,7 @@ func (s *Scenario) validateGenerator() error {
 	}
 	if gen := g.Generated(); gen != nil {
 		if g.sizeOf != "" && g.sizeOf != g.Fault {
-			return at(g.sizeField(), "sizes a %s fault; this generator's fault is %s (its size is %s)", g.sizeOf, g.Fault, gen.Name)
+			return at(g.sizeField(), "sizes %s fault; this generator's fault is %s (its size is %s)", Indefinite(g.sizeOf), g.Fault, gen.Name)
 		}
 		if gen.Unit == nemesis.UnitRate && !(g.Size > 0) {
 			return at(gen.Name, "expected a rate above 0, got %g", g.Size)
