@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"locksim/hunt"
 	"locksim/runner"
@@ -31,6 +32,9 @@ type huntOptions struct {
 	seed                  int64
 	shard, out            string
 	backend               runner.Host
+	// flags are the flags as given, to refuse one with no effect (nil:
+	// none given).
+	flags *pflag.FlagSet
 }
 
 func huntCmd() *cobra.Command {
@@ -82,7 +86,7 @@ interrupted (hunt.json keeps what it had).`,
 		ValidArgsFunction: completeLocks,
 		Args:              usage(cobra.ExactArgs(1), "hunt: name one lock (sim locks), e.g. sim hunt redis --faults pause"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.lock = args[0]
+			o.lock, o.flags = args[0], cmd.Flags()
 			return cmdHunt(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -124,6 +128,9 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 		return errors.New("--runs: expected 1 or more; --budget: expected a positive duration")
 	}
 	if err := checkBackend(o.backend); err != nil {
+		return err
+	}
+	if err := refuseIdle(o.flags, huntIdle(o)...); err != nil {
 		return err
 	}
 	ho := hunt.Options{Space: sp, Runs: o.runs, Budget: o.budget, Seed: o.seed}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"locksim/clients"
 	"locksim/matrix"
@@ -35,6 +36,9 @@ type matrixOptions struct {
 	clientCmd string
 	// backend says where the servers run.
 	backend runner.Host
+	// flags are the flags as given, to refuse one with no effect (nil:
+	// none given).
+	flags *pflag.FlagSet
 }
 
 func matrixCmd() *cobra.Command {
@@ -64,7 +68,7 @@ findings, not errors), 2 bad input or a cell the harness could not run,
 		ValidArgsFunction: completeScenarios(func(sc *scenarios.Scenario) bool { return sc.Generator == nil }),
 		Args:              cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.targets = args
+			o.targets, o.flags = args, cmd.Flags()
 			return cmdMatrix(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -72,7 +76,7 @@ findings, not errors), 2 bad input or a cell the harness could not run,
 	f.SortFlags = false
 	f.StringVar(&o.locks, "locks", "", "the locks to compare, `a,b,c` (sim locks; mutants too)")
 	f.StringVar(&o.out, "out", "", "where the runs go, as `DIR`/<lock>/<scenario> (default runs/matrix-<time>)")
-	f.Int64Var(&o.seed, "seed", 0, "seed `N` of every run (default: the time)")
+	f.Int64Var(&o.seed, "seed", 0, "seed `N` of a generator scenario's schedules (default: the time); a scripted story draws nothing")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "run every client as the program `CMD` (split on spaces; docs/protocol.md) instead of locksim's Go worker")
 	backendFlags(f, &o.backend)
 	f.StringVar(&o.markdown, "markdown", "", "also write the table as Markdown to `FILE` (e.g. \"$GITHUB_STEP_SUMMARY\")")
@@ -126,6 +130,9 @@ func cmdMatrix(ctx context.Context, o matrixOptions, stdout, stderr io.Writer) e
 			}
 		}
 	} else if list, err = scenarios.Select(false, o.targets); err != nil {
+		return err
+	}
+	if err := refuseIdle(o.flags, matrixIdle(o, list)...); err != nil {
 		return err
 	}
 	if o.out == "" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"locksim/reports"
 	"locksim/runner"
@@ -31,6 +32,9 @@ type sweepOptions struct {
 	quiet          bool
 	shard          string
 	backend        runner.Host
+	// flags are the flags as given, to refuse one with no effect (nil:
+	// none given).
+	flags *pflag.FlagSet
 }
 
 func sweepCmd() *cobra.Command {
@@ -66,7 +70,7 @@ redraws the plots.`,
 		ValidArgsFunction: completeScenarios(func(sc *scenarios.Scenario) bool { return sc.Generator != nil }),
 		Args:              usage(cobra.ExactArgs(1), "sweep: name one generator scenario, e.g. sim sweep gen-pause --param pause=0.2ttl..3ttl"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.name = args[0]
+			o.name, o.flags = args[0], cmd.Flags()
 			return cmdSweep(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -139,6 +143,9 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 	}
 	if sc.Generator == nil {
 		return fmt.Errorf("%s is a scripted story; sweep a generator scenario (sim list gen-)", sc.Name)
+	}
+	if err := refuseIdle(o.flags, sweepIdle(o, sc)...); err != nil {
+		return err
 	}
 	var locks []string
 	if o.locks != "" {
