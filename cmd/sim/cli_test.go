@@ -34,8 +34,18 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// sim runs the CLI in this process.
+// sim runs the CLI in this process. What killed runs on this machine
+// left is reaped first, so that the start's own reaping, and its line,
+// are not part of what a test reads (TestEveryStartReaps calls simStart).
 func sim(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	env.Reap(env.ReapRoots()...)
+	return simStart(t, args...)
+}
+
+// simStart runs the CLI in this process, as a start of sim: reaping
+// included.
+func simStart(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = Main(args, strings.NewReader(""), &out, &errb)
