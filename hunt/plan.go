@@ -341,7 +341,7 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 		case k == "partition" && !redisNodes:
 			// Only a Redis-family client bounds every call by its
 			// node_timeout: a partition would hold another's until the heal.
-			why = fmt.Sprintf("a partition would hold a %s client's call until the story's heal; a hunt partitions only Redis nodes' links, which node_timeout bounds", lock)
+			why = fmt.Sprintf("a partition would hold %s client's call until the story's heal; a hunt partitions only Redis nodes' links, which node_timeout bounds", scenarios.Indefinite(lock))
 		case sh.links && len(sp.lockLinks) == 0 && storage == "none":
 			why = "it acts on a client's links and the story has none"
 		}

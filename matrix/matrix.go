@@ -234,13 +234,21 @@ func (c *Cell) Kind() string {
 	return KindDiffers
 }
 
-// Text is the cell in words, its reasons cut to width (0: whole).
+// Text is the cell in words, its reasons cut to width (0: whole) at a
+// word's end, with an ellipsis.
 func (c *Cell) Text(width int) string {
 	cut := func(s string) string {
-		if r := []rune(s); width > 0 && len(r) > width {
-			return string(r[:width-1]) + "…"
+		r := []rune(s)
+		if width <= 0 || len(r) <= width {
+			return s
 		}
-		return s
+		head := string(r[:width-1])
+		if r[width-1] != ' ' { // the cut falls in a word: drop it
+			if i := strings.LastIndexByte(head, ' '); i > 0 {
+				head = head[:i]
+			}
+		}
+		return strings.TrimRight(head, " ,;:") + "…"
 	}
 	switch c.Kind() {
 	case KindNA:

@@ -134,3 +134,26 @@ func TestPlayRecordsEachCell(t *testing.T) {
 		t.Errorf("a harness failure: %+v", f)
 	}
 }
+
+// TestTextCutsAtAWordsEnd: a reason too long for the terminal is cut at
+// the end of its last whole word, with an ellipsis; a single long word
+// where it must.
+func TestTextCutsAtAWordsEnd(t *testing.T) {
+	const prefix = "story did not happen: "
+	for _, c := range []struct {
+		story string
+		width int
+		want  string
+	}{
+		{"client 1's release ends ok", 0, "client 1's release ends ok"},
+		{"client 1's release ends ok", 26, "client 1's release ends ok"},
+		{"client 1's release ends ok", 15, "client 1's…"}, // "client 1's rel" cut in a word
+		{"client 1's release ends ok", 12, "client 1's…"}, // the cut falls on the space
+		{"step 4: refused (not-held)", 12, "step 4…"},     // no colon before the ellipsis
+		{"supercalifragilistic", 8, "superca…"},           // no word end to cut at
+	} {
+		if got := (&Cell{Story: c.story}).Text(c.width); got != prefix+c.want {
+			t.Errorf("Text(%d) of %q = %q, want %q", c.width, c.story, got, prefix+c.want)
+		}
+	}
+}

@@ -91,7 +91,7 @@ func decodeStrict(n *yaml.Node, v any, what string, renamed map[string]rename, s
 			if q := fmt.Sprintf("%q", name); name == "" || q[1:len(q)-1] != name {
 				name = q // a key with a line break or a control character, or none
 			}
-			return nil, &Error{Line: k.Line, Field: what + name, Msg: fmt.Sprintf("unknown field (known: %s)", strings.Join(known, ", "))}
+			return nil, &Error{Line: k.Line, Field: what + name, Msg: unknownField(k.Value, "", known, "known: "+strings.Join(known, ", "))}
 		}
 		lines[k.Value] = k.Line
 		if err := val.Decode(rv.FieldByIndex(idx).Addr().Interface()); err != nil {
@@ -99,6 +99,21 @@ func decodeStrict(n *yaml.Node, v any, what string, renamed map[string]rename, s
 		}
 	}
 	return lines, nil
+}
+
+// unknownField says that field name is none of known, the fields where it
+// stands (of a fault kind's step, when of names one): the one it was
+// plausibly meant to be (Closest), else the fields there are, as list says
+// them.
+func unknownField(name, of string, known []string, list string) string {
+	msg := "unknown field"
+	if of != "" {
+		msg += " of " + of
+	}
+	if near := Closest(name, known); len(near) > 0 {
+		return msg + "; did you mean " + strings.Join(near, " or ") + "?"
+	}
+	return msg + " (" + list + ")"
 }
 
 // rename is a field's new name, and why it was renamed: decodeStrict
@@ -227,8 +242,9 @@ func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 		if err != nil {
 			var e *Error
 			if errors.As(err, &e) && strings.HasPrefix(e.Msg, "unknown field") {
-				e.Msg = fmt.Sprintf("unknown field of %s (its fields: %s; and %s)", kind.Name,
-					strings.Join(fieldNames(p.Params), ", "), strings.Join(sortedKeys(faultStepFields), ", "))
+				own, common := fieldNames(p.Params), sortedKeys(faultStepFields)
+				e.Msg = unknownField(e.Field, kind.Name, append(own, common...),
+					fmt.Sprintf("its fields: %s; and %s", strings.Join(own, ", "), strings.Join(common, ", ")))
 			}
 			return err
 		}
@@ -659,7 +675,7 @@ func (s *Scenario) validateGenerator() error {
 	}
 	if gen := g.Generated(); gen != nil {
 		if g.sizeOf != "" && g.sizeOf != g.Fault {
-			return at(g.sizeField(), "sizes a %s fault; this generator's fault is %s (its size is %s)", g.sizeOf, g.Fault, gen.Name)
+			return at(g.sizeField(), "sizes %s fault; this generator's fault is %s (its size is %s)", Indefinite(g.sizeOf), g.Fault, gen.Name)
 		}
 		if gen.Unit == nemesis.UnitRate && !(g.Size > 0) {
 			return at(gen.Name, "expected a rate above 0, got %g", g.Size)

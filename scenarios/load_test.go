@@ -131,8 +131,10 @@ func TestParseErrors(t *testing.T) {
 	cases := []struct {
 		name, yaml, want string
 	}{
-		{"unknown top field", good + "colour: red\n", "x.yaml:8: colour: unknown field"},
-		{"unknown step field", strings.Replace(good, "client: 1", "clinet: 1", 1), "x.yaml:7: steps[0].clinet: unknown field"},
+		{"unknown top field", good + "colour: red\n", "x.yaml:8: colour: unknown field (known: name, title"},
+		{"misspelt top field", good + "expectd: safe\n", "x.yaml:8: expectd: unknown field; did you mean expected?"},
+		{"misspelt fault field", good + "  - do: pause\n    clinet: 1\n    for: 1s\n", "x.yaml:9: steps[1].clinet: unknown field of pause; did you mean client?"},
+		{"unknown step field", strings.Replace(good, "client: 1", "clinet: 1", 1), "x.yaml:7: steps[0].clinet: unknown field; did you mean client?"},
 		{"negative ttl", good + "ttl: -1s\n", "x.yaml:8: ttl: expected a positive duration, got -1s"},
 		{"bad duration", good + "ttl: ten\n", `x.yaml:8: ttl: expected a duration like 500ms or 10s, got "ten"`},
 		{"wrong type", good + "clients: many\n", `x.yaml:8: clients: expected a whole number, got "many"`},
@@ -156,7 +158,7 @@ func TestParseErrors(t *testing.T) {
 		{"a fault's bad duration", good + "  - do: pause\n    client: 1\n    for: 5\n", `x.yaml:10: steps[1].for: expected a duration like 500ms or 10s, got "5"`},
 		{"a step counterfactual's bad field", good + "  - do: pause\n    client: 1\n    for: 1s\n    counterfactual:\n      by: 1s\n", "x.yaml:12: steps[1].counterfactual.by: unknown field of pause"},
 		{"counterfactual of the story's text", good + "counterfactual:\n  change: x\n  title: other\n", "x.yaml:10: counterfactual.title: unknown field"},
-		{"counterfactual of a misspelt field", good + "counterfactual:\n  change: x\n  tll: 1s\n", "x.yaml:10: counterfactual.tll: unknown field"},
+		{"counterfactual of a misspelt field", good + "counterfactual:\n  change: x\n  tll: 1s\n", "x.yaml:10: counterfactual.tll: unknown field; did you mean ttl?"},
 		{"counterfactual that does not flip", good + "counterfactual:\n  change: x\n  expected: unsafe\n  lock: redis\n", "counterfactual.expected: the counterfactual must flip the verdict"},
 	}
 	for _, c := range cases {
@@ -165,8 +167,8 @@ func TestParseErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("parsed; want error containing %q", c.want)
 			}
-			if !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("error %q\nwant it to contain %q", err, c.want)
+			if !strings.Contains(err.Error(), c.want) || strings.Contains(c.want, "did you mean") && strings.Contains(err.Error(), "known:") {
+				t.Fatalf("error %q\nwant it to contain %q (a field meant, and no list)", err, c.want)
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error spans lines: %q", err)

@@ -58,7 +58,7 @@ func WithLock(sc *Scenario, name string) (Variant, error) {
 		return v, err
 	}
 	if spec.Backend != own.Backend {
-		return v, &inapplicable{fmt.Sprintf("scenario %s uses a %s lock; %s is a %s lock", sc.Name, own.Backend, name, spec.Backend)}
+		return v, &inapplicable{fmt.Sprintf("scenario %s uses %s lock; %s is %s lock", sc.Name, Indefinite(string(own.Backend)), name, Indefinite(string(spec.Backend)))}
 	}
 	if name == sc.Lock {
 		return v, nil

@@ -82,3 +82,15 @@ func TestSelect(t *testing.T) {
 		}
 	}
 }
+
+// TestWithLockArticle: an etcd lock, a zookeeper lock.
+func TestWithLockArticle(t *testing.T) {
+	sc, err := Find("etcd-pause")
+	if err != nil {
+		t.Skip(err)
+	}
+	_, err = WithLock(sc, "zookeeper")
+	if want := "scenario etcd-pause uses an etcd lock; zookeeper is a zookeeper lock"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}

@@ -123,15 +123,17 @@ func groupHelp(cmd *cobra.Command, _ []string) error {
 }
 
 // quietCommand says whether cmd only prints something, so that a start
-// of it does not reap (sim clean reaps itself, and says what it removed).
+// of it does not reap (sim clean reaps itself, and says what it removed):
+// sim alone (its help), and clean, version, help, completion and cobra's
+// completion requests, with their subcommands. Every other command reaps.
 func quietCommand(cmd *cobra.Command) bool {
-	for ; cmd != nil; cmd = cmd.Parent() {
+	if !cmd.HasParent() {
+		return true // sim alone: its help
+	}
+	for ; cmd.HasParent(); cmd = cmd.Parent() {
 		switch cmd.Name() {
 		case "clean", "version", "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
 			return true
-		}
-		if !cmd.HasParent() {
-			return true // sim alone: its help
 		}
 	}
 	return false
@@ -201,12 +203,14 @@ func flagError(cmd *cobra.Command, err error) error {
 	)
 	switch {
 	case errors.As(err, &notDefined):
-		typed := notDefined.GetSpecifiedName()
+		// As typed: --name, or -x (-ttl, Go's one-dash spelling of a flag
+		// sim does not have, is read as the shorthands t, t and l).
+		name, typed := notDefined.GetSpecifiedName(), "--"+notDefined.GetSpecifiedName()
 		if s := notDefined.GetSpecifiedShortnames(); s != "" {
-			typed = s
+			name, typed = s, "-"+s
 		}
-		msg := fmt.Sprintf("flag provided but not defined: -%s", typed)
-		if near := nearFlags(cmd, typed); len(near) > 0 {
+		msg := "flag provided but not defined: " + typed
+		if near := nearFlags(cmd, name); len(near) > 0 {
 			msg += "; did you mean " + strings.Join(near, " or ") + "?"
 		}
 		return fmt.Errorf("%s (%s --help lists the flags)", msg, cmd.CommandPath())
@@ -227,14 +231,15 @@ func flagError(cmd *cobra.Command, err error) error {
 	return errors.New(strings.Join(strings.Fields(err.Error()), " "))
 }
 
-// nearFlags lists cmd's flags within two edits of name, as --name.
+// nearFlags is the flag of cmd that name plausibly meant
+// (scenarios.Closest: the nearest, on a tie all of them), as --name.
 func nearFlags(cmd *cobra.Command, name string) []string {
-	var near []string
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if scenarios.EditDistance(name, f.Name) <= 2 || (len(name) >= 3 && strings.HasPrefix(f.Name, name)) {
-			near = append(near, "--"+f.Name)
-		}
-	})
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	near := scenarios.Closest(name, names)
+	for i, n := range near {
+		near[i] = "--" + n
+	}
 	return near
 }
 

@@ -34,8 +34,18 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// sim runs the CLI in this process.
+// sim runs the CLI in this process. What killed runs on this machine
+// left is reaped first, so that the start's own reaping, and its line,
+// are not part of what a test reads (TestEveryStartReaps calls simStart).
 func sim(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	env.Reap(env.ReapRoots()...)
+	return simStart(t, args...)
+}
+
+// simStart runs the CLI in this process, as a start of sim: reaping
+// included.
+func simStart(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = Main(args, strings.NewReader(""), &out, &errb)
@@ -215,7 +225,7 @@ func TestBadInputExits2WithOneLine(t *testing.T) {
 		{"close names", []string{"run", "redlock-clockjump"}, "did you mean: redlock-clock-jump"},
 		{"bad file", []string{"run", bad}, bad + ":4: ttl: expected a positive duration"},
 		{"bad expect", []string{"run", "redlock-clock-jump", "--expect", "fine"}, "--expect: expected safe, unsafe or leaked"},
-		{"unknown flag", []string{"run", "redlock-clock-jump", "--colour"}, "flag provided but not defined: -colour"},
+		{"unknown flag", []string{"run", "redlock-clock-jump", "--colour"}, "flag provided but not defined: --colour"},
 		{"unknown command", []string{"fly"}, `unknown command "fly"`},
 		{"generator flag on a story", []string{"run", "redlock-clock-jump", "--trials", "3"}, "apply to generator scenarios"},
 		{"bad trials", []string{"run", "gen-pause", "--trials", "-1"}, "--trials: expected 1 to 100000"},

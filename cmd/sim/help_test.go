@@ -78,6 +78,12 @@ func TestFlagSpellings(t *testing.T) {
 		{[]string{"run", "redlock-clock-jump", "--repeat", "x"}, `invalid value "x" for flag --repeat: parse error`},
 		{[]string{"run", "redlock-clock-jump", "--out"}, "flag needs an argument: --out"},
 		{[]string{"run", "redlock-clock-jump", "--counterfatcual"}, "did you mean --counterfactual?"},
+		// As typed, and a suggestion only for a plausible typo.
+		{[]string{"run", "x", "--ttl", "1s"}, "sim: flag provided but not defined: --ttl (sim run --help lists the flags)\n"},
+		{[]string{"run", "x", "-ttl", "1s"}, "sim: flag provided but not defined: -ttl (sim run --help lists the flags)\n"},
+		{[]string{"run", "x", "-x"}, "sim: flag provided but not defined: -x (sim run --help lists the flags)\n"},
+		{[]string{"run", "x", "--trails", "3"}, "sim: flag provided but not defined: --trails; did you mean --trials? (sim run --help lists the flags)\n"},
+		{[]string{"sweep", "gen-pause", "--pionts", "3"}, "flag provided but not defined: --pionts; did you mean --points?"},
 	} {
 		code, _, errb := sim(t, c.args...)
 		if code != exitHarness || !strings.Contains(errb, c.want) || strings.Count(errb, "\n") != 1 {

@@ -10,13 +10,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"locksim/hunt"
 	"locksim/outdir"
@@ -34,6 +33,9 @@ type huntOptions struct {
 	seed                  int64
 	shard, out            string
 	backend               runner.Host
+	// flags are the flags as given, to refuse one with no effect (nil:
+	// none given).
+	flags *pflag.FlagSet
 }
 
 func huntCmd() *cobra.Command {
@@ -85,7 +87,7 @@ interrupted (hunt.json keeps what it had).`,
 		ValidArgsFunction: completeLocks,
 		Args:              usage(cobra.ExactArgs(1), "hunt: name one lock (sim locks), e.g. sim hunt redis --faults pause"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.lock = args[0]
+			o.lock, o.flags = args[0], cmd.Flags()
 			return cmdHunt(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -129,6 +131,9 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	if err := checkBackend(o.backend); err != nil {
 		return err
 	}
+	if err := refuseIdle(o.flags, huntIdle(o)...); err != nil {
+		return err
+	}
 	ho := hunt.Options{Space: sp, Runs: o.runs, Budget: o.budget, Seed: o.seed}
 	if o.shard != "" {
 		s, err := sweep.ParseShard(o.shard)
@@ -150,7 +155,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	}
 	candidates := cands.Path()
 	defer outdir.RemoveAll(candidates)
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilStopped(ctx)
 	defer stop()
 	candidate, closeServers := hunt.OnServers(candidates, runner.Options{Seed: o.seed, Host: o.backend})
 	defer closeServers()

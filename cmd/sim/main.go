@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 
 	"locksim/checker"
 	"locksim/env"
@@ -77,6 +79,19 @@ var (
 	// errFailed: the harness failed, and the command said how as it went.
 	errFailed error = &exitError{code: exitHarness}
 )
+
+// stopSignals end a command that starts servers the way it ends anyway:
+// its servers and clients stopped, their temp dirs removed, what it had
+// kept. SIGINT is Ctrl-C, SIGTERM kill's default, and SIGHUP what a
+// closing terminal sends (a workshop whose window was closed).
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// untilStopped is ctx, ended by the first of stopSignals: every command
+// that starts servers runs under it. stop gives the signals back their
+// default (a second one then ends sim at once).
+func untilStopped(ctx context.Context) (_ context.Context, stop context.CancelFunc) {
+	return signal.NotifyContext(ctx, stopSignals...)
+}
 
 // interrupted ends a command cut short by a signal, saying what it kept.
 func interrupted(format string, args ...any) error {

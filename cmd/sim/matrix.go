@@ -10,15 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"locksim/clients"
 	"locksim/matrix"
@@ -40,6 +38,9 @@ type matrixOptions struct {
 	clientCmd string
 	// backend says where the servers run.
 	backend runner.Host
+	// flags are the flags as given, to refuse one with no effect (nil:
+	// none given).
+	flags *pflag.FlagSet
 }
 
 func matrixCmd() *cobra.Command {
@@ -69,7 +70,7 @@ findings, not errors), 2 bad input or a cell the harness could not run,
 		ValidArgsFunction: completeScenarios(func(sc *scenarios.Scenario) bool { return sc.Generator == nil }),
 		Args:              cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.targets = args
+			o.targets, o.flags = args, cmd.Flags()
 			return cmdMatrix(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -77,7 +78,7 @@ findings, not errors), 2 bad input or a cell the harness could not run,
 	f.SortFlags = false
 	f.StringVar(&o.locks, "locks", "", "the locks to compare, `a,b,c` (sim locks; mutants too)")
 	f.StringVar(&o.out, "out", "", "where the runs go, as `DIR`/<lock>/<scenario> (default runs/matrix-<time>)")
-	f.Int64Var(&o.seed, "seed", 0, "seed `N` of every run (default: the time)")
+	f.Int64Var(&o.seed, "seed", 0, "seed `N` of a generator scenario's schedules (default: the time); a scripted story draws nothing")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "run every client as the program `CMD` (split on spaces; docs/protocol.md) instead of locksim's Go worker")
 	backendFlags(f, &o.backend)
 	f.StringVar(&o.markdown, "markdown", "", "also write the table as Markdown to `FILE` (e.g. \"$GITHUB_STEP_SUMMARY\")")
@@ -136,6 +137,9 @@ func cmdMatrix(ctx context.Context, o matrixOptions, stdout, stderr io.Writer) e
 	} else if list, err = scenarios.Select(false, o.targets); err != nil {
 		return err
 	}
+	if err := refuseIdle(o.flags, matrixIdle(o, list)...); err != nil {
+		return err
+	}
 	if o.out == "" {
 		o.out = filepath.Join("runs", "matrix-"+time.Now().Format("20060102-150405"))
 	}
@@ -155,7 +159,7 @@ func cmdMatrix(ctx context.Context, o matrixOptions, stdout, stderr io.Writer) e
 	if err := claimMatrixDirs(o.out, cells); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilStopped(ctx)
 	defer stop()
 	fmt.Fprintf(stderr, "sim matrix: %d run(s) of %d scenario(s) with %d lock(s) (seed %d) into %s\n", len(cells), len(list), len(locks), o.seed, o.out)
 	m.Play(ctx, play, runner.Options{Seed: o.seed, ClientCmd: strings.Fields(o.clientCmd), Host: o.backend}, func(n, total int, c *matrix.Cell) {

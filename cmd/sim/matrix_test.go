@@ -25,7 +25,7 @@ func TestMatrixBadInputExits2(t *testing.T) {
 		{"matrix unknown scenario", []string{"matrix", "--locks", "redis", "redis-ttl-expiri"}, "did you mean: redis-ttl-expiry"},
 		{"matrix nothing to play", []string{"matrix", "--locks", "postgres-session", "redis-ttl-expiry"}, "no scenario given can be played with postgres-session"},
 		{"matrix out not empty", []string{"matrix", "--locks", "redis", "redis-ttl-expiry", "--out", notEmpty}, "holds redis, which locksim did not write"},
-		{"matrix bad flag", []string{"matrix", "--locks", "redis", "--colour"}, "flag provided but not defined: -colour"},
+		{"matrix bad flag", []string{"matrix", "--locks", "redis", "--colour"}, "flag provided but not defined: --colour"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errb := sim(t, c.args...)

@@ -10,15 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"locksim/clients"
 	"locksim/outdir"
@@ -61,6 +59,9 @@ type runOptions struct {
 	clientCmd string
 	// backend says where the servers run (--backend and the images).
 	backend runner.Host
+	// flags are the flags as given, to refuse one with no effect (nil:
+	// none given).
+	flags *pflag.FlagSet
 }
 
 func runCmd() *cobra.Command {
@@ -91,7 +92,7 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.targets = args
+			o.targets, o.flags = args, cmd.Flags()
 			return cmdRun(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -103,7 +104,7 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	f.StringVar(&o.lock, "lock", "", "play the story with lock `X` (sim locks) instead of its own; X needs the same servers (the backend sim locks names); the story's claims still apply, and a counterfactual that changes the lock is skipped")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "run each client as the program `CMD` (split on spaces) instead of locksim's Go worker: a client in any language speaking locksim worker protocol v1 or v2 (docs/protocol.md), e.g. \"node examples/node-redlock/client.js\"")
 	backendFlags(f, &o.backend)
-	f.Int64Var(&o.seed, "seed", 0, "seed `N` for every random choice (default: the time)")
+	f.Int64Var(&o.seed, "seed", 0, "seed `N` of a generator scenario's schedules (default: the time); a scripted story draws nothing")
 	f.StringVar(&o.junit, "junit", "", "write JUnit XML to `FILE`: one test case per scenario run, a failure when the verdict differs from the expected one")
 	f.StringVar(&o.markdown, "markdown", "", "write a Markdown summary table of the runs to `FILE` (for CI pages, e.g. --markdown \"$GITHUB_STEP_SUMMARY\")")
 	f.BoolVar(&o.step, "step", false, "workshop mode: stop before each step of the story, show who holds the lock where, and wait for Enter (EOF: go on)")
@@ -203,6 +204,9 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 	if err != nil {
 		return err
 	}
+	if err := refuseIdle(o.flags, runIdle(o, list)...); err != nil {
+		return err
+	}
 	if err := applyGeneratorFlags(list, o); err != nil {
 		return err
 	}
@@ -235,7 +239,7 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 			return err
 		}
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilStopped(ctx)
 	defer stop()
 	var beforeStep func(context.Context, runner.StepView)
 	if o.step {

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"locksim/outdir"
 	"locksim/reports"
@@ -34,6 +32,9 @@ type sweepOptions struct {
 	quiet          bool
 	shard          string
 	backend        runner.Host
+	// flags are the flags as given, to refuse one with no effect (nil:
+	// none given).
+	flags *pflag.FlagSet
 }
 
 func sweepCmd() *cobra.Command {
@@ -69,7 +70,7 @@ redraws the plots.`,
 		ValidArgsFunction: completeScenarios(func(sc *scenarios.Scenario) bool { return sc.Generator != nil }),
 		Args:              usage(cobra.ExactArgs(1), "sweep: name one generator scenario, e.g. sim sweep gen-pause --param pause=0.2ttl..3ttl"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.name = args[0]
+			o.name, o.flags = args[0], cmd.Flags()
 			return cmdSweep(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -143,6 +144,9 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 	if sc.Generator == nil {
 		return fmt.Errorf("%s is a scripted story; sweep a generator scenario (sim list gen-)", sc.Name)
 	}
+	if err := refuseIdle(o.flags, sweepIdle(o, sc)...); err != nil {
+		return err
+	}
 	var locks []string
 	if o.locks != "" {
 		locks = strings.Split(o.locks, ",")
@@ -163,7 +167,7 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := untilStopped(ctx)
 	defer stop()
 	so := sweep.Options{Param: param, Points: o.points, Trials: o.trials, Locks: locks, Seed: o.seed,
 		TTL: o.ttl, Duration: o.duration, Clients: o.clients, Host: o.backend}
