@@ -30,7 +30,7 @@ func TestOutRefusesTheUsersFolder(t *testing.T) {
 		{"run two scenarios", []string{"run", "redis-ttl-expiry", "redlock-clock-jump", "--out", "DIR"}, ""},
 		{"run --repeat", []string{"run", "redis-ttl-expiry", "--repeat", "2", "--out", "DIR"}, ""},
 		{"matrix", []string{"matrix", "--locks", "redis", "redis-ttl-expiry", "--out", "DIR"}, ""},
-		{"sweep", []string{"sweep", "gen-pause", "--points", "1", "--trials", "1", "--out", "DIR"}, ""},
+		{"sweep", []string{"sweep", "gen-pause", "--trials", "1", "--out", "DIR"}, ""},
 		{"sweep merge", []string{"sweep", "merge", "NEW", "--out", "DIR"}, ""},
 		{"hunt", []string{"hunt", "redis", "--runs", "1", "--out", "DIR"}, ""},
 		{"hunt merge", []string{"hunt", "merge", "NEW", "--out", "DIR"}, ""},
