@@ -41,6 +41,16 @@ const (
 	Unknown = "unknown"
 )
 
+// Worse says whether verdict a is worse for the protected data than b:
+// unsafe is worse than leaked, leaked than safe. An unknown verdict is
+// worse than nothing and nothing is worse than it: it decides nothing.
+func Worse(a, b string) bool {
+	rank := map[string]int{Safe: 0, Leaked: 1, Unsafe: 2}
+	ra, oka := rank[a]
+	rb, okb := rank[b]
+	return oka && okb && ra > rb
+}
+
 // Result is what a check found.
 type Result struct {
 	// Verdict is, first match wins: unsafe (damage, a broken fence, or,

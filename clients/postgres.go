@@ -28,7 +28,7 @@ func init() {
 	Register(Spec{Name: "postgres-session", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
 		Doc: "PostgreSQL pg_try_advisory_lock on one dedicated connection, pg_advisory_unlock on the same one",
 		New: func(cfg Config) (Lock, error) { return NewPGSession(cfg) }})
-	Register(Spec{Name: "postgres-shared", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true, Mutant: "the lock's exclusive mode",
+	Register(Spec{Name: "postgres-shared", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true, Mutant: "the lock's exclusive mode", MutantOf: "postgres-session",
 		Doc: "pg_try_advisory_lock_shared by mistake: every session is granted the shared lock at once",
 		New: func(cfg Config) (Lock, error) {
 			s, err := NewPGSession(cfg)
@@ -52,7 +52,7 @@ func init() {
 	Register(Spec{Name: "postgres-xact", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
 		Doc: "PostgreSQL pg_try_advisory_xact_lock; the protected write runs in the lock's transaction, commit releases",
 		New: func(cfg Config) (Lock, error) { return NewPGXact(cfg) }})
-	Register(Spec{Name: "postgres-xact-outside", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true, Mutant: "writing inside the lock's transaction",
+	Register(Spec{Name: "postgres-xact-outside", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true, Mutant: "writing inside the lock's transaction", MutantOf: "postgres-xact",
 		Doc: "pg_try_advisory_xact_lock, but the protected write runs on its own connection, outside the lock's transaction",
 		New: func(cfg Config) (Lock, error) {
 			x, err := NewPGXact(cfg)

@@ -67,10 +67,10 @@ func init() {
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
 	Register(Spec{Name: "redis", Backend: RedisBackend, Doc: "single Redis: SET NX PX with a random token, token-checked Lua release",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
-	Register(Spec{Name: "redis-plain-del", Backend: RedisBackend, Mutant: "the token-checked release",
+	Register(Spec{Name: "redis-plain-del", Backend: RedisBackend, Mutant: "the token-checked release", MutantOf: "redis",
 		Doc: "single Redis, released with a plain DEL (deletes whoever holds it)",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, true) }})
-	Register(Spec{Name: "redlock-wallclock", Backend: RedisBackend, Nodes: 5, Mutant: "monotonic lease timing",
+	Register(Spec{Name: "redlock-wallclock", Backend: RedisBackend, Nodes: 5, Mutant: "monotonic lease timing", MutantOf: "redlock",
 		Doc: "Redlock measuring its validity by the client's wall clock, as Date.now()-based clients do",
 		New: func(cfg Config) (Lock, error) {
 			r, err := NewRedlock(cfg, false)
@@ -82,7 +82,7 @@ func init() {
 			}
 			return r, err
 		}})
-	Register(Spec{Name: "redlock-no-validity", Backend: RedisBackend, Nodes: 5, Mutant: "the validity check",
+	Register(Spec{Name: "redlock-no-validity", Backend: RedisBackend, Nodes: 5, Mutant: "the validity check", MutantOf: "redlock",
 		Doc: "Redlock that skips the validity check: a majority granted is held, however long the acquire took",
 		New: func(cfg Config) (Lock, error) {
 			r, err := NewRedlock(cfg, false)

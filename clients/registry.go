@@ -183,6 +183,10 @@ type Spec struct {
 	// it exists so that a scenario can prove it catches the breakage, and
 	// `sim locks` lists it only when asked.
 	Mutant string
+	// MutantOf names the lock a mutant is a copy of, but for the defence
+	// it breaks: its reference, which a story of the mutant is played
+	// with when a user's lock replaces it (scenarios.ReferenceLock).
+	MutantOf string
 }
 
 var registry = map[string]Spec{}

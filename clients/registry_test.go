@@ -48,3 +48,25 @@ func TestConfigJSON(t *testing.T) {
 		t.Errorf("a backend's servers that are not a list: no error")
 	}
 }
+
+// TestEveryMutantNamesItsReference: a mutant names the lock it breaks
+// (MutantOf), a registered lock of the same servers that is no mutant:
+// a story of the mutant is judged against it (scenarios.ReferenceLock).
+func TestEveryMutantNamesItsReference(t *testing.T) {
+	for _, name := range Names() {
+		s, _ := Lookup(name)
+		if s.Mutant == "" {
+			if s.MutantOf != "" {
+				t.Errorf("%s: MutantOf %q, but it is no mutant", name, s.MutantOf)
+			}
+			continue
+		}
+		ref, err := Lookup(s.MutantOf)
+		switch {
+		case err != nil:
+			t.Errorf("%s: MutantOf %q: %v", name, s.MutantOf, err)
+		case ref.Mutant != "" || ref.Backend != s.Backend:
+			t.Errorf("%s: MutantOf %s, a %s lock (mutant %q); want a lock of %s that is no mutant", name, ref.Name, ref.Backend, ref.Mutant, s.Backend)
+		}
+	}
+}

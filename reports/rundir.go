@@ -100,7 +100,7 @@ func NewResult(r *runner.Outcome) Result {
 }
 
 // Write writes out's run directory from the runner's record: its
-// counterfactual's first, then its own reports; a run interrupted gets a
+// counterfactual's and its reference's first, then its own reports; a run interrupted gets a
 // result.json and summary.md that say so. A run whose counterfactual was
 // interrupted is not reported: the counterfactual's directory says it was
 // interrupted.
@@ -114,6 +114,11 @@ func Write(out *runner.Outcome) error {
 		}
 		if cf.Run.Interrupted != "" {
 			return nil
+		}
+	}
+	if ref := out.Reference; ref != nil && ref.Run != nil {
+		if err := Write(ref.Run); err != nil {
+			return fmt.Errorf("the reference: %w", err)
 		}
 	}
 	if err := WriteRunDir(out); err != nil {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"locksim/checker"
@@ -40,12 +41,87 @@ type Outcome struct {
 	// Interrupted, when not empty, says why the run stopped before its
 	// story ended: nothing was checked and Events is the history so far.
 	Interrupted string `json:"-"`
+	// ClientCmd is the client program every client ran (nil: the
+	// harness's own Go worker).
+	ClientCmd []string `json:"client_cmd,omitempty"`
+	// Departed is the first step the lock did not play as the story
+	// tells (Options.Departures); nil when every step happened as told.
+	Departed *StoryError `json:"departed,omitempty"`
+	// Reference is the same story played with the lock the played lock
+	// stands in for (Options.Reference), and how the two compare; nil
+	// when none was played.
+	Reference *Reference `json:"reference,omitempty"`
 }
 
 // Matches reports whether the verdict is the expected one and, when a
-// counterfactual ran, whether it flipped.
+// counterfactual ran, whether it flipped. A lock judged against a
+// reference matches when both verdicts are decided and it did at least
+// as well: its story's expected verdict, and the counterfactual's, are
+// the reference's to meet.
 func (o *Outcome) Matches() bool {
+	if r := o.Reference; r != nil {
+		return o.Check.Verdict != checker.Unknown && r.Verdict != checker.Unknown && !r.Worse
+	}
 	return o.Check.Verdict == o.Expected && (o.Counterfactual == nil || o.Counterfactual.Flipped)
+}
+
+// Reference is the story played with the reference lock, as the run it
+// judges records it.
+type Reference struct {
+	// Lock is the reference lock; Verdict, Summary and Dir its run's.
+	Lock    string `json:"lock"`
+	Verdict string `json:"verdict"`
+	Summary string `json:"summary"`
+	Dir     string `json:"dir"`
+	// Departed is the first step where the reference did not play as the
+	// story tells (a story written for a mutant, say); nil: none.
+	Departed *StoryError `json:"departed,omitempty"`
+	// Worse says the judged lock ended worse than the reference
+	// (checker.Worse): unsafe or leaked where the reference did not.
+	Worse bool `json:"worse"`
+	// Run is the reference's own run; nil in a run read back from
+	// result.json.
+	Run *Outcome `json:"-"`
+}
+
+// newReference records rr, the reference's run of the story, for out.
+func newReference(out, rr *Outcome) *Reference {
+	r := &Reference{Lock: rr.Scenario.Lock, Run: rr}
+	if rr.Interrupted == "" {
+		r.Verdict, r.Summary, r.Dir, r.Departed = rr.Check.Verdict, rr.Check.Summary, rr.Dir, rr.Departed
+		r.Worse = checker.Worse(out.Check.Verdict, rr.Check.Verdict)
+	}
+	return r
+}
+
+// Sentence says how the judged lock (lock) did against the reference,
+// and the first step where the two parted: "lock redis-plain-del ended
+// unsafe where the reference redis ended safe; at step 4 ...".
+func (r *Reference) Sentence(lock string, own *Outcome) string {
+	var b strings.Builder
+	switch {
+	case r.Verdict == "":
+		return "the reference " + r.Lock + " was not played to its end"
+	case own.Check.Verdict == checker.Unknown || r.Verdict == checker.Unknown:
+		fmt.Fprintf(&b, "undecided: lock %s ended %s, the reference %s %s", lock, own.Check.Verdict, r.Lock, r.Verdict)
+	case r.Worse:
+		fmt.Fprintf(&b, "lock %s ended %s where the reference %s ended %s: a finding about %s", lock, own.Check.Verdict, r.Lock, r.Verdict, lock)
+	case own.Check.Verdict == r.Verdict:
+		fmt.Fprintf(&b, "lock %s did as well as the reference %s: both ended %s", lock, r.Lock, r.Verdict)
+	default:
+		fmt.Fprintf(&b, "lock %s did better than the reference %s: %s where it ended %s", lock, r.Lock, own.Check.Verdict, r.Verdict)
+	}
+	if d, rd := own.Departed, r.Departed; d != nil && (rd == nil || rd.Step != d.Step || rd.Saw != d.Saw) {
+		fmt.Fprintf(&b, "; at step %d the story says %s: lock %s shows %s", d.Step, d.Claimed, lock, d.Saw)
+		if rd == nil || rd.Step != d.Step {
+			fmt.Fprintf(&b, ", the reference as told")
+		} else {
+			fmt.Fprintf(&b, ", the reference %s", rd.Saw)
+		}
+	} else if rd != nil && (d == nil || d.Step != rd.Step) {
+		fmt.Fprintf(&b, "; at step %d the story says %s: the reference %s shows %s, lock %s as told", rd.Step, rd.Claimed, r.Lock, rd.Saw, lock)
+	}
+	return b.String()
 }
 
 // Counterfactual is a scenario's counterfactual run, as the run it

@@ -61,6 +61,19 @@ type Options struct {
 	// keeps them for the next (kept.go); nil: the run starts its own and
 	// stops them.
 	Keep *Kept
+	// Departures plays the story to its end when the lock does not behave
+	// as a step claims, recording the first such step in
+	// Outcome.Departed, and checks the history: for a lock that replaces
+	// the story's own (sim run --lock, --client-cmd), where not behaving
+	// as told is a finding about that lock, not a failure of the harness.
+	// Without it, the first contradiction ends the run (a StoryError).
+	Departures bool
+	// Reference, when set, is the story as the reference lock plays it
+	// (scenarios.ReferenceLock: the lock the played one stands in for, with
+	// the harness's own worker): it is played after the run, into
+	// Out/reference, with Departures, and the run is judged against it
+	// (Outcome.Reference).
+	Reference *scenarios.Scenario
 }
 
 // StepView is a step of a scripted story as a hook sees it.
@@ -137,6 +150,9 @@ type run struct {
 	lasting string
 	// keptShape names the kept servers the run borrowed (kept.go).
 	keptShape string
+	// departed is the first step the lock did not play as the story
+	// tells, with Options.Departures (story.go).
+	departed *StoryError
 }
 
 // Run plays sc and checks its history; with o.Counterfactual it then plays
@@ -189,6 +205,21 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 				return nil, fmt.Errorf("counterfactual: %w", err)
 			}
 			return out, fmt.Errorf("counterfactual: %w", err)
+		}
+	}
+	if ref := o.Reference; ref != nil {
+		ro := o
+		ro.Out, ro.Expected, ro.Counterfactual, ro.Reference, ro.ClientCmd = filepath.Join(o.Out, "reference"), ref.Expected, false, nil, nil
+		ro.BeforeStep, ro.AfterStep, ro.Departures = nil, nil, true
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "\n%s: the reference, the same story with locksim's lock %s\n", sc.Name, ref.Lock)
+		}
+		rr, err := Run(ctx, ref, ro)
+		if rr != nil {
+			out.Reference = newReference(out, rr)
+		}
+		if err != nil {
+			return out, fmt.Errorf("the reference %s: %w", ref.Lock, err)
 		}
 	}
 	return out, nil
@@ -246,6 +277,9 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	if runErr != nil && !(contended && errors.As(runErr, &story)) {
 		return nil, runErr
 	}
+	if contended && r.departed != nil {
+		story = r.departed // the departure may be the machine's
+	}
 	res, err := checker.Check(events, checker.Options{})
 	if err != nil {
 		return nil, harness("the history breaks the recording's rules: %v", err)
@@ -267,7 +301,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	return &Outcome{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: res, Events: events, Duration: time.Since(started),
-		Machine: &m, Backend: r.host().Name, Images: r.images(),
+		Machine: &m, Backend: r.host().Name, Images: r.images(), Departed: r.departed, ClientCmd: r.clientCmd(),
 	}, nil
 }
 

@@ -153,3 +153,14 @@ func Select(all bool, targets []string) ([]*Scenario, error) {
 	}
 	return list, nil
 }
+
+// ReferenceLock is the lock a user's lock is judged against when it replaces
+// sc's own (sim run --lock, --client-cmd): the story's own lock, or, when
+// that is a mutant, the lock the mutant breaks (clients.Spec.MutantOf).
+// The reference plays sc as it is.
+func ReferenceLock(sc *Scenario) string {
+	if spec, err := clients.Lookup(sc.Lock); err == nil && spec.MutantOf != "" {
+		return spec.MutantOf
+	}
+	return sc.Lock
+}

@@ -101,8 +101,8 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	f.StringVar(&o.out, "out", "", "run directory `DIR` (default runs/<scenario>-<time>); when more than one scenario runs, DIR is the parent and each run goes to DIR/<scenario>")
 	f.BoolVar(&o.all, "all", false, "run every scenario of the catalogue")
 	f.StringVar(&o.expect, "expect", "", "expected verdict `V`: safe, unsafe or leaked (default: the scenario's)")
-	f.StringVar(&o.lock, "lock", "", "play the story with lock `X` (sim locks) instead of its own; X needs the same servers (the backend sim locks names); the story's claims still apply, and a counterfactual that changes the lock is skipped")
-	f.StringVar(&o.clientCmd, "client-cmd", "", "run each client as the program `CMD` (split on spaces) instead of locksim's Go worker: a client in any language speaking locksim worker protocol v1 or v2 (docs/protocol.md), e.g. \"node examples/node-redlock/client.js\"")
+	f.StringVar(&o.lock, "lock", "", "play the story with lock `X` (sim locks) instead of its own; X needs the same servers (the backend sim locks names), judged against the lock it stands in for, played on the same story into DIR/reference (exit 1 when X does worse; --expect V judges it against V instead); a counterfactual that changes the lock is skipped")
+	f.StringVar(&o.clientCmd, "client-cmd", "", "run each client as the program `CMD` (split on spaces) instead of locksim's Go worker: a client in any language speaking locksim worker protocol v1 or v2 (docs/protocol.md), e.g. \"node examples/node-redlock/client.js\"; judged against locksim's own lock on the same story, as --lock is")
 	backendFlags(f, &o.backend)
 	f.Int64Var(&o.seed, "seed", 0, "seed `N` of a generator scenario's schedules (default: the time); a scripted story draws nothing")
 	f.StringVar(&o.junit, "junit", "", "write JUnit XML to `FILE`: one test case per scenario run, a failure when the verdict differs from the expected one")
@@ -193,6 +193,33 @@ type planned struct {
 	sc     *scenarios.Scenario
 	name   string
 	skipCF string
+	// ref is the story as its reference lock plays it, when a lock of
+	// the user's replaces the story's (referenceOf); nil: the run meets
+	// the story's expected verdict.
+	ref *scenarios.Scenario
+}
+
+// referenceOf is the story sc as the lock it is judged against plays it,
+// when --lock or --client-cmd puts a user's lock in the story: the lock
+// played stands in for scenarios.ReferenceLock(sc), played by the
+// harness's own worker. nil when the played lock is that reference
+// itself, or when --expect says what to meet instead.
+func referenceOf(sc, played *scenarios.Scenario, o runOptions) (*scenarios.Scenario, error) {
+	lock := scenarios.ReferenceLock(sc)
+	if o.expect != "" || (o.lock == "" && o.clientCmd == "") || (o.clientCmd == "" && played.Lock == lock) {
+		return nil, nil
+	}
+	ref := sc
+	if lock != sc.Lock {
+		v, err := scenarios.WithLock(sc, lock)
+		if err != nil {
+			return nil, fmt.Errorf("the reference %s: %w", lock, err)
+		}
+		ref = v.Scenario
+	}
+	cp := *ref
+	cp.ClientCmd, cp.Counterfactual = nil, nil
+	return &cp, nil
 }
 
 func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr io.Writer) (err error) {
@@ -228,6 +255,9 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 			if o.counterfactual {
 				p.skipCF = v.SkipCF
 			}
+		}
+		if p.ref, err = referenceOf(sc, p.sc, o); err != nil {
+			return err
 		}
 		plan = append(plan, p)
 	}
@@ -288,7 +318,8 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", p.name, i)
 			}
 			res, err := play(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, BeforeStep: beforeStep,
-				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd), Host: o.backend})
+				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd), Host: o.backend,
+				Reference: p.ref, Departures: p.ref != nil})
 			if err != nil {
 				if ctx.Err() != nil {
 					return interrupted("interrupted; every server and client was stopped; the history so far is in %s (verdict interrupted)", out)
@@ -417,13 +448,30 @@ func printVerdict(w io.Writer, r *runner.Outcome) {
 // ("redis-ttl-expiry with lock redlock").
 func printVerdictAs(w io.Writer, r *runner.Outcome, name string) {
 	status := "as expected"
-	if r.Check.Verdict != r.Expected {
+	switch ref := r.Reference; {
+	case ref != nil && r.Matches():
+		status = "at least as good as the reference " + ref.Lock
+	case ref != nil:
+		status = "NOT as good as the reference " + ref.Lock
+	case r.Check.Verdict != r.Expected:
 		status = "NOT as expected (" + r.Expected + ")"
 	}
 	fmt.Fprintf(w, "%s: %s\n", name, r.Check.Summary)
 	fmt.Fprintf(w, "  verdict %s, %s; %d violation(s); %v; run directory %s\n",
 		r.Check.Verdict, status, r.Check.Violations, r.Duration.Round(time.Millisecond), r.Dir)
+	if ref := r.Reference; ref != nil {
+		fmt.Fprintf(w, "  %s\n", ref.Sentence(judgedLock(r), r))
+	}
 	if c := r.Counterfactual; c != nil {
 		fmt.Fprintf(w, "  %s\n", c.Sentence())
 	}
+}
+
+// judgedLock names the lock a run judged against a reference played:
+// the registered lock, or the client program that implements it.
+func judgedLock(r *runner.Outcome) string {
+	if cmd := r.ClientCmd; len(cmd) > 0 {
+		return fmt.Sprintf("%s of the client program (%s)", r.Scenario.Lock, strings.Join(cmd, " "))
+	}
+	return r.Scenario.Lock
 }

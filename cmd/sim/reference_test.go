@@ -1,0 +1,61 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunJudgedAgainstReference: a lock of the user's that replaces the
+// story's (--lock) is judged against the lock it stands in for, played
+// on the same story: worse is a finding about it (exit 1), as good is
+// exit 0, and a step it plays otherwise than the story tells is named,
+// not a harness failure. The reference of a mutant's story is the lock
+// the mutant breaks (redis-unsafe-release's redis-plain-del: redis).
+func TestRunJudgedAgainstReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: plays stories on redis-server")
+	}
+	for _, c := range []struct {
+		story string
+		code  int
+		want  []string
+	}{
+		{"redis-unsafe-release", exitMismatch, []string{
+			"NOT as good as the reference redis",
+			"lock redis-plain-del ended unsafe where the reference redis ended safe: a finding about redis-plain-del",
+			"at step 4 the story says client 1's release ends ok: the reference redis shows refused (not-held)"}},
+		{"redis-ttl-expiry", exitOK, []string{
+			"at least as good as the reference redis",
+			"lock redis-plain-del did as well as the reference redis: both ended unsafe"}},
+		{"redis-failover", exitOK, []string{
+			"lock redis-plain-del did as well as the reference redis: both ended unsafe",
+			"at step 6 the story says client 1's release ends refused (not-held): lock redis-plain-del shows ok"}},
+	} {
+		t.Run(c.story, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			code, out, errb := sim(t, "run", c.story, "--lock", "redis-plain-del", "-q", "--out", dir)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, c.code, out, errb)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			ref, ok := readResult(t, dir)["reference"].(map[string]any)
+			if !ok || ref["lock"] != "redis" || ref["dir"] != filepath.Join(dir, "reference") {
+				t.Errorf("result.json's reference: %v, want lock redis in %s/reference", ref, dir)
+			}
+			if readResult(t, filepath.Join(dir, "reference"))["check"] == nil {
+				t.Errorf("the reference's run directory holds no result")
+			}
+		})
+	}
+	// The reference lock itself, or an --expect, is judged as ever.
+	dir := filepath.Join(t.TempDir(), "run")
+	code, out, errb := sim(t, "run", "redis-ttl-expiry", "--lock", "redis", "-q", "--out", dir)
+	if code != exitOK || strings.Contains(out, "reference") || readResult(t, dir)["reference"] != nil {
+		t.Errorf("--lock redis on its own story: exit %d, stdout %q, stderr %q; want 0 and no reference", code, out, errb)
+	}
+}
