@@ -222,7 +222,8 @@ footer { margin-top: 32px; color: var(--muted); font-size: 13px; }
   <div class="badge">{{.Verdict}}</div>
   <div>
     <p>{{.Summary}}</p>
-    <p class="expect">{{if .Matches}}As expected: this scenario should end <b>{{.Run.Expected}}</b>.{{else}}<span class="mismatch">Not as expected: this scenario should end {{.Run.Expected}}.</span>{{end}}</p>
+    {{with .Run.Reference}}<p class="expect" id="reference">{{if $.Matches}}At least as good as the reference <b>{{.Lock}}</b>{{else}}<span class="mismatch">Not as good as the reference {{.Lock}}</span>{{end}}, the same story played with locksim's lock (<a href="reference/report.html">its report</a>): {{.Sentence $.Run}}.</p>
+    {{else}}<p class="expect">{{if .Matches}}As expected: this scenario should end <b>{{.Run.Expected}}</b>.{{else}}<span class="mismatch">Not as expected: this scenario should end {{.Run.Expected}}.</span>{{end}}</p>{{end}}
     {{with .Run.Counterfactual}}<p class="expect" id="counterfactual">Counterfactual, {{.Change}}: <b>{{.Verdict}}</b>{{if .Flipped}}. The verdict flips, so the cause is what decided it.{{else}} <span class="mismatch">(it had to flip to {{.Expected}}: the cause did not decide the verdict)</span>{{end}} {{.Summary}}</p>{{end}}
   </div>
 </section>

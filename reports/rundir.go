@@ -248,6 +248,9 @@ func Markdown(r *runner.Outcome) string {
 	if c := r.Counterfactual; c != nil {
 		fmt.Fprintf(&b, "**%s.** %s\n\n", mdEscape(strings.ToUpper(c.Sentence()[:1])+c.Sentence()[1:]), mdEscape(c.Summary))
 	}
+	if ref := r.Reference; ref != nil {
+		fmt.Fprintf(&b, "**Judged against the reference %s** (its run: reference/): %s.\n\n", mdEscape(ref.Lock), mdEscape(ref.Sentence(r)))
+	}
 	fmt.Fprintf(&b, "## History\n\n| t (s) | client | event | op | detail |\n|---:|---:|---|---|---|\n")
 	for _, e := range r.Events {
 		who := fmt.Sprint(e.Process)

@@ -94,10 +94,21 @@ func newReference(out, rr *Outcome) *Reference {
 	return r
 }
 
-// Sentence says how the judged lock (lock) did against the reference,
-// and the first step where the two parted: "lock redis-plain-del ended
-// unsafe where the reference redis ended safe; at step 4 ...".
-func (r *Reference) Sentence(lock string, own *Outcome) string {
+// JudgedLock names the lock the run played: the registered lock, or the
+// client program that implements it.
+func (o *Outcome) JudgedLock() string {
+	if len(o.ClientCmd) > 0 {
+		return fmt.Sprintf("%s of the client program (%s)", o.Scenario.Lock, strings.Join(o.ClientCmd, " "))
+	}
+	return o.Scenario.Lock
+}
+
+// Sentence says how own's lock did against the reference, and the first
+// step where the two parted: "lock redis-plain-del ended unsafe where the
+// reference redis ended safe: a finding about redis-plain-del; at step 4
+// ...".
+func (r *Reference) Sentence(own *Outcome) string {
+	lock := own.JudgedLock()
 	var b strings.Builder
 	switch {
 	case r.Verdict == "":

@@ -37,7 +37,7 @@ func TestJudgedAgainstReference(t *testing.T) {
 			if got := own.Matches(); got != c.matches {
 				t.Errorf("Matches() = %v, want %v", got, c.matches)
 			}
-			if s := own.Reference.Sentence("redis-plain-del", own); !strings.Contains(s, c.sentence) {
+			if s := own.Reference.Sentence(own); !strings.Contains(s, c.sentence) {
 				t.Errorf("sentence %q, want it to hold %q", s, c.sentence)
 			}
 		})

@@ -460,18 +460,10 @@ func printVerdictAs(w io.Writer, r *runner.Outcome, name string) {
 	fmt.Fprintf(w, "  verdict %s, %s; %d violation(s); %v; run directory %s\n",
 		r.Check.Verdict, status, r.Check.Violations, r.Duration.Round(time.Millisecond), r.Dir)
 	if ref := r.Reference; ref != nil {
-		fmt.Fprintf(w, "  %s\n", ref.Sentence(judgedLock(r), r))
+		fmt.Fprintf(w, "  %s\n", ref.Sentence(r))
 	}
 	if c := r.Counterfactual; c != nil {
 		fmt.Fprintf(w, "  %s\n", c.Sentence())
 	}
 }
 
-// judgedLock names the lock a run judged against a reference played:
-// the registered lock, or the client program that implements it.
-func judgedLock(r *runner.Outcome) string {
-	if cmd := r.ClientCmd; len(cmd) > 0 {
-		return fmt.Sprintf("%s of the client program (%s)", r.Scenario.Lock, strings.Join(cmd, " "))
-	}
-	return r.Scenario.Lock
-}
