@@ -32,7 +32,7 @@ func TestEveryLockHasItsBackend(t *testing.T) {
 // A lock's default nodes: its registration's, else one, for a backend
 // that counts nodes; none for PostgreSQL.
 func TestDefaultNodes(t *testing.T) {
-	for lock, want := range map[string]int{"redis": 1, "redlock": 5, "redsync": 5, "etcd": 1, "postgres-session": 0} {
+	for lock, want := range map[string]int{"redis": 1, "redlock": 5, "redsync": 5, "rueidislock": 1, "etcd": 1, "postgres-session": 0} {
 		spec, err := clients.Lookup(lock)
 		if err != nil {
 			t.Fatal(err)

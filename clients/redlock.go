@@ -63,14 +63,14 @@ type Redlock struct {
 const RedisBackend Backend = "redis"
 
 func init() {
-	Register(Spec{Name: "redlock", Backend: RedisBackend, Nodes: 5, Doc: "Redlock over the scenario's Redis nodes (majority of N)",
+	Register(Spec{Name: "redlock", Backend: RedisBackend, PlainExpire: true, Nodes: 5, Doc: "Redlock over the scenario's Redis nodes (majority of N)",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
-	Register(Spec{Name: "redis", Backend: RedisBackend, Doc: "single Redis: SET NX PX with a random token, token-checked Lua release",
+	Register(Spec{Name: "redis", Backend: RedisBackend, PlainExpire: true, Doc: "single Redis: SET NX PX with a random token, token-checked Lua release",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
-	Register(Spec{Name: "redis-plain-del", Backend: RedisBackend, Mutant: "the token-checked release", MutantOf: "redis",
+	Register(Spec{Name: "redis-plain-del", Backend: RedisBackend, PlainExpire: true, Mutant: "the token-checked release", MutantOf: "redis",
 		Doc: "single Redis, released with a plain DEL (deletes whoever holds it)",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, true) }})
-	Register(Spec{Name: "redlock-wallclock", Backend: RedisBackend, Nodes: 5, Mutant: "monotonic lease timing", MutantOf: "redlock",
+	Register(Spec{Name: "redlock-wallclock", Backend: RedisBackend, PlainExpire: true, Nodes: 5, Mutant: "monotonic lease timing", MutantOf: "redlock",
 		Doc: "Redlock measuring its validity by the client's wall clock, as Date.now()-based clients do",
 		New: func(cfg Config) (Lock, error) {
 			r, err := NewRedlock(cfg, false)
@@ -82,7 +82,7 @@ func init() {
 			}
 			return r, err
 		}})
-	Register(Spec{Name: "redlock-no-validity", Backend: RedisBackend, Nodes: 5, Mutant: "the validity check", MutantOf: "redlock",
+	Register(Spec{Name: "redlock-no-validity", Backend: RedisBackend, PlainExpire: true, Nodes: 5, Mutant: "the validity check", MutantOf: "redlock",
 		Doc: "Redlock that skips the validity check: a majority granted is held, however long the acquire took",
 		New: func(cfg Config) (Lock, error) {
 			r, err := NewRedlock(cfg, false)

@@ -179,6 +179,11 @@ type Spec struct {
 	// LocalExtend says that Extend sends nothing: it only checks what the
 	// client already knows (an advisory lock's, which has no TTL to push).
 	LocalExtend bool
+	// PlainExpire says that the lock can renew a key with a plain
+	// PEXPIRE, whoever holds it (worker.PlainExpirer): the naive watchdog
+	// a story asks for with watchdog: pexpire. A lock without it cannot
+	// tell such a story (scenarios.WithLock says so).
+	PlainExpire bool
 	// Mutant, when set, names the defence this lock deliberately breaks:
 	// it exists so that a scenario can prove it catches the breakage, and
 	// `sim locks` lists it only when asked.

@@ -18,7 +18,7 @@ const SentinelBackend Backend = "sentinel"
 const SentinelMaster = "locksim"
 
 func init() {
-	Register(Spec{Name: "redis-sentinel", Backend: SentinelBackend,
+	Register(Spec{Name: "redis-sentinel", Backend: SentinelBackend, PlainExpire: true,
 		Doc: "single Redis found through Redis Sentinel (go-redis's failover client): SET NX PX on whichever node the sentinels name primary",
 		New: func(cfg Config) (Lock, error) { return NewSentinelLock(cfg) }})
 }

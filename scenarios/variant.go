@@ -45,8 +45,9 @@ func (e *inapplicable) Error() string { return e.msg }
 // 2), its expected verdict. The nodes (Redis servers, etcd members) are
 // LockNodes': a single-node lock (redis) runs on one node, a quorum lock
 // (redlock) on the story's nodes when it has several, else on its own
-// default (5); a story that names a node the lock does not have cannot be
-// told with it.
+// default (5); a story that names a node the lock does not have, or that
+// renews with a plain PEXPIRE the lock cannot send (clients.Spec's
+// PlainExpire), cannot be told with it.
 func WithLock(sc *Scenario, name string) (Variant, error) {
 	v := Variant{Scenario: sc, Own: sc.Lock, Lock: name}
 	spec, err := clients.Lookup(name)
@@ -74,8 +75,16 @@ func WithLock(sc *Scenario, name string) (Variant, error) {
 		}
 		return v, &inapplicable{fmt.Sprintf("scenario %s names node %s (%s); lock %s runs on %s", sc.Name, NodeName(n), where, name, has)}
 	}
-	if c := sc.Counterfactual; c != nil && c.Given("lock") {
+	if sc.Watchdog == "pexpire" && !spec.PlainExpire {
+		return v, &inapplicable{fmt.Sprintf("scenario %s renews with a plain PEXPIRE (watchdog: pexpire), which lock %s cannot send", sc.Name, name)}
+	}
+	switch c := sc.Counterfactual; {
+	case c == nil:
+	case c.Given("lock"):
 		v.SkipCF = fmt.Sprintf("it changes the lock (%s -> %s: %s), which means nothing for lock %s", sc.Lock, c.Lock, c.Change, name)
+		cp.Counterfactual = nil
+	case c.Given("watchdog") && c.Watchdog == "pexpire" && !spec.PlainExpire:
+		v.SkipCF = fmt.Sprintf("it renews with a plain PEXPIRE (%s), which lock %s cannot send", c.Change, name)
 		cp.Counterfactual = nil
 	}
 	v.Scenario = &cp

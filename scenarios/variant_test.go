@@ -7,8 +7,9 @@ import (
 
 // TestLockVariant: a story played with another lock of its servers keeps
 // its claims and takes the lock's nodes; a lock of other servers, or one
-// with fewer nodes than the story names, cannot tell it; a counterfactual
-// that itself changes the lock is skipped.
+// with fewer nodes than the story names, or without the plain PEXPIRE its
+// watchdog sends, cannot tell it; a counterfactual that itself changes
+// the lock is skipped.
 func TestLockVariant(t *testing.T) {
 	find := func(name string) *Scenario {
 		sc, err := Find(name)
@@ -43,6 +44,16 @@ func TestLockVariant(t *testing.T) {
 	}
 	if _, err := WithLock(find("redlock-clock-jump"), "redis"); err == nil || !strings.Contains(err.Error(), "lock redis runs on one node, A") {
 		t.Errorf("a five-node story with a one-node lock: %v", err)
+	}
+
+	naive := find("redis-naive-watchdog") // watchdog: pexpire
+	for _, lock := range []string{"redislock", "rueidislock"} {
+		if _, err := WithLock(naive, lock); err == nil || !strings.Contains(err.Error(), "plain PEXPIRE (watchdog: pexpire), which lock "+lock+" cannot send") {
+			t.Errorf("a plain-PEXPIRE story with %s, which cannot send one: %v", lock, err)
+		}
+	}
+	if _, err := WithLock(naive, "redis-plain-del"); err != nil {
+		t.Errorf("a plain-PEXPIRE story with redis-plain-del: %v", err)
 	}
 
 	release := find("redis-unsafe-release") // its counterfactual is lock: redis

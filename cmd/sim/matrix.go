@@ -12,6 +12,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -154,7 +155,14 @@ func cmdMatrix(ctx context.Context, o matrixOptions, stdout, stderr io.Writer) e
 	m := matrix.Plan(locks, list, o.out, program)
 	cells := m.Playable()
 	if len(cells) == 0 {
-		return fmt.Errorf("no scenario given can be played with %s: each needs other servers or more nodes (sim list shows each scenario's lock)", strings.Join(locks, ", "))
+		var why []string
+		for _, c := range m.Cells {
+			if c.NA != "" && !slices.Contains(why, c.NA) {
+				why = append(why, c.NA)
+			}
+		}
+		sort.Strings(why)
+		return fmt.Errorf("no scenario given can be played with %s: %s", strings.Join(locks, ", "), strings.Join(why, "; "))
 	}
 	if err := claimMatrixDirs(o.out, cells); err != nil {
 		return err
