@@ -55,6 +55,12 @@ type Result struct {
 	Faults  []string `json:"faults_searched"`
 	// Baseline is the lock a finding had to leave safe ("" none).
 	Baseline string `json:"baseline,omitempty"`
+	// ClientCmd and BaselineCmd are the client programs the hunted lock's
+	// and the baseline's clients ran (none: the harness's own worker);
+	// LeftOut what the program's hello kept out of the search.
+	ClientCmd   []string `json:"client_cmd,omitempty"`
+	BaselineCmd []string `json:"baseline_cmd,omitempty"`
+	LeftOut     []string `json:"left_out,omitempty"`
 	TTL      string `json:"ttl"`
 	Seed     int64  `json:"seed"`
 	Shard    string `json:"shard"`
@@ -126,6 +132,7 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 	}
 	sp := o.Space
 	h := &hunter{o: o, started: time.Now(), res: &Result{Lock: sp.Lock, Storage: sp.Storage, Faults: sp.Kinds, Baseline: sp.Baseline,
+		ClientCmd: sp.ClientCmd, BaselineCmd: sp.BaselineCmd, LeftOut: sp.LeftOut,
 		TTL: sp.TTL.String(), Seed: o.Seed, Shard: fmt.Sprintf("%d/%d", o.Shard, o.Of), Shapes: len(sp.classic())}}
 	defer func() { h.res.Seconds = round2(time.Since(h.started).Seconds()) }()
 	var found *Plan
@@ -256,7 +263,7 @@ func (h *hunter) baselineSafe(ctx context.Context, p Plan) (bool, error) {
 		return true, nil
 	}
 	base := h.o.Space
-	base.Lock, base.Baseline = base.Baseline, ""
+	base.Lock, base.Baseline, base.ClientCmd = base.Baseline, "", base.BaselineCmd
 	s, err := base.build(p, Meta{Name: "hunt-baseline", Title: "baseline", Source: "sim hunt", Explain: "baseline"}, nil)
 	if err != nil {
 		return false, err

@@ -19,6 +19,7 @@ package hunt
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -246,6 +247,18 @@ type Space struct {
 	// check_lease for a lock whose leases expire, replicas for Redis
 	// nodes when a failover is searched.
 	Options []string
+	// ClientCmd is the client program every client of a candidate runs
+	// (nil: the harness's own Go worker), and BaselineCmd the one the
+	// baseline's clients run (nil: the Go worker). WithProgram sets them
+	// and narrows the space to what the program's hello covers.
+	ClientCmd, BaselineCmd []string
+	// LeftOut says what the program's hello kept out of the search (the
+	// options and clocks it does not cover), one item each.
+	LeftOut []string
+	// noClientClock says the clients' wall clocks cannot be moved (the
+	// program's hello has no client_clock): a clock fault strikes nodes
+	// only.
+	noClientClock bool
 	// lockLinks are the names of a client's links to the lock's servers;
 	// expires says the lock's leases end by a TTL; nodeClockless why no
 	// clock fault reaches its nodes ("" when one does).
@@ -364,6 +377,94 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 	}
 	sp.nodeClockless = clockless
 	return sp, nil
+}
+
+// WithProgram has every client of a candidate run program argv, whose
+// hello p says what it covers, and narrows the space to that: the lock
+// and the storage mode must be among its own (and the fencing token a
+// fenced mode draws), else an error in one line; the lock options and
+// the faults on a client's clock it does not cover are left out, each
+// said in LeftOut. given says --faults named the kinds: a kind left with
+// nothing to strike is then an error, not a note.
+func (sp Space) WithProgram(argv []string, p scenarios.ClientProgram, given bool) (Space, error) {
+	return sp.withProgram("--client-cmd", argv, p, given)
+}
+
+// WithBaselineProgram has the baseline's clients run program argv (its
+// hello p) instead of the harness's own worker: it must implement the
+// baseline lock and the storage, and what it does not cover is left out
+// of the search as WithProgram leaves it (a candidate the baseline
+// cannot play would prove nothing).
+func (sp Space) WithBaselineProgram(argv []string, p scenarios.ClientProgram, given bool) (Space, error) {
+	if sp.Baseline == "" {
+		return sp, errors.New("--baseline-cmd: it plays the baseline, and there is none: give --baseline BASE")
+	}
+	b := sp
+	b.Lock = sp.Baseline
+	b, err := b.withProgram("--baseline-cmd", argv, p, given)
+	if err != nil {
+		return sp, err
+	}
+	sp.Options, sp.Kinds, sp.noClientClock = b.Options, b.Kinds, b.noClientClock
+	for _, l := range b.LeftOut {
+		sp.LeftOut = append(sp.LeftOut, "for the baseline's program: "+l)
+	}
+	sp.BaselineCmd = argv
+	return sp, nil
+}
+
+// withProgram is WithProgram for the program of flag.
+func (sp Space) withProgram(flag string, argv []string, p scenarios.ClientProgram, given bool) (Space, error) {
+	var leftOut []string
+	p = p.Covered()
+	name := fmt.Sprintf("%s %q", flag, p.Program)
+	switch {
+	case !slices.Contains(p.Locks, sp.Lock):
+		return sp, fmt.Errorf("%s implements the locks [%s] (its hello), not %s", name, strings.Join(p.Locks, " "), sp.Lock)
+	case sp.Storage != "none" && !(slices.Contains(p.Ops, "write") && slices.Contains(p.StorageModes, sp.Storage)):
+		return sp, fmt.Errorf("%s does not write the protected storage in mode %s (its hello: ops [%s], storage_modes [%s]); give --storage none or one of its modes",
+			name, sp.Storage, strings.Join(p.Ops, " "), strings.Join(p.StorageModes, " "))
+	}
+	if fence := sp.fence(); fence != "" && !slices.Contains(p.Fences, fence) {
+		return sp, fmt.Errorf("%s draws no %s fencing token for --storage %s (its hello: fences [%s])", name, fence, sp.Storage, strings.Join(p.Fences, " "))
+	}
+	drop := func(option, why string) {
+		if i := slices.Index(sp.Options, option); i >= 0 {
+			sp.Options = slices.Delete(slices.Clone(sp.Options), i, i+1)
+			leftOut = append(leftOut, option+" ("+why+")")
+		}
+	}
+	if !slices.Contains(p.Watchdogs, "token") {
+		drop("watchdog", "its hello has no watchdog token")
+	}
+	if !p.CheckLease {
+		drop("check_lease", "its hello does not say check_lease")
+	}
+	if !p.ClientClock {
+		sp.noClientClock = true
+		if i := slices.Index(sp.Kinds, "clock-jump"); i >= 0 && (sp.Nodes == 0 || sp.nodeClockless != "") {
+			why := "it would step a client's clock, which the program's hello does not let move (no client_clock), and no node's clock can be moved"
+			if given {
+				return sp, fmt.Errorf("--faults clock-jump: %s", why)
+			}
+			sp.Kinds = slices.Delete(slices.Clone(sp.Kinds), i, i+1)
+			leftOut = append(leftOut, "clock-jump ("+why+")")
+		} else if i >= 0 {
+			leftOut = append(leftOut, "a client's clock (its hello has no client_clock: clock jumps strike nodes only)")
+		}
+	}
+	sp.ClientCmd, sp.LeftOut = argv, leftOut
+	return sp, nil
+}
+
+// fence is the fencing-token source a candidate's story draws from: a
+// PostgreSQL sequence for a fenced mode, unless the lock's own leases
+// carry a token ("": none).
+func (sp Space) fence() string {
+	if spec, _ := clients.Lookup(sp.Lock); !spec.Fences && strings.HasPrefix(sp.Storage, "fenced") {
+		return clients.FencePostgres
+	}
+	return ""
 }
 
 // WithBaseline sets the lock a finding must not break (Space.Baseline):
@@ -535,7 +636,7 @@ func (sp Space) classic() []Plan {
 	if sp.has("drop") && len(sp.lockLinks) > 0 {
 		out = append(out, Plan{Turns: two(2, 0.2), Faults: []Fault{{Kind: "drop", Client: 1, Links: sp.lockLinks, At: read1}}})
 	}
-	if sp.has("clock-jump") && sp.can("check_lease") {
+	if sp.has("clock-jump") && sp.can("check_lease") && !sp.noClientClock {
 		out = append(out, Plan{Turns: two(1.5, 1.05), Options: LockOptions{CheckLease: true},
 			Faults: []Fault{{Kind: "clock-jump", Client: 1, X: 1.5, At: read1}}})
 	}
@@ -649,10 +750,11 @@ func (sp Space) draw(rng *rand.Rand, k string, n int, shared string) *Fault {
 	}
 	g, _ := mustKind(k)
 	f.X = round2(g.Range[0] + rng.Float64()*(g.Range[1]-g.Range[0]))
+	noNodeClock := sp.Nodes == 0 || sp.nodeClockless != ""
 	switch {
-	case g.OnNode && isClockKind(k) && (sp.Nodes == 0 || sp.nodeClockless != "" || rng.IntN(4) == 0):
-		if k != "clock-jump" {
-			return nil // a client's clock is only stepped
+	case g.OnNode && isClockKind(k) && (noNodeClock || rng.IntN(4) == 0) && !(sp.noClientClock && !noNodeClock):
+		if k != "clock-jump" || sp.noClientClock {
+			return nil // a client's clock is only stepped, and only one the program lets move
 		}
 		f.Client = 1 + rng.IntN(n)
 	case g.OnNode:

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
-	"locksim/clients"
 	"locksim/nemesis"
 	"locksim/scenarios"
 )
@@ -30,6 +30,7 @@ type file struct {
 	Watchdog       string          `yaml:"watchdog,omitempty"`
 	CheckLease     bool            `yaml:"check_lease,omitempty"`
 	Replicas       bool            `yaml:"replicas,omitempty"`
+	ClientCmd      []string        `yaml:"client_cmd,omitempty"`
 	Expected       string          `yaml:"expected"`
 	Counterfactual *counterfactual `yaml:"counterfactual,omitempty"`
 	Steps          []step          `yaml:"steps"`
@@ -39,6 +40,9 @@ type counterfactual struct {
 	Change string `yaml:"change"`
 	TTL    string `yaml:"ttl,omitempty"`
 	Lock   string `yaml:"lock,omitempty"`
+	// ClientCmd is the baseline's program; an empty list, the harness's
+	// own worker (nil: the story's clients, unchanged).
+	ClientCmd *[]string `yaml:"client_cmd,omitempty"`
 }
 
 // step is one step as a hunt writes it; a fault's own fields (its kind's
@@ -84,13 +88,11 @@ type Meta struct {
 // TTL trap), and a lock without a TTL one client alone.
 func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	ttl := sp.TTL
-	f := file{Name: m.Name, Title: m.Title, Source: m.Source, Explain: m.Explain, Lock: sp.Lock, TTL: dur(ttl), Expected: "unsafe"}
+	f := file{Name: m.Name, Title: m.Title, Source: m.Source, Explain: m.Explain, Lock: sp.Lock, TTL: dur(ttl), Expected: "unsafe", ClientCmd: sp.ClientCmd}
 	writes := sp.Storage != "none"
 	if writes {
 		f.Storage = sp.Storage
-		if spec, _ := clients.Lookup(sp.Lock); !spec.Fences && strings.HasPrefix(sp.Storage, "fenced") {
-			f.Fence = clients.FencePostgres
-		}
+		f.Fence = sp.fence()
 	}
 	if len(p.Turns) < 2 {
 		return nil, fmt.Errorf("a plan needs two clients' turns, got %d", len(p.Turns))
@@ -119,6 +121,14 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	switch {
 	case sp.Baseline != "":
 		f.Counterfactual = &counterfactual{Change: "with lock " + sp.Baseline, Lock: sp.Baseline}
+		if len(sp.ClientCmd) > 0 || len(sp.BaselineCmd) > 0 {
+			cmd := slices.Clone(sp.BaselineCmd)
+			if cmd == nil {
+				cmd = []string{} // the harness's own worker
+			}
+			f.Counterfactual.ClientCmd = &cmd
+			f.Counterfactual.Change += clientsOf(sp.BaselineCmd)
+		}
 		for i := range steps {
 			steps[i].Cause = false // the lock is the cause, not the faults
 		}
@@ -157,6 +167,15 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 		return nil, err
 	}
 	return &Story{Plan: p, Scenario: sc, YAML: text, steps: steps}, nil
+}
+
+// clientsOf says who plays a lock's clients: " played by PROGRAM", or
+// " played by the harness's own worker".
+func clientsOf(argv []string) string {
+	if len(argv) == 0 {
+		return " played by the harness's own worker"
+	}
+	return " played by " + strings.Join(argv, " ")
 }
 
 // span is how long the plan's workload lasts, in TTLs.

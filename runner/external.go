@@ -60,12 +60,18 @@ func ProbeClientProgram(ctx context.Context, argv []string) (worker.Hello, error
 	return h, nil
 }
 
+// ClientProgramOf is what program argv, whose hello is h, covers, as the
+// scenarios see it.
+func ClientProgramOf(argv []string, h worker.Hello) scenarios.ClientProgram {
+	return scenarios.ClientProgram{Program: strings.Join(argv, " "), Protocol: h.Protocol, Locks: h.Locks, Ops: h.Ops,
+		StorageModes: h.StorageModes, Fences: h.Fences, Watchdogs: h.Watchdogs, CheckLease: h.CheckLease, ClientClock: h.ClientClock}
+}
+
 // ClientProgramProblem says, as a harness error naming the scenario's
 // file, line and field, why clients that are program argv, whose hello is
 // h, cannot play sc; nil when they can.
 func ClientProgramProblem(sc *scenarios.Scenario, argv []string, h worker.Hello) error {
-	p := scenarios.ClientProgram{Program: strings.Join(argv, " "), Protocol: h.Protocol, Locks: h.Locks, Ops: h.Ops,
-		StorageModes: h.StorageModes, Fences: h.Fences, Watchdogs: h.Watchdogs, CheckLease: h.CheckLease, ClientClock: h.ClientClock}
+	p := ClientProgramOf(argv, h)
 	if err := sc.ClientProgramProblem(&p); err != nil {
 		return harness("%v", err)
 	}

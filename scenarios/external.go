@@ -54,13 +54,8 @@ func (s *Scenario) ClientProgramProblem(p *ClientProgram) error {
 	if p == nil {
 		return nil
 	}
-	if p.Protocol < 2 {
-		// A version 1 program covers nothing beyond its locks and its
-		// commands, whatever else its line says.
-		v1 := *p
-		v1.StorageModes, v1.Fences, v1.Watchdogs, v1.CheckLease, v1.ClientClock = nil, nil, nil, false, false
-		p = &v1
-	}
+	covered := p.Covered()
+	p = &covered
 	lacks := func(field, what, list string, has []string) error {
 		return s.errAt(field, "the story needs %s, which the client program (%s) does not cover (%s)", what, p.Program, p.covers(list, has))
 	}
@@ -100,6 +95,15 @@ var clientOps = []string{history.OpAcquire, history.OpRelease, history.OpExtend,
 
 // covers says what p's hello lists in field, for a refusal: the list, or
 // that a version 1 program has no such field at all.
+// Covered is what p covers: a version 1 program nothing beyond its locks
+// and its commands, whatever else its line says.
+func (p ClientProgram) Covered() ClientProgram {
+	if p.Protocol < 2 {
+		p.StorageModes, p.Fences, p.Watchdogs, p.CheckLease, p.ClientClock = nil, nil, nil, false, false
+	}
+	return p
+}
+
 func (p *ClientProgram) covers(field string, has []string) string {
 	if p.Protocol < 2 && field != "locks" && field != "ops" {
 		return fmt.Sprintf("it speaks locksim worker protocol v%d, which has acquire, release and extend only; "+

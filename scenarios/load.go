@@ -535,7 +535,9 @@ func (s *Scenario) validate() error {
 	if s.WatchdogEvery.Duration < 0 || s.IdleSessionTimeout.Duration < 0 {
 		return s.errAt("watchdog_every", "expected a positive duration")
 	}
-	if _, given := s.lines["client_cmd"]; given {
+	// A counterfactual may give client_cmd: [] (the harness's own worker
+	// plays it, as a hunt's baseline does).
+	if _, given := s.lines["client_cmd"]; given && !(s.IsCounterfactual && len(s.ClientCmd) == 0) {
 		if err := s.validateClientCmd(); err != nil { // external.go
 			return err
 		}

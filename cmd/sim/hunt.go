@@ -28,6 +28,10 @@ import (
 type huntOptions struct {
 	lock, storage, faults string
 	baseline              string
+	// clientCmd and baselineCmd are the client programs (split on
+	// spaces) the hunted lock's and the baseline's clients run ("": the
+	// harness's own worker).
+	clientCmd, baselineCmd string
 	ttl, budget           time.Duration
 	runs, clients         int
 	seed                  int64
@@ -96,6 +100,8 @@ interrupted (hunt.json keeps what it had).`,
 	f.StringVar(&o.storage, "storage", "none", "the protected storage `MODE`: none (mutual exclusion alone: a finding is the lock's own), "+strings.Join(scenarios.StorageModes[1:], ", "))
 	f.StringVar(&o.faults, "faults", "", "the fault kinds searched, `KIND,...`: "+strings.Join(hunt.Searchable(), ", ")+" (default: those the lock's servers and the storage allow; none: the clients' timing alone)")
 	f.StringVar(&o.baseline, "baseline", "", "count only a schedule that breaks the hunted lock and, played again with lock `BASE` (same servers), leaves it safe: what a mutant does that the lock whose defence it breaks does not; the found story's counterfactual is BASE")
+	f.StringVar(&o.clientCmd, "client-cmd", "", "hunt the lock as the client program `PROG` implements it (split on spaces; worker protocol v2, docs/protocol.md): only what its hello covers is searched, and found.yaml names it in client_cmd")
+	f.StringVar(&o.baselineCmd, "baseline-cmd", "", "play --baseline's lock with the client program `PROG` instead of the harness's own worker (the maintained fork against the original, say)")
 	f.IntVar(&o.clients, "clients", 3, "the most clients a candidate has (`N`: 2 or 3)")
 	f.DurationVar(&o.ttl, "ttl", 500*time.Millisecond, "the lease time clients ask for (`D`)")
 	f.IntVar(&o.runs, "runs", 40, "candidates to play at most (`N`)")
@@ -106,6 +112,28 @@ interrupted (hunt.json keeps what it had).`,
 	backendFlags(f, &o.backend)
 	cmd.AddCommand(huntMergeCmd())
 	return cmd
+}
+
+// withPrograms narrows sp to what --client-cmd's and --baseline-cmd's
+// programs cover, reading each one's hello before any server starts.
+func withPrograms(ctx context.Context, sp hunt.Space, o huntOptions) (hunt.Space, error) {
+	for _, p := range []struct {
+		cmd  string
+		with func(hunt.Space, []string, scenarios.ClientProgram, bool) (hunt.Space, error)
+	}{{o.clientCmd, hunt.Space.WithProgram}, {o.baselineCmd, hunt.Space.WithBaselineProgram}} {
+		if p.cmd == "" {
+			continue
+		}
+		argv := strings.Fields(p.cmd)
+		h, err := runner.ProbeClientProgram(ctx, argv)
+		if err != nil {
+			return sp, err
+		}
+		if sp, err = p.with(sp, argv, runner.ClientProgramOf(argv, h), o.faults != ""); err != nil {
+			return sp, err
+		}
+	}
+	return sp, nil
 }
 
 func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error {
@@ -124,6 +152,9 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 		if sp, err = sp.WithBaseline(o.baseline); err != nil {
 			return err
 		}
+	}
+	if sp, err = withPrograms(ctx, sp, o); err != nil {
+		return err
 	}
 	if o.runs < 1 || o.budget < 0 {
 		return errors.New("--runs: expected 1 or more; --budget: expected a positive duration")
@@ -167,6 +198,12 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 		vs = ", baseline " + sp.Baseline
 	}
 	fmt.Fprintf(stderr, "sim hunt %s (storage %s, faults %s, up to %d clients, ttl %v%s, seed %d)\n", o.lock, o.storage, searched, sp.Clients, o.ttl, vs, o.seed)
+	if len(sp.ClientCmd) > 0 {
+		fmt.Fprintf(stderr, "  clients: %s\n", strings.Join(sp.ClientCmd, " "))
+	}
+	if len(sp.LeftOut) > 0 {
+		fmt.Fprintf(stderr, "  left out of the search, the program's hello not covering it: %s\n", strings.Join(sp.LeftOut, "; "))
+	}
 	res, found, original, err := hunt.Run(ctx, ho)
 	closeServers() // the final story is replayed on servers of its own
 	if res != nil {
