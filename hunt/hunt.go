@@ -61,9 +61,9 @@ type Result struct {
 	ClientCmd   []string `json:"client_cmd,omitempty"`
 	BaselineCmd []string `json:"baseline_cmd,omitempty"`
 	LeftOut     []string `json:"left_out,omitempty"`
-	TTL      string `json:"ttl"`
-	Seed     int64  `json:"seed"`
-	Shard    string `json:"shard"`
+	TTL         string   `json:"ttl"`
+	Seed        int64    `json:"seed"`
+	Shard       string   `json:"shard"`
 	// Runs counts the candidates played; CandidateRuns the story runs
 	// they took (a candidate that fails once is played up to three
 	// times).

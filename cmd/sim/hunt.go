@@ -32,11 +32,11 @@ type huntOptions struct {
 	// spaces) the hunted lock's and the baseline's clients run ("": the
 	// harness's own worker).
 	clientCmd, baselineCmd string
-	ttl, budget           time.Duration
-	runs, clients         int
-	seed                  int64
-	shard, out            string
-	backend               runner.Host
+	ttl, budget            time.Duration
+	runs, clients          int
+	seed                   int64
+	shard, out             string
+	backend                runner.Host
 	// flags are the flags as given, to refuse one with no effect (nil:
 	// none given).
 	flags *pflag.FlagSet

@@ -466,4 +466,3 @@ func printVerdictAs(w io.Writer, r *runner.Outcome, name string) {
 		fmt.Fprintf(w, "  %s\n", c.Sentence())
 	}
 }
-
