@@ -20,13 +20,15 @@ all: build
 # shim is built with. test-deps adds Chromium, which only the report test
 # needs (it renders report.html headless), ZooKeeper (Debian's 3.8, which
 # pulls a Java runtime) and redis-sentinel, which env's and clients' tests
-# start, the Python example client's packages (examples/redis-py: Debian's
-# python3-redis and python3-psycopg2) and the Node.js example client's npm
-# packages (examples/node-redlock, installed again when its
+# start, the Python example clients' packages (Debian's python3-psycopg2,
+# with python3-redis for examples/redis-py, python3-kazoo for
+# examples/kazoo and python3-etcd3 for examples/python-etcd3; each checked
+# by importing it into /usr/bin/python3) and the Node.js example client's
+# npm packages (examples/node-redlock, installed again when its
 # package-lock.json is newer than the install): `make demo` installs none
 # of them.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
-TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-psycopg2
+TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-kazoo python3-etcd3 python3-psycopg2
 NODE_EX   := examples/node-redlock
 
 deps:
@@ -60,6 +62,8 @@ install:
 		zookeeper) [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null || missing="$$missing $$p" ;; \
 		gcc) command -v cc >/dev/null || missing="$$missing $$p" ;; \
 		python3-redis) /usr/bin/python3 -c 'import redis' 2>/dev/null || missing="$$missing $$p" ;; \
+		python3-kazoo) /usr/bin/python3 -c 'import kazoo' 2>/dev/null || missing="$$missing $$p" ;; \
+		python3-etcd3) /usr/bin/python3 -c 'import etcd3' 2>/dev/null || missing="$$missing $$p" ;; \
 		python3-psycopg2) /usr/bin/python3 -c 'import psycopg2' 2>/dev/null || missing="$$missing $$p" ;; \
 		*) command -v $$p >/dev/null || missing="$$missing $$p" ;; \
 		esac; \

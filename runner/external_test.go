@@ -40,17 +40,7 @@ func nodeClient(t *testing.T) []string {
 // packages must be: apt-get install python3-redis python3-psycopg2.
 func redisPyClient(t *testing.T) []string {
 	t.Helper()
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("/usr/bin/python3 is not installed: the Python client (examples/redis-py) cannot run here")
-	}
-	if out, err := exec.Command("/usr/bin/python3", "-c", "import redis, psycopg2").CombinedOutput(); err != nil {
-		t.Fatalf("examples/redis-py needs Debian's python3-redis and python3-psycopg2 (make test-deps): %v: %s", err, out)
-	}
-	path, err := filepath.Abs(filepath.Join("..", "examples", "redis-py", "client.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []string{path}
+	return pyClient(t, "redis-py", "redis, psycopg2", "python3-redis and python3-psycopg2")
 }
 
 // playExternal plays a catalogue story with the clients run as argv, at

@@ -1,0 +1,268 @@
+#!/usr/bin/python3
+"""A locksim client in Python: Kazoo's Lock recipe (Debian's python3-kazoo)
+on ZooKeeper, speaking locksim worker protocol v2 (docs/protocol.md in the
+locksim repository), with psycopg2 (python3-psycopg2) for the protected
+storage. The harness starts it as a scenario's client_cmd, e.g.
+
+    client_cmd: [examples/kazoo/client.py]
+
+Each acquire opens a Kazoo session of its own whose timeout is the story's
+ttl (as locksim's own ZooKeeper lock does, clients/zookeeper.go) and tries
+Kazoo's Lock once, without blocking; release gives the lock back and
+closes the session. A listener on the session's state (Kazoo's
+CONNECTED, SUSPENDED, LOST) is the library's own defence, and the lease
+check reads it. stdout carries protocol lines only; logs go to stderr.
+"""
+
+import os
+import sys
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+try:
+    import psycopg2  # noqa: F401 (the storage's, through locksim_worker)
+    import kazoo.version
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoNodeError, SessionExpiredError
+    from kazoo.protocol.states import KazooState
+except ImportError as err:
+    # Debian's python3-kazoo and python3-psycopg2 are Debian's Python's:
+    # another python3 first on the PATH (pyenv, a virtualenv) has not got
+    # them, so run this file again with Debian's.
+    if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.path.exists(DEBIAN_PYTHON):
+        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
+    # No hello line: the harness reports that this program exited before
+    # it, quoting this line.
+    sys.stderr.write(f"kazoo: error: cannot import kazoo and psycopg2 ({err}); "
+                     "install them with: apt-get install python3-kazoo python3-psycopg2\n")
+    sys.exit(1)
+
+import logging
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "pyworker"))
+import locksim_worker as w  # noqa: E402
+
+PROTOCOL = 2 if w.HARNESS >= 2 else 1
+LOCKS = ["zookeeper"]  # the lock recipe: ephemeral sequential znodes, lowest wins
+OPS = ["acquire", "release", "write"] if PROTOCOL >= 2 else ["acquire", "release"]
+FENCES = ["postgres"]  # and, without init's fence, the znode's czxid (the lock's own)
+ROOT = "/locksim/lock"  # the locks' parent znode, as clients/zookeeper.go has it
+DEFAULT_SESSION = 2.0  # seconds: the session timeout when acquire's ttl is 0
+
+
+def log(msg):
+    sys.stderr.write(f"kazoo: {msg}\n")
+    sys.stderr.flush()
+
+
+class Lease:
+    """A lease held: its Kazoo session and Lock, its token (the Lock's
+    random prefix), its fencing token, and what the session's listener
+    has heard since before the acquire."""
+
+    def __init__(self, zk):
+        self.zk, self.lock, self.token, self.fence, self.sid = zk, None, None, 0, None
+        self.suspended = False  # the connection is down (Kazoo's SUSPENDED), not yet back
+        self.lost = False  # Kazoo said LOST: the session expired (or was closed)
+        self.was_suspended = False  # SUSPENDED at some point since the acquire began
+
+    def listen(self, state):
+        """Kazoo's connection-state listener (called on its event thread;
+        it must not block)."""
+        if state == KazooState.LOST:
+            self.lost = True
+        self.suspended = state == KazooState.SUSPENDED
+        self.was_suspended = self.was_suspended or self.suspended
+        log(f"lease {self.token or '(acquiring)'}: session state {state}")
+
+    def gone(self):
+        """Why the lease's session is gone as far as Kazoo has said, or
+        None: LOST, or a session id other than the grant's (Kazoo opens a
+        new session by itself after an expiry)."""
+        if self.lost:
+            return "Kazoo reported the session LOST (expired): its znode is deleted with it"
+        cid = self.zk.client_id
+        if self.sid is not None and (cid is None or cid[0] != self.sid):
+            return "the session the lock was granted on has been replaced (it expired)"
+        return None
+
+
+cfg = {}
+hosts = ""
+store = None
+leases = {}
+
+
+def close_session(zk):
+    """Ends a Kazoo session in the background (stop waits for the
+    ensemble's answer): the ensemble then deletes the session's znodes,
+    or, unreachable, expires the session later."""
+    def end():
+        try:
+            zk.stop()
+            zk.close()
+        except Exception as err:
+            log(f"closing a session: {err}")
+    threading.Thread(target=end, daemon=True).start()
+
+
+def init(i):
+    global hosts, store
+    if i.get("lock") not in LOCKS:
+        raise ValueError(f"kazoo implements lock {LOCKS[0]}, not {i.get('lock')}")
+    for what, v, have in (("storage mode", i.get("storage_mode"), w.STORAGE_MODES), ("fence source", i.get("fence"), FENCES)):
+        if v and v not in have:
+            raise ValueError(f"kazoo has no {what} {v} (it has {', '.join(have)})")
+    if i.get("watchdog"):
+        raise ValueError("Kazoo's Lock has no renewal to run: the session's pings keep its znode")
+    if i.get("fence") == "postgres" and not i.get("storage"):
+        raise ValueError("fence postgres needs the storage connection")
+    members = (i.get("config") or {}).get("zookeeper") or []
+    if not members:
+        raise ValueError("lock zookeeper needs the ensemble's members (config.zookeeper)")
+    cfg.update(i)
+    hosts = ",".join(m["addr"] for m in members)
+    if i.get("storage"):
+        store = w.Storage(i["storage"], i.get("storage_mode"))
+        store.connect()
+
+
+def bound(session):
+    """How long a call of the lock may take, in seconds, as
+    clients/zookeeper.go bounds it: 10 node timeouts, and at least two
+    session timeouts (Kazoo gives up on a silent member after two thirds
+    of one)."""
+    node_timeout = ((cfg.get("config") or {}).get("node_timeout") or 200_000_000) / 1e9
+    return max(10 * node_timeout, 2 * session)
+
+
+def acquire(cid, cmd):
+    key, ttl = cmd["key"], cmd["ttl"]
+    w.event(cid, {"type": "invoke", "op": "acquire", "key": key, "ttl": ttl})
+    fail = {"type": "info", "op": "acquire", "key": key}
+    if key in leases:
+        return w.event(cid, dict(fail, type="fail", reason="held", detail="this client holds the lock already (Kazoo's Lock is not re-entrant)"))
+    session = ttl / 1e9 if ttl > 0 else DEFAULT_SESSION
+    limit = bound(session)
+    # The session timeout is the ttl (the ensemble clamps it to its
+    # [minSessionTimeout, maxSessionTimeout]). Kazoo retries a command
+    # that lost its connection, even past a session expiry
+    # (ignore_expire): bounded here by the call's limit.
+    zk = KazooClient(hosts=hosts, timeout=session, command_retry={"max_tries": -1, "deadline": limit, "max_delay": 0.5},
+                     logger=logging.getLogger(f"kazoo.client{cfg.get('config', {}).get('client_id', '')}"))
+    lease = Lease(zk)
+    zk.add_listener(lease.listen)
+    try:
+        zk.start(timeout=limit)
+    except Exception as err:
+        close_session(zk)
+        return w.event(cid, dict(fail, detail=f"kazoo: no session with {hosts}: {type(err).__name__}: {err}"))
+    lock = zk.Lock(f"{ROOT}/{key}", f"client {cfg.get('config', {}).get('client_id', '')}")
+    lease.lock, lease.token, lease.sid = lock, lock.prefix[:32], zk.client_id[0]
+    try:
+        # blocking=False: one try, no wait behind a lower znode. timeout
+        # bounds Kazoo's retries of a lost connection (with None, the
+        # recipe's KazooRetry(max_tries=None) retries for ever).
+        got = lock.acquire(blocking=False, timeout=limit)
+    except Exception as err:
+        close_session(zk)
+        return w.event(cid, dict(fail, detail=f"kazoo: Lock.acquire: {type(err).__name__}: {err}"))
+    if not got:
+        close_session(zk)
+        if lease.was_suspended or lease.gone():
+            # The recipe answers False also when its retries ran out.
+            return w.event(cid, dict(fail, detail="kazoo: Lock.acquire returned False after its connection was lost (retries ran out): outcome unknown"))
+        return w.event(cid, dict(fail, type="fail", reason="held",
+                                 detail=f"kazoo: Lock.acquire(blocking=False) returned False: a lower znode than {lock.node} holds {key}"))
+    path = f"{lock.path}/{lock.node}"
+    try:
+        # The znode's czxid: the zxid at which it was created, the lock's
+        # own fencing token (clients/zookeeper.go gives the same).
+        stat = zk.exists(path)
+        if stat is None or stat.ephemeralOwner != lease.sid:
+            raise NoNodeError(f"{path} is gone")
+        lease.fence = stat.czxid
+        if cfg.get("fence") == "postgres":
+            lease.fence = store.next_fence()
+    except Exception as err:
+        undo = "lock released"
+        try:
+            lock.release()
+        except Exception as rerr:
+            undo = f"and releasing it: {rerr}"
+        close_session(zk)
+        return w.event(cid, dict(fail, detail=f"kazoo: fencing token of {path}: {type(err).__name__}: {err} ({undo})"))
+    leases[key] = lease
+    # No lease_end: the recipe believes it holds the lock until it
+    # releases it (the session's pings keep the znode); no ttl: the lock
+    # does not expire by time, its session does.
+    w.event(cid, {"type": "ok", "op": "acquire", "key": key, "token": lease.token, "fence": lease.fence,
+                  "detail": f"znode {path}, session 0x{lease.sid:x} of {session:g}s"})
+
+
+def release(cid, cmd):
+    key = cmd["key"]
+    lease = leases.pop(key, None)
+    w.event(cid, {"type": "invoke", "op": "release", "key": key, "token": lease.token if lease else None})
+    if lease is None:
+        return w.no_lease(cid, "release", key)
+    done = {"op": "release", "key": key, "token": lease.token}
+    try:
+        try:
+            # Kazoo's release deletes the znode and swallows NoNodeError:
+            # after an expiry it answers True although it held nothing.
+            released = lease.lock.release()
+        except SessionExpiredError as err:
+            return w.event(cid, dict(done, type="fail", reason="not-held", detail=f"kazoo: Lock.release: {type(err).__name__}: {err}"))
+        except Exception as err:
+            return w.event(cid, dict(done, type="info", detail=f"kazoo: Lock.release: {type(err).__name__}: {err}"))
+        gone = lease.gone()
+        if gone:
+            return w.event(cid, dict(done, type="fail", reason="not-held", detail=f"{gone} (Kazoo's Lock.release returned {released})"))
+        if not released:
+            return w.event(cid, dict(done, type="fail", reason="not-held", detail="kazoo: Lock.release returned False (not acquired)"))
+        w.event(cid, dict(done, type="ok"))
+    finally:
+        close_session(lease.zk)
+
+
+def check(lease):
+    """The lease check: what Kazoo's listener has said. LOST (or a new
+    session) means the znode is gone; SUSPENDED means Kazoo cannot tell,
+    and the recipe's documentation (and Curator's) says not to count on
+    the lock then. A client that has not yet noticed a broken session
+    (after a pause, say) passes: the check knows only what Kazoo knows."""
+    gone = lease.gone()
+    if gone:
+        return gone
+    if lease.suspended or lease.zk.state == KazooState.SUSPENDED:
+        return "the session's connection is SUSPENDED: the session may have expired"
+    return None
+
+
+def write(cid, cmd):
+    w.write(cid, cmd, leases.get(cmd["key"]), store, check if cfg.get("check_lease") else None)
+
+
+def close():
+    for lease in list(leases.values()):
+        close_session(lease.zk)
+    if store is not None:
+        store.close()
+
+
+def main():
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kazoo: %(name)s: %(levelname)s: %(message)s")
+    hello = {"protocol": PROTOCOL, "name": f"kazoo: kazoo {kazoo.version.__version__}, "
+             f"psycopg2 {w.PSYCOPG2}, Python {w.PYTHON}", "locks": LOCKS, "ops": OPS}
+    if PROTOCOL >= 2:
+        hello.update(storage_modes=w.STORAGE_MODES, fences=FENCES, check_lease=True, client_clock=True)
+    commands = {"acquire": acquire, "release": release}
+    if "write" in OPS:
+        commands["write"] = write
+    w.serve(hello, init, commands, close)
+
+
+if __name__ == "__main__":
+    main()

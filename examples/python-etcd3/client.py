@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""A locksim client in Python: python-etcd3's Lock (Debian's python3-etcd3)
+on etcd, speaking locksim worker protocol v2 (docs/protocol.md in the
+locksim repository), with psycopg2 (python3-psycopg2) for the protected
+storage. The harness starts it as a scenario's client_cmd, e.g.
+
+    client_cmd: [examples/python-etcd3/client.py]
+
+python-etcd3's Lock is a key /locks/<name> put, if absent, on a lease of
+the lock's ttl that nothing keeps alive: the lock lapses ttl after the
+grant unless Lock.refresh() is called (the protocol's extend). stdout
+carries protocol lines only; logs go to stderr.
+"""
+
+import os
+import sys
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+try:
+    import psycopg2  # noqa: F401 (the storage's, through locksim_worker)
+    import etcd3
+    from etcd3.exceptions import ConnectionFailedError, ConnectionTimeoutError
+    import grpc
+except ImportError as err:
+    # Debian's python3-etcd3 and python3-psycopg2 are Debian's Python's:
+    # another python3 first on the PATH (pyenv, a virtualenv) has not got
+    # them, so run this file again with Debian's.
+    if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.path.exists(DEBIAN_PYTHON):
+        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
+    # No hello line: the harness reports that this program exited before
+    # it, quoting this line.
+    sys.stderr.write(f"python-etcd3: error: cannot import etcd3 and psycopg2 ({err}); "
+                     "install them with: apt-get install python3-etcd3 python3-psycopg2\n")
+    sys.exit(1)
+
+import math
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "pyworker"))
+import locksim_worker as w  # noqa: E402
+
+PROTOCOL = 2 if w.HARNESS >= 2 else 1
+LOCKS = ["etcd"]
+OPS = ["acquire", "release", "extend", "write"] if PROTOCOL >= 2 else ["acquire", "release", "extend"]
+FENCES = ["postgres"]  # and, without init's fence, the lock key's revision (the lock's own)
+TIMEOUTS = (ConnectionTimeoutError,)
+
+
+def log(msg):
+    sys.stderr.write(f"python-etcd3: {msg}\n")
+    sys.stderr.flush()
+
+
+class Lease:
+    """A lease held: python-etcd3's Lock, its token (the Lock's uuid1),
+    its fencing token and the instant its etcd lease runs out."""
+
+    def __init__(self, lock, token, fence, end):
+        self.lock, self.token, self.fence, self.end = lock, token, fence, end
+
+
+cfg = {}
+cli = None
+member = None  # the name of the one member python-etcd3 talks to
+store = None
+leases = {}
+txn_rev = [0]  # the revision of the latest transaction's answer (see tap_txn)
+
+
+def tap_txn(c):
+    """python-etcd3's Lock does not keep the revision at which it put its
+    key (its own TODO: "save the created revision so we can check it
+    later"): the gRPC stub's Txn is wrapped to note the revision of each
+    answer. The acquire's put is the transaction's only write, so that
+    revision is the key's create revision: the fencing token."""
+    txn = c.kvstub.Txn
+
+    def noted(*args, **kwargs):
+        resp = txn(*args, **kwargs)
+        txn_rev[0] = resp.header.revision
+        return resp
+    c.kvstub.Txn = noted
+
+
+def detail(err):
+    """The library's error, with the gRPC status it wraps (python-etcd3
+    turns UNAVAILABLE into ConnectionFailedError, DEADLINE_EXCEEDED into
+    ConnectionTimeoutError)."""
+    cause = err.__cause__ or err.__context__
+    if isinstance(cause, grpc.RpcError) and hasattr(cause, "code"):
+        return f"python-etcd3: {type(err).__name__}: {err} ({cause.code().name}: {cause.details()})"
+    return f"python-etcd3: {type(err).__name__}: {err}"
+
+
+def init(i):
+    global cli, member, store
+    if i.get("lock") not in LOCKS:
+        raise ValueError(f"python-etcd3 implements lock {LOCKS[0]}, not {i.get('lock')}")
+    for what, v, have in (("storage mode", i.get("storage_mode"), w.STORAGE_MODES), ("fence source", i.get("fence"), FENCES)):
+        if v and v not in have:
+            raise ValueError(f"python-etcd3 has no {what} {v} (it has {', '.join(have)})")
+    if i.get("watchdog"):
+        raise ValueError("this client runs no watchdog (python-etcd3's Lock has no auto-renewal; Lock.refresh is the extend command)")
+    if i.get("fence") == "postgres" and not i.get("storage"):
+        raise ValueError("fence postgres needs the storage connection")
+    c = i.get("config") or {}
+    members = c.get("etcd") or []
+    if not members:
+        raise ValueError("lock etcd needs the cluster's members (config.etcd)")
+    cfg.update(i)
+    # python-etcd3 0.12.0 talks to one endpoint (no failover): the first
+    # member, A. Each request is bounded by the node timeout.
+    host, port = members[0]["addr"].rsplit(":", 1)
+    member = members[0]["name"]
+    cli = etcd3.client(host=host, port=int(port), timeout=(c.get("node_timeout") or 200_000_000) / 1e9)
+    tap_txn(cli)
+    try:
+        cli.status()  # dials now, so that no operation of the story pays for it
+    except Exception as err:
+        raise RuntimeError(f"{detail(err)}: etcd member {member} at {host}:{port}") from err
+    if i.get("storage"):
+        store = w.Storage(i["storage"], i.get("storage_mode"))
+        store.connect()
+
+
+def acquire(cid, cmd):
+    key, ttl = cmd["key"], cmd["ttl"]
+    start = w.mono()
+    w.event(cid, {"t": start, "type": "invoke", "op": "acquire", "key": key, "ttl": ttl})
+    fail = {"type": "info", "op": "acquire", "key": key}
+    if key in leases:
+        return w.event(cid, dict(fail, type="fail", reason="held", detail="this client holds the lock already"))
+    # The lease's TTL is whole seconds; etcd raises a shorter one to its
+    # minimum, and says so in the grant.
+    lock = cli.lock(key, ttl=max(1, math.ceil(ttl / 1e9)))
+    try:
+        # timeout=0: one try (a lease grant, then a transaction that puts
+        # the key if it has no create revision), no watch, no retry.
+        got = lock.acquire(timeout=0)
+    except Exception as err:
+        reason = "timeout" if isinstance(err, TIMEOUTS) else None
+        return w.event(cid, dict(fail, reason=reason, detail=detail(err)))
+    if not got:
+        return w.event(cid, dict(fail, type="fail", reason="held", nodes=None,
+                                 detail=f"python-etcd3: Lock.acquire(timeout=0) returned False: {lock.key} exists"))
+    granted = lock.lease.ttl
+    lease = Lease(lock, lock.uuid.hex(), txn_rev[0], start + granted * 1_000_000_000)
+    if cfg.get("fence") == "postgres":
+        try:
+            lease.fence = store.next_fence()
+        except Exception as err:
+            undo = "lock released"
+            try:
+                lock.release()
+            except Exception as rerr:
+                undo = f"and releasing it: {rerr}"
+            return w.event(cid, dict(fail, detail=f"fencing token: {err} ({undo})"))
+    leases[key] = lease
+    # lease_end: the lease is granted for its TTL and nothing refreshes
+    # it, so it runs out TTL after the grant was asked for.
+    w.event(cid, {"type": "ok", "op": "acquire", "key": key, "token": lease.token, "ttl": granted * 1_000_000_000,
+                  "lease_end": lease.end, "nodes": [member], "fence": lease.fence or None,
+                  "detail": f"{lock.key} at revision {txn_rev[0]}, lease {lock.lease.id:x} of {granted}s"})
+
+
+def release(cid, cmd):
+    key = cmd["key"]
+    lease = leases.pop(key, None)
+    w.event(cid, {"type": "invoke", "op": "release", "key": key, "token": lease.token if lease else None})
+    if lease is None:
+        return w.no_lease(cid, "release", key)
+    done = {"op": "release", "key": key, "token": lease.token}
+    try:
+        # A transaction: delete the key if its value is this lock's uuid.
+        ok = lease.lock.release()
+    except Exception as err:
+        return w.event(cid, dict(done, type="info", reason="timeout" if isinstance(err, TIMEOUTS) else None, detail=detail(err)))
+    if ok:
+        return w.event(cid, dict(done, type="ok", nodes=[member]))
+    w.event(cid, dict(done, type="fail", reason="not-held", detail=f"python-etcd3: Lock.release returned False: {lease.lock.key} does not hold this lock's uuid"))
+
+
+def extend(cid, cmd):
+    key = cmd["key"]
+    lease = leases.get(key)
+    start = w.mono()
+    w.event(cid, {"t": start, "type": "invoke", "op": "extend", "key": key, "token": lease.token if lease else None, "ttl": cmd.get("ttl")})
+    if lease is None:
+        return w.no_lease(cid, "extend", key)
+    done = {"op": "extend", "key": key, "token": lease.token}
+    try:
+        # One LeaseKeepAlive: the lease lives its granted TTL again (the
+        # ttl asked for cannot change it). A TTL of 0 says it is gone.
+        resp = lease.lock.refresh()
+    except Exception as err:
+        return w.event(cid, dict(done, type="info", reason="timeout" if isinstance(err, TIMEOUTS) else None, detail=detail(err)))
+    if not resp or resp[0].TTL <= 0:
+        leases.pop(key, None)
+        return w.event(cid, dict(done, type="fail", reason="not-held", detail="python-etcd3: Lock.refresh: the lease has expired (TTL 0)"))
+    lease.end = start + resp[0].TTL * 1_000_000_000
+    w.event(cid, dict(done, type="ok", ttl=resp[0].TTL * 1_000_000_000, lease_end=lease.end, nodes=[member]))
+
+
+def check(lease):
+    """The lease check: the lease's own end (nothing refreshes it), then
+    python-etcd3's Lock.is_acquired(), which reads the key and compares
+    its value with the lock's uuid. A check that cannot reach etcd does
+    not let the write through."""
+    if w.mono() >= lease.end:
+        return "the lease's TTL has run out (nothing refreshed it)"
+    try:
+        if not lease.lock.is_acquired():
+            return f"Lock.is_acquired() is False: {lease.lock.key} is gone or another's"
+    except Exception as err:
+        return f"Lock.is_acquired() could not tell: {detail(err)}"
+    return None
+
+
+def write(cid, cmd):
+    w.write(cid, cmd, leases.get(cmd["key"]), store, check if cfg.get("check_lease") else None)
+
+
+def close():
+    if store is not None:
+        store.close()
+    if cli is not None:
+        cli.close()
+
+
+def main():
+    hello = {"protocol": PROTOCOL, "name": f"python-etcd3: etcd3 {etcd3.__version__}, grpcio {grpc.__version__}, "
+             f"psycopg2 {w.PSYCOPG2}, Python {w.PYTHON}", "locks": LOCKS, "ops": OPS}
+    if PROTOCOL >= 2:
+        hello.update(storage_modes=w.STORAGE_MODES, fences=FENCES, check_lease=True, client_clock=True)
+    commands = {"acquire": acquire, "release": release, "extend": extend}
+    if "write" in OPS:
+        commands["write"] = write
+    w.serve(hello, init, commands, close)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+package runner
+
+// Real-server tests of the Python client programs over two more libraries
+// (examples/kazoo: Kazoo's Lock recipe on ZooKeeper; examples/python-etcd3:
+// python-etcd3's Lock on etcd), each a client of locksim worker protocol
+// v2 run by Debian's python3, as examples/redis-py is.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"locksim/checker"
+	"locksim/scenarios"
+)
+
+// pyClient is the example client examples/<example>/client.py as a
+// client_cmd, or a skip when Debian's python3 is missing; the Debian
+// packages it imports (pkgs) must be installed (make test-deps).
+func pyClient(t *testing.T, example, imports, pkgs string) []string {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skipf("/usr/bin/python3 is not installed: the Python client (examples/%s) cannot run here", example)
+	}
+	if out, err := exec.Command("/usr/bin/python3", "-c", "import "+imports).CombinedOutput(); err != nil {
+		t.Fatalf("examples/%s needs Debian's %s (make test-deps): %v: %s", example, pkgs, err, out)
+	}
+	path, err := filepath.Abs(filepath.Join("..", "examples", example, "client.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{path}
+}
+
+// TestClientProgramKazoo plays, on a real ZooKeeper and PostgreSQL, three
+// ZooKeeper stories with writes with every client Kazoo's Lock recipe
+// (examples/kazoo), each with its counterfactual: the pause and the
+// partition past the session timeout (unsafe: the recipe believes it
+// holds the lock until it releases it), and the pause fenced by the
+// znode's czxid (safe).
+func TestClientProgramKazoo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts python3, ZooKeeper and PostgreSQL")
+	}
+	argv := pyClient(t, "kazoo", "kazoo, psycopg2", "python3-kazoo and python3-psycopg2")
+	for _, name := range []string{"zookeeper-pause", "zookeeper-pause-fenced", "zookeeper-partition"} {
+		t.Run(name, func(t *testing.T) { playExternalFlipped(t, name, "", argv) })
+	}
+}
+
+// TestClientProgramPythonEtcd3 plays, on a real etcd 3.4 and PostgreSQL,
+// etcd stories with every client python-etcd3's Lock
+// (examples/python-etcd3). etcd-pause and etcd-pause-fenced flip as
+// locksim's own etcd lock does. etcd-partition's counterfactual (no
+// partition) does not: python-etcd3's Lock keeps no keepalive on its
+// lease, so client 1, working 4s on a 2s lease, loses the lock with no
+// fault at all and its write is a lost update. The test holds that
+// finding: the counterfactual ends unsafe.
+func TestClientProgramPythonEtcd3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts python3, etcd and PostgreSQL")
+	}
+	argv := pyClient(t, "python-etcd3", "etcd3, psycopg2", "python3-etcd3 and python3-psycopg2")
+	for _, name := range []string{"etcd-pause", "etcd-pause-fenced"} {
+		t.Run(name, func(t *testing.T) { playExternalFlipped(t, name, "", argv) })
+	}
+	t.Run("etcd-partition", func(t *testing.T) {
+		sc, err := scenarios.Find("etcd-partition")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := playExternalScenario(t, sc, argv); res.Verdict != checker.Unsafe {
+			t.Fatalf("etcd-partition: verdict %s, want unsafe: %s", res.Verdict, res.Summary)
+		}
+		cf, err := sc.CounterfactualScenario()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No keepalive: the lease lapses 2s after the grant, partition or not.
+		if res := playExternalScenario(t, cf, argv); res.Verdict != checker.Unsafe {
+			t.Fatalf("etcd-partition's counterfactual (%s): verdict %s, want unsafe (python-etcd3's lease lapses without a keepalive): %s",
+				sc.Counterfactual.Change, res.Verdict, res.Summary)
+		}
+	})
+}
