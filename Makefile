@@ -21,13 +21,18 @@ all: build
 # needs (it renders report.html headless), ZooKeeper (Debian's 3.8, which
 # pulls a Java runtime) and redis-sentinel, which env's and clients' tests
 # start, the Python example client's packages (examples/redis-py: Debian's
-# python3-redis and python3-psycopg2) and the Node.js example client's npm
+# python3-redis and python3-psycopg2), the Node.js example client's npm
 # packages (examples/node-redlock, installed again when its
-# package-lock.json is newer than the install): `make demo` installs none
-# of them.
+# package-lock.json is newer than the install) and the Java example
+# client's (examples/zookeeper-writelock: javac from default-jdk-headless,
+# Debian's libzookeeper-java and libpostgresql-jdbc-java), which it then
+# compiles against those jars (again when a source is newer): `make demo`
+# installs none of them.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
-TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-psycopg2
+TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-psycopg2 \
+	default-jdk-headless libzookeeper-java libpostgresql-jdbc-java
 NODE_EX   := examples/node-redlock
+JAVA_EX   := examples/zookeeper-writelock
 
 deps:
 	@$(MAKE) --no-print-directory install PKGS="$(DEPS)"
@@ -37,6 +42,7 @@ test-deps:
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory install PKGS="nodejs npm"
 	@{ [ -f $(NODE_EX)/node_modules/.package-lock.json ] && ! [ $(NODE_EX)/node_modules/.package-lock.json -ot $(NODE_EX)/package-lock.json ]; } || \
 		npm ci --prefix $(NODE_EX) --no-audit --no-fund
+	@$(JAVA_EX)/build
 
 # docker readies the docker backend (--backend docker): Debian's docker.io
 # and a running dockerd (docker/start-engine), then the default images,
@@ -61,6 +67,9 @@ install:
 		gcc) command -v cc >/dev/null || missing="$$missing $$p" ;; \
 		python3-redis) /usr/bin/python3 -c 'import redis' 2>/dev/null || missing="$$missing $$p" ;; \
 		python3-psycopg2) /usr/bin/python3 -c 'import psycopg2' 2>/dev/null || missing="$$missing $$p" ;; \
+		default-jdk-headless) command -v javac >/dev/null || missing="$$missing $$p" ;; \
+		libzookeeper-java) [ -f /usr/share/java/zookeeper-recipes-lock.jar ] || missing="$$missing $$p" ;; \
+		libpostgresql-jdbc-java) [ -f /usr/share/java/postgresql.jar ] || missing="$$missing $$p" ;; \
 		*) command -v $$p >/dev/null || missing="$$missing $$p" ;; \
 		esac; \
 	done; \
