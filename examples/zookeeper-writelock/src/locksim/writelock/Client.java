@@ -41,6 +41,8 @@ public final class Client {
     static final String LOCK = "zookeeper";
     /** Where the locks live: ROOT/<key> is WriteLock's dir, its contenders' znodes its children. */
     static final String ROOT = "/locksim/writelock";
+    /** The dir of init's warm-up lock: not a key's (keys live under ROOT). */
+    static final String WARM_UP = "/locksim/writelock-warm-up";
     static final long DEFAULT_SESSION = 2_000_000_000L;
     static final long DEFAULT_NODE_TIMEOUT = 200_000_000L;
 
@@ -211,8 +213,9 @@ public final class Client {
         }
         init = in;
         // One session now, to make ROOT (the recipe creates only the last
-        // znode of its dir) and to load the client's classes, so that no
-        // acquire of the story pays for either.
+        // znode of its dir), and to load and run the client's and the
+        // recipe's code once (a lock and unlock of WARM_UP, outside ROOT):
+        // a fresh JVM's first acquire takes ten times as long as the next.
         Session s = connect(DEFAULT_SESSION);
         try {
             String p = "";
@@ -224,6 +227,12 @@ public final class Client {
                     // made by another client
                 }
             }
+            WriteLock warm = new WriteLock(s.zk, WARM_UP, ZooDefs.Ids.OPEN_ACL_UNSAFE);
+            if (warm.lock()) {
+                s.zk.exists(warm.getId(), false);
+            }
+            warm.unlock();
+            warm.close();
         } finally {
             s.zk.close(1000);
         }
