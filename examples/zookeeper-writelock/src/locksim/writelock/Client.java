@@ -318,17 +318,21 @@ public final class Client {
             return;
         }
         Map<String, Object> done = Json.obj("op", "release", "key", key, "token", l.token);
+        // What the recipe believes, from memory: isOwner() compares the id
+        // and ownerId it keeps, and asks the ensemble nothing.
+        String believes = "isOwner() " + l.wl.isOwner() + "; ";
         try {
             if (l.s.expired) {
                 done.put("type", "fail");
                 done.put("reason", "not-held");
-                done.put("detail", "the session expired: its znode is gone (the client sent nothing)");
+                done.put("detail", believes + "the session expired: its znode is gone (the client sent nothing)");
                 return;
             }
             try {
                 // unlock() deletes the znode; a NoNode it swallows.
                 l.wl.unlock();
                 done.put("type", "ok");
+                done.put("detail", believes + "WriteLock.unlock() deleted " + l.token);
             } catch (RuntimeException err) {
                 Throwable c = err.getCause();
                 if (c instanceof KeeperException.SessionExpiredException) {
@@ -337,7 +341,7 @@ public final class Client {
                 } else {
                     done.put("type", "info");
                 }
-                done.put("detail", "WriteLock.unlock(): " + (c != null ? c : err));
+                done.put("detail", believes + "WriteLock.unlock(): " + (c != null ? c : err));
             }
         } finally {
             l.wl.close();
