@@ -23,13 +23,18 @@ all: build
 # start, the Python example clients' packages (Debian's python3-psycopg2,
 # with python3-redis for examples/redis-py, python3-kazoo for
 # examples/kazoo and python3-etcd3 for examples/python-etcd3; each checked
-# by importing it into /usr/bin/python3) and the Node.js example client's
-# npm packages (examples/node-redlock, installed again when its
-# package-lock.json is newer than the install): `make demo` installs none
-# of them.
+# by importing it into /usr/bin/python3), the Node.js example client's npm
+# packages (examples/node-redlock, installed again when its
+# package-lock.json is newer than the install) and the Java example
+# client's (examples/zookeeper-writelock: javac from default-jdk-headless,
+# Debian's libzookeeper-java and libpostgresql-jdbc-java), which it then
+# compiles against those jars (again when a source is newer): `make demo`
+# installs none of them.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
-TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-kazoo python3-etcd3 python3-psycopg2
+TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-kazoo python3-etcd3 python3-psycopg2 \
+	default-jdk-headless libzookeeper-java libpostgresql-jdbc-java
 NODE_EX   := examples/node-redlock
+JAVA_EX   := examples/zookeeper-writelock
 
 deps:
 	@$(MAKE) --no-print-directory install PKGS="$(DEPS)"
@@ -39,6 +44,7 @@ test-deps:
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory install PKGS="nodejs npm"
 	@{ [ -f $(NODE_EX)/node_modules/.package-lock.json ] && ! [ $(NODE_EX)/node_modules/.package-lock.json -ot $(NODE_EX)/package-lock.json ]; } || \
 		npm ci --prefix $(NODE_EX) --no-audit --no-fund
+	@$(JAVA_EX)/build
 
 # docker readies the docker backend (--backend docker): Debian's docker.io
 # and a running dockerd (docker/start-engine), then the default images,
@@ -65,6 +71,9 @@ install:
 		python3-kazoo) /usr/bin/python3 -c 'import kazoo' 2>/dev/null || missing="$$missing $$p" ;; \
 		python3-etcd3) /usr/bin/python3 -c 'import etcd3' 2>/dev/null || missing="$$missing $$p" ;; \
 		python3-psycopg2) /usr/bin/python3 -c 'import psycopg2' 2>/dev/null || missing="$$missing $$p" ;; \
+		default-jdk-headless) command -v javac >/dev/null || missing="$$missing $$p" ;; \
+		libzookeeper-java) [ -f /usr/share/java/zookeeper-recipes-lock.jar ] || missing="$$missing $$p" ;; \
+		libpostgresql-jdbc-java) [ -f /usr/share/java/postgresql.jar ] || missing="$$missing $$p" ;; \
 		*) command -v $$p >/dev/null || missing="$$missing $$p" ;; \
 		esac; \
 	done; \

@@ -110,10 +110,20 @@ func playExternalFlipped(t *testing.T, name, lock string, argv []string) {
 
 // checkClientProgramRan checks that the acquires were the client
 // program's: redlock's npm package and redis-py make 32-hex-digit tokens,
-// the Go worker 24.
+// the Go worker 24; the ZooKeeper WriteLock client's token is its znode,
+// under its own root (the Go worker's are under /locksim/lock).
 func checkClientProgramRan(t *testing.T, events []history.Event, argv []string) {
 	t.Helper()
-	if p := argv[len(argv)-1]; !strings.HasSuffix(p, "client.js") && !strings.HasSuffix(p, "client.py") {
+	p := argv[len(argv)-1]
+	if strings.HasSuffix(p, writeLockClientPath) {
+		for _, e := range events {
+			if e.Op == history.OpAcquire && e.Type == history.Ok && !strings.HasPrefix(e.Token, writeLockRoot+"/") {
+				t.Fatalf("acquire %+v: token %q is not a WriteLock znode under %s: did the client program run?", e, e.Token, writeLockRoot)
+			}
+		}
+		return
+	}
+	if !strings.HasSuffix(p, "client.js") && !strings.HasSuffix(p, "client.py") {
 		return
 	}
 	for _, e := range events {
