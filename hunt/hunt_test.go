@@ -11,6 +11,7 @@ import (
 
 	"locksim/checker"
 	"locksim/history"
+	"locksim/scenarios"
 )
 
 // TestCandidatesAreStories: every candidate of a hunt, on each kind of
@@ -352,5 +353,43 @@ func TestFallBackWhenTheShrunkStoryDoesNotReproduce(t *testing.T) {
 	}
 	if x := res.Final.Faults[0].X; x < 1.4 || res.Thresholds != nil || res.OneMinimal {
 		t.Errorf("final pause %.2f TTL, thresholds %v, one-minimal %v", x, res.Thresholds, res.OneMinimal)
+	}
+}
+
+// TestWithProgramLeavesOutWhatItsHelloLacks: a client program without a
+// watchdog, a lease check or a movable clock has none of them searched,
+// each said in LeftOut; no candidate then steps a client's clock, and
+// every candidate's story names the program and is one the program's
+// hello covers.
+func TestWithProgramLeavesOutWhatItsHelloLacks(t *testing.T) {
+	sp, err := NewSpace("redis", "plain", nil, time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := scenarios.ClientProgram{Program: "p", Protocol: 2, Locks: []string{"redis"}, Ops: []string{"acquire", "release", "extend", "write"}, StorageModes: []string{"plain"}}
+	sp, err = sp.WithProgram([]string{"p"}, prog, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(sp.Options, "watchdog") || slices.Contains(sp.Options, "check_lease") || len(sp.LeftOut) != 3 {
+		t.Fatalf("options %v, left out %q; want no watchdog, no check_lease, and three lines", sp.Options, sp.LeftOut)
+	}
+	for i := 0; i < 60; i++ {
+		p := sp.Candidate(3, i)
+		for _, f := range p.Faults {
+			if strings.HasPrefix(f.Kind, "clock") && f.Node == "" {
+				t.Fatalf("candidate %d moves client %d's clock: %+v", i, f.Client, f)
+			}
+		}
+		s, err := sp.build(p, Meta{Name: "x", Title: "x", Source: "x", Explain: "x"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(s.Scenario.ClientCmd, []string{"p"}) {
+			t.Fatalf("candidate %d's story runs %v, want the program", i, s.Scenario.ClientCmd)
+		}
+		if err := s.Scenario.ClientProgramProblem(&prog); err != nil {
+			t.Fatalf("candidate %d (%s): %v", i, describePlan(p, sp.TTL), err)
+		}
 	}
 }

@@ -86,3 +86,74 @@ func TestHuntMerge(t *testing.T) {
 		t.Errorf("an empty directory: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestHuntClientProgramRefusedUpFront: a client program whose hello does
+// not cover what the hunt asks (the lock, the storage mode, a fenced
+// mode's token, a client's clock a --faults kind must move, a baseline
+// program without the baseline's lock) is refused in one line, exit 2,
+// before any server starts.
+func TestHuntClientProgramRefusedUpFront(t *testing.T) {
+	hello := func(line string) string { return "sh -c " + "echo${IFS}'" + line + "';cat>/dev/null" }
+	redis := hello(`{"protocol":2,"locks":["redis"],"ops":["acquire","release","extend","write"],"storage_modes":["plain","fenced"]}`)
+	v1 := hello(`{"protocol":1,"locks":["redis"],"ops":["acquire","release","extend"],"storage_modes":["plain"]}`)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hunt", "zookeeper", "--client-cmd", redis}, "implements the locks [redis] (its hello), not zookeeper"},
+		{[]string{"hunt", "redis", "--storage", "token-cas", "--client-cmd", redis}, "does not write the protected storage in mode token-cas"},
+		{[]string{"hunt", "redis", "--storage", "plain", "--client-cmd", v1}, "does not write the protected storage in mode plain (its hello: ops [acquire release extend], storage_modes [])"},
+		{[]string{"hunt", "redis", "--storage", "fenced", "--client-cmd", redis}, "draws no postgres fencing token for --storage fenced (its hello: fences [])"},
+		{[]string{"hunt", "postgres-session", "--faults", "clock-jump", "--client-cmd", hello(`{"protocol":2,"locks":["postgres-session"],"ops":["acquire","release"]}`)}, "--faults clock-jump: it would step a client's clock"},
+		{[]string{"hunt", "redis-plain-del", "--baseline", "redis", "--baseline-cmd", hello(`{"protocol":2,"locks":["redlock"],"ops":["acquire","release"]}`)}, `--baseline-cmd "sh -c`},
+		{[]string{"hunt", "redis", "--baseline-cmd", redis}, "--baseline-cmd: it plays the baseline, and there is none"},
+		{[]string{"hunt", "redis", "--client-cmd", "no-such-program-x"}, `cannot run "no-such-program-x"`},
+	} {
+		code, out, errOut := sim(t, c.args...)
+		if code != exitHarness || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and one line with %q", c.args, code, out, errOut, c.want)
+		}
+	}
+}
+
+// TestHuntClientProgram: sim hunt of a client program (redis-py's Lock,
+// Debian's python3-redis) under pauses finds the lost update, writes a
+// found.yaml that names the program and that sim run replays with its
+// counterfactual flipped. Kazoo's Lock (python3-kazoo) with fenced
+// storage, each write carrying the znode's czxid, under pauses, finds
+// nothing.
+func TestHuntClientProgram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts python3, redis-server and PostgreSQL")
+	}
+	example := func(path string) string {
+		t.Helper()
+		abs, err := filepath.Abs(filepath.Join("..", "..", path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return abs
+	}
+	prog := example("examples/redis-py/client.py")
+	dir := t.TempDir()
+	code, out, errOut := sim(t, "hunt", "redis", "--client-cmd", prog, "--storage", "plain", "--faults", "pause", "--runs", "3", "--ttl", "300ms", "--seed", "1", "--out", dir)
+	if code != exitMismatch || !strings.Contains(out, "FOUND redis") || !strings.Contains(errOut, "clients: "+prog) {
+		t.Fatalf("exit %d, want 1 with a finding by %s; stdout %q, stderr %q", code, prog, out, errOut)
+	}
+	found, err := os.ReadFile(filepath.Join(dir, "found.yaml"))
+	if err != nil || !strings.Contains(string(found), "client_cmd:\n  - "+prog) {
+		t.Fatalf("found.yaml names no client_cmd %s: %v\n%s", prog, err, found)
+	}
+	var res hunt.Result
+	if b, err := os.ReadFile(filepath.Join(dir, "hunt.json")); err != nil || json.Unmarshal(b, &res) != nil || strings.Join(res.ClientCmd, " ") != prog {
+		t.Fatalf("hunt.json: %v %+v", err, res)
+	}
+	if code, out, errOut := sim(t, "run", filepath.Join(dir, "found.yaml"), "--counterfactual", "-q", "--out", t.TempDir()); code != 0 {
+		t.Fatalf("sim run found.yaml --counterfactual: exit %d; %s %s", code, out, errOut)
+	}
+	safe := t.TempDir()
+	code, out, errOut = sim(t, "hunt", "zookeeper", "--client-cmd", example("examples/kazoo/client.py"), "--storage", "fenced", "--faults", "pause", "--runs", "4", "--seed", "1", "--out", safe)
+	if code != exitOK || !strings.Contains(out, "nothing found: 4 candidate(s)") {
+		t.Fatalf("a hunt of Kazoo with fenced storage: exit %d, want 0 and nothing found; stdout %q, stderr %q", code, out, errOut)
+	}
+}
