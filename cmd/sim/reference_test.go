@@ -33,8 +33,18 @@ func TestRunJudgedAgainstReference(t *testing.T) {
 			"at step 6 the story says client 1's release ends refused (not-held): lock redis-plain-del shows ok"}},
 	} {
 		t.Run(c.story, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "run")
-			code, out, errb := sim(t, "run", c.story, "--lock", "redis-plain-del", "-q", "--out", dir)
+			// A verdict the timing guard withheld (the machine too busy:
+			// "undecided") is played again, up to three times in all.
+			var dir, out, errb string
+			var code int
+			for attempt := 1; attempt <= 3; attempt++ {
+				dir = filepath.Join(t.TempDir(), "run")
+				code, out, errb = sim(t, "run", c.story, "--lock", "redis-plain-del", "-q", "--out", dir)
+				if !strings.Contains(out, "undecided: ") {
+					break
+				}
+				t.Logf("attempt %d undecided: %s", attempt, out)
+			}
 			if code != c.code {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, c.code, out, errb)
 			}
