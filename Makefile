@@ -22,12 +22,11 @@ all: build
 # pulls a Java runtime) and redis-sentinel, which env's and clients' tests
 # start, the Python example client's packages (examples/redis-py: Debian's
 # python3-redis and python3-psycopg2) and the Node.js example client's npm
-# packages (examples/node-redlock, installed again when its
-# package-lock.json is newer than the install): `make demo` installs none
-# of them.
+# packages (each of NODE_EX, installed again when its package-lock.json
+# is newer than its install): `make demo` installs none of them.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
 TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-psycopg2
-NODE_EX   := examples/node-redlock
+NODE_EX   := examples/node-redlock examples/redis-semaphore examples/sesamecare-redlock
 
 deps:
 	@$(MAKE) --no-print-directory install PKGS="$(DEPS)"
@@ -35,8 +34,10 @@ deps:
 test-deps:
 	@$(MAKE) --no-print-directory install PKGS="$(TEST_DEPS)"
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory install PKGS="nodejs npm"
-	@{ [ -f $(NODE_EX)/node_modules/.package-lock.json ] && ! [ $(NODE_EX)/node_modules/.package-lock.json -ot $(NODE_EX)/package-lock.json ]; } || \
-		npm ci --prefix $(NODE_EX) --no-audit --no-fund
+	@for ex in $(NODE_EX); do \
+		{ [ -f $$ex/node_modules/.package-lock.json ] && ! [ $$ex/node_modules/.package-lock.json -ot $$ex/package-lock.json ]; } || \
+			npm ci --prefix $$ex --no-audit --no-fund || exit 1; \
+	done
 
 # docker readies the docker backend (--backend docker): Debian's docker.io
 # and a running dockerd (docker/start-engine), then the default images,
