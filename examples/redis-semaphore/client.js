@@ -194,15 +194,12 @@ async function init(id, cmd) {
   // key no story uses), so that the first acquire pays for neither the
   // dial nor the NOSCRIPT round trip.
   await Promise.all(
-    nodes.map(async (n) => {
-      try {
-        await n.redis.connect();
-        await delIfEqualLua(n.redis, ["locksim:warm-up", "-"]);
-        await expireIfEqualLua(n.redis, ["locksim:warm-up", "-", 1]);
-      } catch (err) {
-        throw new Error(`node ${n.name} (${n.redis.options.host}:${n.redis.options.port}): ${err.message}`);
-      }
-    }),
+    nodes.map((n) =>
+      L.openNode(n, async (redis) => {
+        await delIfEqualLua(redis, ["locksim:warm-up", "-"]);
+        await expireIfEqualLua(redis, ["locksim:warm-up", "-", 1]);
+      }),
+    ),
   );
   if (i.storage) {
     store = new L.Storage(pg, i.storage, i.storage_mode, log);

@@ -227,15 +227,12 @@ async function init(id, cmd) {
   // so that the first acquire pays for neither the dial nor a NOSCRIPT
   // round trip inside the per-node timeout.
   await Promise.all(
-    nodes.map(async (n) => {
-      try {
-        await n.redis.connect();
-        ensureCommands(n.redis);
-        for (const name of ["acquireLock", "extendLock", "releaseLock"]) await n.redis.script("LOAD", n.redis.scriptsSet[name].lua);
-      } catch (err) {
-        throw new Error(`node ${n.name} (${n.redis.options.host}:${n.redis.options.port}): ${err.message}`);
-      }
-    }),
+    nodes.map((n) =>
+      L.openNode(n, async (redis) => {
+        ensureCommands(redis);
+        for (const name of ["acquireLock", "extendLock", "releaseLock"]) await redis.script("LOAD", redis.scriptsSet[name].lua);
+      }),
+    ),
   );
   if (i.storage) {
     store = new L.Storage(pg, i.storage, i.storage_mode, log);
