@@ -88,6 +88,14 @@ function connectNodes(Redis, config, log) {
       enableReadyCheck: false,
       disableClientInfo: true,
       retryStrategy: () => 20,
+      // A connection closed after a timeout (reconnectOnTimeout) is
+      // destroyed at once: ioredis ends it (a FIN) and destroys it only
+      // after disconnectTimeout (2 s by default), and it reconnects only
+      // once it is closed. Through a partition the FIN is lost, so the
+      // node stayed unreachable for a while after the heal (seen:
+      // redlock-incr-fence-sync with redis-semaphore, whose release waits
+      // for every node, so that the heal came 2 ms after the timeouts).
+      disconnectTimeout: 0,
     });
     redis.on("error", (err) => log(`node ${n.name}: ${err.message}`));
     reconnectOnTimeout(n.name, redis, log);

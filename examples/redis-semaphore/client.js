@@ -321,8 +321,10 @@ async function release(id, cmd) {
   const freed = granted(as);
   const answered = as.filter((a) => !a.err).length;
   const e = { type: "ok", op: "release", key, token, detail: `redis-semaphore: release (${describe(as)})` };
+  // As locksim's Redlock: not held when no node that answered held it;
+  // unknown when none answered.
   if (freed.length === 0) {
-    if (answered === as.length) Object.assign(e, { type: "fail", reason: "not-held" });
+    if (answered > 0) Object.assign(e, { type: "fail", reason: "not-held" });
     else e.type = "info";
   }
   event(id, e);
