@@ -23,17 +23,17 @@ all: build
 # start, the Python example clients' packages (Debian's python3-psycopg2,
 # with python3-redis for examples/redis-py, python3-kazoo for
 # examples/kazoo and python3-etcd3 for examples/python-etcd3; each checked
-# by importing it into /usr/bin/python3), the Node.js example client's npm
-# packages (examples/node-redlock, installed again when its
-# package-lock.json is newer than the install) and the Java example
-# client's (examples/zookeeper-writelock: javac from default-jdk-headless,
-# Debian's libzookeeper-java and libpostgresql-jdbc-java), which it then
-# compiles against those jars (again when a source is newer): `make demo`
-# installs none of them.
+# by importing it into /usr/bin/python3), the Node.js example clients' npm
+# packages (each of NODE_EX, installed again when its package-lock.json
+# is newer than its install) and the Java example client's
+# (examples/zookeeper-writelock: javac from default-jdk-headless, Debian's
+# libzookeeper-java and libpostgresql-jdbc-java), which it then compiles
+# against those jars (again when a source is newer): `make demo` installs
+# none of them.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
 TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-kazoo python3-etcd3 python3-psycopg2 \
 	default-jdk-headless libzookeeper-java libpostgresql-jdbc-java
-NODE_EX   := examples/node-redlock
+NODE_EX   := examples/node-redlock examples/redis-semaphore examples/sesamecare-redlock
 JAVA_EX   := examples/zookeeper-writelock
 
 deps:
@@ -42,8 +42,10 @@ deps:
 test-deps:
 	@$(MAKE) --no-print-directory install PKGS="$(TEST_DEPS)"
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory install PKGS="nodejs npm"
-	@{ [ -f $(NODE_EX)/node_modules/.package-lock.json ] && ! [ $(NODE_EX)/node_modules/.package-lock.json -ot $(NODE_EX)/package-lock.json ]; } || \
-		npm ci --prefix $(NODE_EX) --no-audit --no-fund
+	@for ex in $(NODE_EX); do \
+		{ [ -f $$ex/node_modules/.package-lock.json ] && ! [ $$ex/node_modules/.package-lock.json -ot $$ex/package-lock.json ]; } || \
+			npm ci --prefix $$ex --no-audit --no-fund || exit 1; \
+	done
 	@$(JAVA_EX)/build
 
 # docker readies the docker backend (--backend docker): Debian's docker.io

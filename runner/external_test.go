@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,18 +22,7 @@ import (
 // installed: npm ci --prefix examples/node-redlock.
 func nodeClient(t *testing.T) []string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the Node.js client (examples/node-redlock) cannot run here")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "examples", "node-redlock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "redlock")); err != nil {
-		t.Fatalf("examples/node-redlock has no packages installed: run `npm ci --prefix examples/node-redlock` (%v)", err)
-	}
-	return []string{node, filepath.Join(dir, "client.js")}
+	return nodeExample(t, "node-redlock", "redlock")
 }
 
 // redisPyClient is the Python example client (examples/redis-py) as a
@@ -108,10 +98,16 @@ func playExternalFlipped(t *testing.T, name, lock string, argv []string) {
 	}
 }
 
+// libraryToken matches the tokens the example programs' libraries make:
+// 32 hex digits (redlock's npm package and its fork, redis-py) or a UUID
+// (redis-semaphore's crypto.randomUUID()); the Go worker's are 24 hex
+// digits.
+var libraryToken = regexp.MustCompile(`^([0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$`)
+
 // checkClientProgramRan checks that the acquires were the client
-// program's: redlock's npm package and redis-py make 32-hex-digit tokens,
-// the Go worker 24; the ZooKeeper WriteLock client's token is its znode,
-// under its own root (the Go worker's are under /locksim/lock).
+// program's, by their tokens: the libraries' (libraryToken), or the
+// ZooKeeper WriteLock client's znode, under its own root (the Go
+// worker's are under /locksim/lock).
 func checkClientProgramRan(t *testing.T, events []history.Event, argv []string) {
 	t.Helper()
 	p := argv[len(argv)-1]
@@ -127,8 +123,8 @@ func checkClientProgramRan(t *testing.T, events []history.Event, argv []string) 
 		return
 	}
 	for _, e := range events {
-		if e.Op == history.OpAcquire && e.Type == history.Ok && len(e.Token) != 32 {
-			t.Fatalf("acquire %+v: token %q is not the library's (32 hex digits): did the client program run?", e, e.Token)
+		if e.Op == history.OpAcquire && e.Type == history.Ok && !libraryToken.MatchString(e.Token) {
+			t.Fatalf("acquire %+v: token %q is not the library's (32 hex digits or a UUID): did the client program run?", e, e.Token)
 		}
 	}
 }

@@ -1,0 +1,420 @@
+#!/usr/bin/env node
+// A locksim client in Node.js: the npm package @sesamecare-oss/redlock
+// (the maintained fork of redlock 5, over ioredis) as locksim's lock
+// redlock (five nodes) and redis (one node, the same algorithm), speaking
+// locksim worker protocol v2 (docs/protocol.md in the locksim
+// repository), with the npm package pg for the protected storage. The
+// harness starts it as a scenario's client_cmd, e.g.
+//
+//   client_cmd: [node, examples/sesamecare-redlock/client.js]
+//
+// It follows examples/node-redlock/client.js (the same API family); the
+// protocol's plumbing (lines, clock, storage, fences) is
+// ../node-common/locksim.js. stdout carries protocol lines only; logs go
+// to stderr.
+"use strict";
+
+const fs = require("fs");
+const path = require("path");
+const L = require("../node-common/locksim");
+
+let Redis, Redlock, ExecutionError, ResourceLockedError, ensureCommands, pg;
+try {
+  Redis = require("ioredis");
+  ({ Redlock, ExecutionError, ResourceLockedError } = require("@sesamecare-oss/redlock"));
+  ({ ensureCommands } = require("@sesamecare-oss/redlock/build/scripts"));
+  pg = require("pg");
+} catch (err) {
+  // No hello line: the harness reports that this program exited before
+  // it, quoting this line.
+  process.stderr.write(
+    `sesamecare-redlock: error: cannot load @sesamecare-oss/redlock, ioredis and pg (${err.message}); ` +
+      `install them with: npm ci --prefix ${path.relative(process.cwd(), __dirname) || "."}\n`,
+  );
+  process.exit(1);
+}
+
+function versionOf(pkg) {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(__dirname, "node_modules", pkg, "package.json"), "utf8")).version;
+  } catch {
+    return "?";
+  }
+}
+
+const log = (msg) => process.stderr.write(`sesamecare-redlock: ${msg}\n`);
+const { event, mono, noLease } = L;
+
+// Redlock's settings. retryCount 0: try once, as every lock of locksim
+// does (the package's default is 10 retries, 200 ms apart, with 100 ms of
+// jitter). The rest are the package's defaults, spelled out: the drift
+// allowance is driftFactor * ttl + 2 ms. automaticExtensionThreshold is
+// set per lease by the watchdog (below).
+const SETTINGS = {
+  driftFactor: 0.01,
+  retryCount: 0,
+  retryDelay: 200,
+  retryJitter: 100,
+  automaticExtensionThreshold: 500,
+};
+
+// What this program covers (docs/protocol.md, "The hello line").
+const hello = {
+  protocol: L.PROTOCOL,
+  name: `sesamecare-redlock: @sesamecare-oss/redlock ${versionOf("@sesamecare-oss/redlock")}, ioredis ${versionOf("ioredis")}, pg ${versionOf("pg")}, Node ${process.version}`,
+  locks: ["redlock", "redis"], // Redlock over N nodes; N = 1 is the single-node lock
+  ops: L.PROTOCOL >= 2 ? ["acquire", "release", "extend", "write"] : ["acquire", "release", "extend"],
+};
+if (L.PROTOCOL >= 2) {
+  Object.assign(hello, {
+    storage_modes: L.STORAGE_MODES,
+    fences: L.FENCES,
+    watchdogs: ["token"], // the library's own auto-extension (using)
+    check_lease: true,
+    client_clock: true,
+  });
+}
+
+// ---- state ------------------------------------------------------------------
+
+let cfg = null;
+let redlock = null;
+let nodes = []; // [{name, redis}] in init's order
+let store = null;
+// leases: key -> {lock, token, fence, watched}: the Lock held (for a lease
+// the watchdog renews, the latest one it renewed to), its value, its
+// fencing token, and the watchdog's handle ({id, signal, release, done})
+// or null.
+const leases = new Map();
+
+function names(clients) {
+  return nodes.filter((n) => clients.has(n.redis)).map((n) => n.name);
+}
+
+// votes is the library's account of one attempt, once every node has
+// answered or timed out: the stats of the last attempt, or null.
+async function votes(attempts) {
+  if (!attempts || attempts.length === 0) return null;
+  return await attempts[attempts.length - 1];
+}
+
+// describe says how each node voted, for an event's detail.
+function describe(stats) {
+  if (!stats) return "";
+  const parts = [];
+  const f = names(stats.votesFor);
+  if (f.length) parts.push(`for: ${f.join(",")}`);
+  for (const n of nodes) {
+    const err = stats.votesAgainst.get(n.redis);
+    if (err) parts.push(`${n.name}: ${err.name === "ResourceLockedError" ? "locked" : err.message}`);
+  }
+  return parts.join("; ");
+}
+
+// silent counts the nodes whose vote against was an error (a timeout, a
+// dropped connection) rather than a refusal: they did not answer.
+function silent(stats) {
+  let n = 0;
+  for (const err of stats.votesAgainst.values()) if (!(err instanceof ResourceLockedError)) n++;
+  return n;
+}
+
+// leaseEnd is the CLOCK_MONOTONIC instant at which the Lock's lease ends.
+// The library times a lease by Date.now() (expiration = the attempt's
+// start + ttl - drift, in wall-clock ms): that instant, as the two clocks
+// stand now.
+function leaseEnd(lock) {
+  return mono() + BigInt(Math.round(lock.expiration - Date.now())) * 1000000n;
+}
+
+// ---- the library's own renewal ----------------------------------------------
+
+// LocksimRedlock is the library's Redlock, watched: using acquires
+// through this.acquire and auto-extends through lock.extend, which calls
+// this.extend; the overrides hand the client the lock using acquired and
+// report each of using's extensions as it happens (a renew note). The
+// client's own commands call Redlock's methods directly.
+class LocksimRedlock extends Redlock {
+  async acquire(resources, duration, settings) {
+    const lock = await super.acquire(resources, duration, settings);
+    if (this.onAcquire) this.onAcquire(lock);
+    return lock;
+  }
+
+  async extend(existing, duration, settings) {
+    const l = leases.get(existing.resources[0]);
+    const w = l && l.watched;
+    if (!w || l.token !== existing.value) return super.extend(existing, duration, settings);
+    const key = existing.resources[0];
+    const note = { type: "note", op: "renew", key, token: existing.value };
+    try {
+      const next = await super.extend(existing, duration, settings);
+      note.t = mono();
+      const stats = await votes(next.attempts);
+      l.lock = next;
+      note.ttl = BigInt(duration) * 1000000n;
+      note.nodes = stats ? names(stats.votesFor) : undefined;
+      note.detail = `using: extended for ${duration}ms`;
+      event(w.id, note);
+      return next;
+    } catch (err) {
+      note.t = mono();
+      if (err instanceof ExecutionError && err.attempts.length === 0) {
+        // The library would not extend a lease its own (wall) clock says
+        // has run out; using gives up and aborts its signal.
+        note.reason = "expired";
+        note.detail = `using: ${err.message}`;
+      } else if (err instanceof ExecutionError) {
+        const stats = await votes(err.attempts);
+        note.reason = "not-held";
+        note.nodes = stats && stats.votesFor.size ? names(stats.votesFor) : undefined;
+        note.detail = `using: ExecutionError: ${err.message} (${describe(stats)})`;
+      } else {
+        note.detail = `using: ${err.message}`;
+      }
+      event(w.id, note);
+      throw err;
+    }
+  }
+}
+
+// acquireWatched takes key for ttlMs with redlock.using, the library's
+// auto-extending lock: it resolves once using has acquired it, with the
+// watchdog's handle, and rejects as acquire would. using extends the
+// lease automaticExtensionThreshold before its expiration; the threshold
+// is set so that it extends every watchdog_every (using needs it 100 ms
+// below the ttl, so at most every 100 ms).
+function acquireWatched(id, key, ttlMs) {
+  const every = cfg.watchdog_every ? Number(cfg.watchdog_every) / 1e6 : ttlMs / 3;
+  const threshold = Math.max(0, Math.min(Math.round(ttlMs - every), ttlMs - 100));
+  let acquired = null;
+  redlock.onAcquire = (lock) => {
+    acquired = lock;
+  };
+  return new Promise((resolve, reject) => {
+    const w = { id };
+    w.done = redlock.using([key], ttlMs, { automaticExtensionThreshold: threshold }, (signal) => {
+      redlock.onAcquire = null;
+      w.signal = signal;
+      resolve({ lock: acquired, watched: w });
+      // The routine runs until the client releases the lease.
+      return new Promise((release) => {
+        w.release = release;
+      });
+    });
+    // Before the routine: the acquire failed. After it: the release's
+    // outcome, which release() reads from w.done.
+    w.done.catch((err) => {
+      redlock.onAcquire = null;
+      reject(err);
+    });
+  });
+}
+
+// ---- commands -----------------------------------------------------------------
+
+async function init(id, cmd) {
+  const i = cmd.init;
+  L.checkInit("sesamecare-redlock", i, hello);
+  cfg = i;
+  nodes = L.connectNodes(Redis, i.config, log);
+  redlock = new LocksimRedlock(
+    nodes.map((n) => n.redis),
+    SETTINGS,
+  );
+  // Open every connection and load the library's three scripts (which it
+  // defines as ioredis commands, sent by EVALSHA) before the story starts,
+  // so that the first acquire pays for neither the dial nor a NOSCRIPT
+  // round trip inside the per-node timeout.
+  await Promise.all(
+    nodes.map((n) =>
+      L.openNode(n, async (redis) => {
+        ensureCommands(redis);
+        for (const name of ["acquireLock", "extendLock", "releaseLock"]) await redis.script("LOAD", redis.scriptsSet[name].lua);
+      }),
+    ),
+  );
+  if (i.storage) {
+    store = new L.Storage(pg, i.storage, i.storage_mode, log);
+    await store.conn();
+  }
+}
+
+// acquireFailed reports a refused or failed acquire from the library's
+// error.
+async function acquireFailed(id, key, err) {
+  const t = mono();
+  if (!(err instanceof ExecutionError)) {
+    if (err instanceof ResourceLockedError) {
+      event(id, { t, type: "fail", op: "acquire", key, reason: "held", detail: `redlock: ${err.message}` });
+    } else {
+      event(id, { t, type: "info", op: "acquire", key, detail: `redlock: ${err.message}` });
+    }
+    return;
+  }
+  // No quorum; the library has undone its partial grants.
+  const stats = await votes(err.attempts);
+  let reason = "quorum";
+  if (stats) {
+    const s = silent(stats);
+    if (s === 0) reason = "held";
+    else if (s === stats.membershipSize) reason = "timeout";
+  }
+  event(id, {
+    t,
+    type: "fail",
+    op: "acquire",
+    key,
+    reason,
+    nodes: stats && stats.votesFor.size ? names(stats.votesFor) : undefined,
+    detail: `redlock: ExecutionError: ${err.message} (${describe(stats)})`,
+  });
+}
+
+async function acquire(id, cmd) {
+  const key = cmd.key;
+  const ttlMs = L.nsToMs(cmd.ttl);
+  event(id, { type: "invoke", op: "acquire", key, ttl: cmd.ttl });
+  let lock, watched;
+  try {
+    if (cfg.watchdog) ({ lock, watched } = await acquireWatched(id, key, ttlMs));
+    else lock = await redlock.acquire([key], ttlMs);
+  } catch (err) {
+    return acquireFailed(id, key, err);
+  }
+  let t = mono();
+  const end = leaseEnd(lock);
+  const stats = await votes(lock.attempts);
+  const granted = stats ? names(stats.votesFor) : [];
+  let fence = 0;
+  if (cfg.fence) {
+    try {
+      fence = await L.drawFence(cfg.fence, store, nodes, granted);
+    } catch (err) {
+      // No token, no lease: give the lock back, as locksim's Go worker
+      // does; the outcome of the acquire is unknown to the story.
+      let undo = "lock released";
+      try {
+        if (watched) {
+          watched.release();
+          await watched.done;
+        } else {
+          await Redlock.prototype.release.call(redlock, lock);
+        }
+      } catch (rerr) {
+        undo = `and releasing the lock: ${rerr.message}`;
+      }
+      event(id, { type: "info", op: "acquire", key, detail: `fencing token: ${err.message} (${undo})` });
+      return;
+    }
+    t = mono();
+  }
+  leases.set(key, { lock, token: lock.value, fence, watched: watched || null });
+  const e = { t, type: "ok", op: "acquire", key, token: lock.value, ttl: cmd.ttl, nodes: stats ? granted : undefined };
+  if (fence) e.fence = fence;
+  if (watched) {
+    // With a watchdog the client believes it holds the lock until it
+    // releases it, or a renewal finds it gone.
+    e.detail = "using: auto-extended until released";
+  } else {
+    e.lease_end = end;
+    if (end <= t) e.detail = "the library granted a lease whose validity had already run out (acquire does not check it)";
+  }
+  event(id, e);
+}
+
+async function release(id, cmd) {
+  const key = cmd.key;
+  const l = leases.get(key);
+  const token = l ? l.token : undefined;
+  event(id, { type: "invoke", op: "release", key, token });
+  if (!l) return noLease(id, "release", key);
+  leases.delete(key);
+  try {
+    if (l.watched) {
+      // The routine returns: using stops extending, waits for an
+      // extension in flight and releases the lock it holds.
+      l.watched.release();
+      await l.watched.done;
+    } else {
+      await Redlock.prototype.release.call(redlock, l.lock);
+    }
+    event(id, { type: "ok", op: "release", key, token });
+  } catch (err) {
+    const t = mono();
+    if (!(err instanceof ExecutionError)) {
+      event(id, { t, type: "info", op: "release", key, token, detail: `redlock: ${err.message}` });
+      return;
+    }
+    // The library calls a release that deleted the key on fewer than a
+    // quorum of nodes an error. In the protocol a release is ok when the
+    // lease's key was deleted wherever it was still held (at least one
+    // node): the client has given the lock up. None: it was not held.
+    const stats = await votes(err.attempts);
+    const freed = stats ? stats.votesFor.size : 0;
+    event(id, {
+      t,
+      type: freed > 0 ? "ok" : "fail",
+      op: "release",
+      key,
+      token,
+      reason: freed > 0 ? undefined : "not-held",
+      detail: `redlock: ExecutionError: ${err.message} (${describe(stats)})`,
+    });
+  }
+}
+
+async function extend(id, cmd) {
+  const key = cmd.key;
+  const l = leases.get(key);
+  const token = l ? l.token : undefined;
+  event(id, { type: "invoke", op: "extend", key, token, ttl: cmd.ttl });
+  if (!l) return noLease(id, "extend", key);
+  try {
+    const next = await Redlock.prototype.extend.call(redlock, l.lock, L.nsToMs(cmd.ttl));
+    const t = mono();
+    const end = leaseEnd(next);
+    const stats = await votes(next.attempts);
+    l.lock = next;
+    const e = { t, type: "ok", op: "extend", key, token, ttl: cmd.ttl, nodes: stats ? names(stats.votesFor) : undefined };
+    if (!l.watched) e.lease_end = end;
+    event(id, e);
+  } catch (err) {
+    const t = mono();
+    if (!(err instanceof ExecutionError)) {
+      event(id, { t, type: "info", op: "extend", key, token, detail: `redlock: ${err.message}` });
+      return;
+    }
+    if (err.attempts.length === 0) {
+      // The library refuses, without a request, to extend a lease its own
+      // (wall) clock says has run out.
+      event(id, { t, type: "fail", op: "extend", key, token, reason: "expired", detail: `redlock: ${err.message}` });
+      return;
+    }
+    const stats = await votes(err.attempts);
+    event(id, { t, type: "fail", op: "extend", key, token, reason: "not-held", detail: `redlock: ExecutionError: ${err.message} (${describe(stats)})` });
+  }
+}
+
+// stillHeld is the careful client's check before it writes, by the
+// library's own measure: the lease's expiration (start + ttl - drift, by
+// Date.now()) is still ahead; with the watchdog, using has not given up
+// on it (its signal is not aborted). It returns why the lease ran out,
+// or null.
+function stillHeld(key) {
+  return (l) => {
+    if (leases.get(key) !== l) return "the lease is gone";
+    if (l.watched && l.watched.signal.aborted) return "using aborted its signal: an extension failed";
+    if (l.lock.expiration > Date.now()) return null;
+    return "the lease had run out by the library's expiration (Date.now())";
+  };
+}
+
+function write(id, cmd) {
+  return L.write(id, cmd, leases.get(cmd.key), store, cfg.check_lease ? stillHeld(cmd.key) : null);
+}
+
+L.serve("sesamecare-redlock", hello, { init, acquire, release, extend, write }, () => {
+  for (const n of nodes) n.redis.disconnect();
+  if (store) store.close();
+});
