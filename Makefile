@@ -109,11 +109,14 @@ unit:
 
 # bench prints the figures: generator throughput against the loopback floor
 # (runner), checking 100k operations with the harness's peak RSS (checker),
-# one sweep of 10 points x 30 trials (sweep; once: it takes ~50 s), and
-# the conformance suite's time on each lock, s/suite against its budget of
-# 10 s a lock (clients/locktest; once).
+# one sweep of 10 points x 30 trials (sweep; once: it takes ~50 s), each
+# example client program against the Go worker on a story of its servers
+# (median of 5 each; runner, once), and the conformance suite's time on
+# each lock, s/suite against its budget of 10 s a lock (clients/locktest;
+# once).
 bench: deps
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 5x -count 1 $$($(GO) list ./... | grep -v -e '/sweep$$' -e '/reliability$$' -e '/locktest$$' -e '/hunt$$')
+	$(GO) test -p 1 -run '^$$' -bench . -skip ClientProgramVsGoWorker -benchtime 5x -count 1 $$($(GO) list ./... | grep -v -e '/sweep$$' -e '/reliability$$' -e '/locktest$$' -e '/hunt$$')
+	$(GO) test -run '^$$' -bench ClientProgramVsGoWorker -benchtime 1x -count 1 ./runner
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./sweep
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./hunt
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./clients/locktest
