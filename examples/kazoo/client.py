@@ -14,38 +14,22 @@ CONNECTED, SUSPENDED, LOST) is the library's own defence, and the lease
 check reads it. stdout carries protocol lines only; logs go to stderr.
 """
 
+import logging
 import os
 import sys
-
-DEBIAN_PYTHON = "/usr/bin/python3"
-
-try:
-    import psycopg2  # noqa: F401 (the storage's, through locksim_worker)
-    import kazoo.version
-    from kazoo.client import KazooClient
-    from kazoo.exceptions import NoNodeError, SessionExpiredError
-    from kazoo.protocol.states import KazooState
-except ImportError as err:
-    # Debian's python3-kazoo and python3-psycopg2 are Debian's Python's:
-    # another python3 first on the PATH (pyenv, a virtualenv) has not got
-    # them, so run this file again with Debian's.
-    if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.path.exists(DEBIAN_PYTHON):
-        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
-    # No hello line: the harness reports that this program exited before
-    # it, quoting this line.
-    sys.stderr.write(f"kazoo: error: cannot import kazoo and psycopg2 ({err}); "
-                     "install them with: apt-get install python3-kazoo python3-psycopg2\n")
-    sys.exit(1)
-
-import logging
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "pyworker"))
 import locksim_worker as w  # noqa: E402
 
-PROTOCOL = 2 if w.HARNESS >= 2 else 1
+with w.debian_python("kazoo", "python3-kazoo"):
+    import kazoo.version
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoNodeError, SessionExpiredError
+    from kazoo.protocol.states import KazooState
+
 LOCKS = ["zookeeper"]  # the lock recipe: ephemeral sequential znodes, lowest wins
-OPS = ["acquire", "release", "write"] if PROTOCOL >= 2 else ["acquire", "release"]
+OPS = ["acquire", "release", "write"]
 FENCES = ["postgres"]  # and, without init's fence, the znode's czxid (the lock's own)
 ROOT = "/locksim/lock"  # the locks' parent znode, as clients/zookeeper.go has it
 DEFAULT_SESSION = 2.0  # seconds: the session timeout when acquire's ttl is 0
@@ -109,23 +93,13 @@ def close_session(zk):
 
 def init(i):
     global hosts, store
-    if i.get("lock") not in LOCKS:
-        raise ValueError(f"kazoo implements lock {LOCKS[0]}, not {i.get('lock')}")
-    for what, v, have in (("storage mode", i.get("storage_mode"), w.STORAGE_MODES), ("fence source", i.get("fence"), FENCES)):
-        if v and v not in have:
-            raise ValueError(f"kazoo has no {what} {v} (it has {', '.join(have)})")
-    if i.get("watchdog"):
-        raise ValueError("Kazoo's Lock has no renewal to run: the session's pings keep its znode")
-    if i.get("fence") == "postgres" and not i.get("storage"):
-        raise ValueError("fence postgres needs the storage connection")
+    w.check_init("kazoo", i, LOCKS, FENCES, refuse=[("watchdog", "Kazoo's Lock has no renewal to run: the session's pings keep its znode")])
     members = (i.get("config") or {}).get("zookeeper") or []
     if not members:
         raise ValueError("lock zookeeper needs the ensemble's members (config.zookeeper)")
     cfg.update(i)
     hosts = ",".join(m["addr"] for m in members)
-    if i.get("storage"):
-        store = w.Storage(i["storage"], i.get("storage_mode"))
-        store.connect()
+    store = w.open_storage(i)
 
 
 def bound(session):
@@ -186,11 +160,7 @@ def acquire(cid, cmd):
         if cfg.get("fence") == "postgres":
             lease.fence = store.next_fence()
     except Exception as err:
-        undo = "lock released"
-        try:
-            lock.release()
-        except Exception as rerr:
-            undo = f"and releasing it: {rerr}"
+        undo = w.undo_grant(lock.release)
         close_session(zk)
         return w.event(cid, dict(fail, detail=f"kazoo: fencing token of {path}: {type(err).__name__}: {err} ({undo})"))
     leases[key] = lease
@@ -254,14 +224,8 @@ def close():
 
 def main():
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kazoo: %(name)s: %(levelname)s: %(message)s")
-    hello = {"protocol": PROTOCOL, "name": f"kazoo: kazoo {kazoo.version.__version__}, "
-             f"psycopg2 {w.PSYCOPG2}, Python {w.PYTHON}", "locks": LOCKS, "ops": OPS}
-    if PROTOCOL >= 2:
-        hello.update(storage_modes=w.STORAGE_MODES, fences=FENCES, check_lease=True, client_clock=True)
-    commands = {"acquire": acquire, "release": release}
-    if "write" in OPS:
-        commands["write"] = write
-    w.serve(hello, init, commands, close)
+    hello = w.hello(f"kazoo: kazoo {kazoo.version.__version__}", LOCKS, OPS, fences=FENCES, check_lease=True, client_clock=True)
+    w.serve(hello, init, {"acquire": acquire, "release": release, "write": write}, close)
 
 
 if __name__ == "__main__":

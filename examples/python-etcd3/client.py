@@ -12,36 +12,20 @@ grant unless Lock.refresh() is called (the protocol's extend). stdout
 carries protocol lines only; logs go to stderr.
 """
 
+import math
 import os
 import sys
-
-DEBIAN_PYTHON = "/usr/bin/python3"
-
-try:
-    import psycopg2  # noqa: F401 (the storage's, through locksim_worker)
-    import etcd3
-    from etcd3.exceptions import ConnectionFailedError, ConnectionTimeoutError
-    import grpc
-except ImportError as err:
-    # Debian's python3-etcd3 and python3-psycopg2 are Debian's Python's:
-    # another python3 first on the PATH (pyenv, a virtualenv) has not got
-    # them, so run this file again with Debian's.
-    if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.path.exists(DEBIAN_PYTHON):
-        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
-    # No hello line: the harness reports that this program exited before
-    # it, quoting this line.
-    sys.stderr.write(f"python-etcd3: error: cannot import etcd3 and psycopg2 ({err}); "
-                     "install them with: apt-get install python3-etcd3 python3-psycopg2\n")
-    sys.exit(1)
-
-import math
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "pyworker"))
 import locksim_worker as w  # noqa: E402
 
-PROTOCOL = 2 if w.HARNESS >= 2 else 1
+with w.debian_python("python-etcd3", "python3-etcd3"):
+    import etcd3
+    from etcd3.exceptions import ConnectionFailedError, ConnectionTimeoutError
+    import grpc
+
 LOCKS = ["etcd"]
-OPS = ["acquire", "release", "extend", "write"] if PROTOCOL >= 2 else ["acquire", "release", "extend"]
+OPS = ["acquire", "release", "extend", "write"]
 FENCES = ["postgres"]  # and, without init's fence, the lock key's revision (the lock's own)
 TIMEOUTS = (ConnectionTimeoutError,)
 
@@ -94,15 +78,8 @@ def detail(err):
 
 def init(i):
     global cli, member, store
-    if i.get("lock") not in LOCKS:
-        raise ValueError(f"python-etcd3 implements lock {LOCKS[0]}, not {i.get('lock')}")
-    for what, v, have in (("storage mode", i.get("storage_mode"), w.STORAGE_MODES), ("fence source", i.get("fence"), FENCES)):
-        if v and v not in have:
-            raise ValueError(f"python-etcd3 has no {what} {v} (it has {', '.join(have)})")
-    if i.get("watchdog"):
-        raise ValueError("this client runs no watchdog (python-etcd3's Lock has no auto-renewal; Lock.refresh is the extend command)")
-    if i.get("fence") == "postgres" and not i.get("storage"):
-        raise ValueError("fence postgres needs the storage connection")
+    w.check_init("python-etcd3", i, LOCKS, FENCES, refuse=[
+        ("watchdog", "this client runs no watchdog (python-etcd3's Lock has no auto-renewal; Lock.refresh is the extend command)")])
     c = i.get("config") or {}
     members = c.get("etcd") or []
     if not members:
@@ -118,9 +95,7 @@ def init(i):
         cli.status()  # dials now, so that no operation of the story pays for it
     except Exception as err:
         raise RuntimeError(f"{detail(err)}: etcd member {member} at {host}:{port}") from err
-    if i.get("storage"):
-        store = w.Storage(i["storage"], i.get("storage_mode"))
-        store.connect()
+    store = w.open_storage(i)
 
 
 def acquire(cid, cmd):
@@ -149,11 +124,7 @@ def acquire(cid, cmd):
         try:
             lease.fence = store.next_fence()
         except Exception as err:
-            undo = "lock released"
-            try:
-                lock.release()
-            except Exception as rerr:
-                undo = f"and releasing it: {rerr}"
+            undo = w.undo_grant(lock.release)
             return w.event(cid, dict(fail, detail=f"fencing token: {err} ({undo})"))
     leases[key] = lease
     # lease_end: the lease is granted for its TTL and nothing refreshes
@@ -163,18 +134,31 @@ def acquire(cid, cmd):
                   "detail": f"{lock.key} at revision {txn_rev[0]}, lease {lock.lease.id:x} of {granted}s"})
 
 
+def request(cid, op, key, lease, call, **invoke):
+    """Sends op's invocation (the lease's token; invoke adds t and ttl)
+    and, with no lease, the client's refusal; otherwise makes call(lock),
+    one request of the lease's Lock, and returns (done, its answer), done
+    the fields of op's completion. A request that raised ends op as info
+    (its outcome unknown), and done is None, as with no lease."""
+    w.event(cid, dict({"type": "invoke", "op": op, "key": key, "token": lease.token if lease else None}, **invoke))
+    if lease is None:
+        w.no_lease(cid, op, key)
+        return None, None
+    done = {"op": op, "key": key, "token": lease.token}
+    try:
+        return done, call(lease.lock)
+    except Exception as err:
+        w.event(cid, dict(done, type="info", reason="timeout" if isinstance(err, TIMEOUTS) else None, detail=detail(err)))
+        return None, None
+
+
 def release(cid, cmd):
     key = cmd["key"]
     lease = leases.pop(key, None)
-    w.event(cid, {"type": "invoke", "op": "release", "key": key, "token": lease.token if lease else None})
-    if lease is None:
-        return w.no_lease(cid, "release", key)
-    done = {"op": "release", "key": key, "token": lease.token}
-    try:
-        # A transaction: delete the key if its value is this lock's uuid.
-        ok = lease.lock.release()
-    except Exception as err:
-        return w.event(cid, dict(done, type="info", reason="timeout" if isinstance(err, TIMEOUTS) else None, detail=detail(err)))
+    # A transaction: delete the key if its value is this lock's uuid.
+    done, ok = request(cid, "release", key, lease, lambda lock: lock.release())
+    if done is None:
+        return
     if ok:
         return w.event(cid, dict(done, type="ok", nodes=[member]))
     w.event(cid, dict(done, type="fail", reason="not-held", detail=f"python-etcd3: Lock.release returned False: {lease.lock.key} does not hold this lock's uuid"))
@@ -184,16 +168,11 @@ def extend(cid, cmd):
     key = cmd["key"]
     lease = leases.get(key)
     start = w.mono()
-    w.event(cid, {"t": start, "type": "invoke", "op": "extend", "key": key, "token": lease.token if lease else None, "ttl": cmd.get("ttl")})
-    if lease is None:
-        return w.no_lease(cid, "extend", key)
-    done = {"op": "extend", "key": key, "token": lease.token}
-    try:
-        # One LeaseKeepAlive: the lease lives its granted TTL again (the
-        # ttl asked for cannot change it). A TTL of 0 says it is gone.
-        resp = lease.lock.refresh()
-    except Exception as err:
-        return w.event(cid, dict(done, type="info", reason="timeout" if isinstance(err, TIMEOUTS) else None, detail=detail(err)))
+    # One LeaseKeepAlive: the lease lives its granted TTL again (the ttl
+    # asked for cannot change it). A TTL of 0 says it is gone.
+    done, resp = request(cid, "extend", key, lease, lambda lock: lock.refresh(), t=start, ttl=cmd.get("ttl"))
+    if done is None:
+        return
     if not resp or resp[0].TTL <= 0:
         leases.pop(key, None)
         return w.event(cid, dict(done, type="fail", reason="not-held", detail="python-etcd3: Lock.refresh: the lease has expired (TTL 0)"))
@@ -228,14 +207,9 @@ def close():
 
 
 def main():
-    hello = {"protocol": PROTOCOL, "name": f"python-etcd3: etcd3 {etcd3.__version__}, grpcio {grpc.__version__}, "
-             f"psycopg2 {w.PSYCOPG2}, Python {w.PYTHON}", "locks": LOCKS, "ops": OPS}
-    if PROTOCOL >= 2:
-        hello.update(storage_modes=w.STORAGE_MODES, fences=FENCES, check_lease=True, client_clock=True)
-    commands = {"acquire": acquire, "release": release, "extend": extend}
-    if "write" in OPS:
-        commands["write"] = write
-    w.serve(hello, init, commands, close)
+    hello = w.hello(f"python-etcd3: etcd3 {etcd3.__version__}, grpcio {grpc.__version__}", LOCKS, OPS,
+                    fences=FENCES, check_lease=True, client_clock=True)
+    w.serve(hello, init, {"acquire": acquire, "release": release, "extend": extend, "write": write}, close)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,26 @@
 """What every Python client of locksim worker protocol v2 has in common
-(docs/protocol.md): the output (one JSON line at a time, stamped with
-CLOCK_MONOTONIC), the command loop, the stall watcher, and the protected
-storage's read-modify-write with psycopg2 (the protocol's SQL, "The
-protected storage"). A client program (examples/kazoo/client.py,
+(docs/protocol.md): the start-up under Debian's Python, the output (one
+JSON line at a time, stamped with CLOCK_MONOTONIC), the command loop, the
+stall watcher, and the protected storage's read-modify-write with
+psycopg2 (the protocol's SQL, "The protected storage"). A client program
+(examples/redis-py/client.py, examples/kazoo/client.py,
 examples/python-etcd3/client.py) adds its lock: init, acquire, release
-and its lease's check.
+(extend, a watchdog) and its lease's check.
 
-examples/redis-py/client.py, the first Python client, predates this module
-and keeps its own copy of the same code.
+A client program finds this module from its own directory, imports it,
+and imports its library inside debian_python():
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "pyworker"))
+    import locksim_worker as w  # noqa: E402
+
+    with w.debian_python("kazoo", "python3-kazoo"):
+        import kazoo.version
+
+This module loads under any python3: when its import of psycopg2 fails,
+debian_python() raises that error again, as if the block had.
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -17,13 +28,41 @@ import threading
 import time
 import urllib.parse
 
-import psycopg2
+try:
+    import psycopg2
+except ImportError as err:  # raised again by debian_python(), which runs the program again
+    psycopg2, _psycopg2_missing = None, err
 
+DEBIAN_PYTHON = "/usr/bin/python3"
 HARNESS = int(os.environ.get("LOCKSIM_PROTOCOL", "1"))
+PROTOCOL = 2 if HARNESS >= 2 else 1
 STORAGE_MODES = ["plain", "fenced", "fenced-write", "token-cas", "idempotent"]
 REFUSALS = {"fenced": "fence", "fenced-write": "fence", "token-cas": "token", "idempotent": "duplicate"}
-PSYCOPG2 = psycopg2.__version__.split()[0]
+PSYCOPG2 = psycopg2.__version__.split()[0] if psycopg2 else None
 PYTHON = sys.version.split()[0]
+
+
+@contextlib.contextmanager
+def debian_python(client, *packages):
+    """Runs the block (the client's imports of its library) and, when it
+    or this module's import of psycopg2 fails, runs the program again
+    with Debian's Python: the Debian packages (python3-psycopg2 and
+    packages) are Debian's Python's, and another python3 first on the PATH
+    (pyenv, a virtualenv) has not got them. Already Debian's (or none),
+    it exits 1 with no hello line: the harness reports that the program
+    exited before it, quoting the line written to stderr."""
+    packages = list(packages) + ["python3-psycopg2"]
+    try:
+        if psycopg2 is None:
+            raise _psycopg2_missing
+        yield
+    except ImportError as err:
+        if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.path.exists(DEBIAN_PYTHON):
+            os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
+        modules = " and ".join(p.replace("python3-", "", 1) for p in packages)
+        sys.stderr.write(f"{client}: error: cannot import {modules} ({err}); "
+                         f"install them with: apt-get install {' '.join(packages)}\n")
+        sys.exit(1)
 
 
 def mono():
@@ -183,6 +222,26 @@ class Storage:
             self.conn.close()
 
 
+def open_storage(i):
+    """The storage of init i, connected now (so that no operation of the
+    story pays for dialling), or None when the scenario has none."""
+    if not i.get("storage"):
+        return None
+    store = Storage(i["storage"], i.get("storage_mode"))
+    store.connect()
+    return store
+
+
+def undo_grant(release, what="it"):
+    """Gives back a lock just granted whose fencing token could not be
+    drawn, and says how that went (for the acquire's info event)."""
+    try:
+        release()
+    except Exception as err:
+        return f"and releasing {what}: {err}"
+    return "lock released"
+
+
 def write(cid, cmd, lease, store, check=None):
     """The write command: one critical section on the protected counter.
     lease has token and fence (None: no lease); check, when the story
@@ -229,7 +288,38 @@ def write(cid, cmd, lease, store, check=None):
         event(cid, dict(done, reason=REFUSALS.get(store.mode), detail=f"storage ({store.mode}) refused the write"))
 
 
-# ---- the command loop ---------------------------------------------------
+# ---- hello, init, the command loop ---------------------------------------
+
+
+def hello(name, locks, ops, **v2):
+    """The hello line of the client name (its library and version; the
+    versions of psycopg2 and Python are added): protocol 2 when the
+    harness speaks it, with every storage mode and v2's fields (fences,
+    watchdogs, check_lease, client_clock); protocol 1 without write."""
+    h = {"protocol": PROTOCOL, "name": f"{name}, psycopg2 {PSYCOPG2}, Python {PYTHON}", "locks": locks,
+         "ops": ops if PROTOCOL >= 2 else [op for op in ops if op != "write"]}
+    if PROTOCOL >= 2:
+        h.update(storage_modes=STORAGE_MODES, **v2)
+    return h
+
+
+def check_init(client, i, locks, fences, watchdogs=(), refuse=()):
+    """Refuses an init the client cannot carry out: another lock, a
+    storage mode, fence source or watchdog it has not got, each field of
+    refuse (field, why) that init sets, fence postgres without storage."""
+    if i.get("lock") not in locks:
+        raise ValueError(f"{client} implements lock {locks[0]}, not {i.get('lock')}")
+    have = [("storage mode", i.get("storage_mode"), STORAGE_MODES), ("fence source", i.get("fence"), fences)]
+    if watchdogs:
+        have.append(("watchdog", i.get("watchdog"), watchdogs))
+    for what, v, known in have:
+        if v and v not in known:
+            raise ValueError(f"{client} has no {what} {v} (it has {', '.join(known)})")
+    for field, why in refuse:
+        if i.get(field):
+            raise ValueError(why)
+    if i.get("fence") == "postgres" and not i.get("storage"):
+        raise ValueError("fence postgres needs the storage connection")
 
 
 def _watch_stalls():
@@ -247,8 +337,11 @@ def _watch_stalls():
 
 def serve(hello, init, commands, close):
     """Prints hello, then carries out one command a line until stdin
-    closes: init(dict) for init, commands[op](cid, cmd) for the others.
-    close() ends the client's connections before it exits."""
+    closes: init(dict) for init, commands[op](cid, cmd) for the others
+    the hello names. close() ends the client's connections before it
+    exits."""
+    client = hello["name"].split(":")[0]
+    commands = {op: do for op, do in commands.items() if op in hello["ops"]}
     send(hello)
     threading.Thread(target=_watch_stalls, daemon=True).start()
     ready = False
@@ -274,7 +367,7 @@ def serve(hello, init, commands, close):
             elif op in commands:
                 commands[op](cid, cmd)
             else:
-                raise ValueError(f"unknown op {json.dumps(op)} (this client carries out {', '.join(hello['ops'])})")
+                raise ValueError(f"unknown op {json.dumps(op)} ({client} carries out {', '.join(hello['ops'])})")
             send({"id": cid, "done": True})
         except Exception as err:
             send({"id": cid, "done": True, "error": f"{type(err).__name__}: {err}"})

@@ -10,76 +10,33 @@ It prints its hello line, reads one command a line on stdin (init, then
 acquire, release, extend, write) and answers with history events stamped
 with time.clock_gettime_ns(CLOCK_MONOTONIC), the clock the harness stamps
 with. stdout carries protocol lines only; logs go to stderr.
+
+The start-up under Debian's Python, the output, the command loop and the
+storage's SQL are examples/pyworker's (locksim_worker.py), shared with
+examples/kazoo and examples/python-etcd3; this file is redis-py's Lock:
+acquire, release, extend, the watchdog and the fencing tokens.
 """
 
 import os
 import sys
+import threading
 
-DEBIAN_PYTHON = "/usr/bin/python3"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "pyworker"))
+import locksim_worker as w  # noqa: E402
 
-try:
-    import psycopg2
+with w.debian_python("redis-py", "python3-redis"):
     import redis
     from redis.exceptions import LockNotOwnedError
     from redis.exceptions import TimeoutError as RedisTimeout
     from redis.lock import Lock
-except ImportError as err:
-    # Debian's python3-redis and python3-psycopg2 are Debian's Python's:
-    # another python3 first on the PATH (pyenv, a virtualenv) has not got
-    # them, so run this file again with Debian's.
-    if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.path.exists(DEBIAN_PYTHON):
-        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
-    # No hello line: the harness reports that this program exited before
-    # it, quoting this line.
-    sys.stderr.write(f"redis-py: error: cannot import redis and psycopg2 ({err}); "
-                     "install them with: apt-get install python3-redis python3-psycopg2\n")
-    sys.exit(1)
 
-import json
-import threading
-import time
-import urllib.parse
-
-HARNESS = int(os.environ.get("LOCKSIM_PROTOCOL", "1"))
-PROTOCOL = 2 if HARNESS >= 2 else 1
 LOCKS = ["redis"]  # redis-py's Lock: SET NX PX on one node
-OPS = ["acquire", "release", "extend", "write"] if PROTOCOL >= 2 else ["acquire", "release", "extend"]
-STORAGE_MODES = ["plain", "fenced", "fenced-write", "token-cas", "idempotent"]
+OPS = ["acquire", "release", "extend", "write"]
 FENCES = ["postgres", "redis-incr"]
 # token: Lock.extend (the library's renewal, token-checked); pexpire: a
 # plain PEXPIRE of the key, the naive renewal a user writes by hand.
 WATCHDOGS = ["token", "pexpire"]
 FENCE_KEY = "locksim:fence"
-REFUSALS = {"fenced": "fence", "fenced-write": "fence", "token-cas": "token", "idempotent": "duplicate"}
-
-
-def mono():
-    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-
-
-# ---- output -------------------------------------------------------------
-
-out_lock = threading.Lock()
-
-
-def send(obj):
-    line = json.dumps(obj, separators=(",", ":")) + "\n"
-    with out_lock:
-        try:
-            sys.stdout.write(line)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            os._exit(0)  # the harness has gone
-
-
-def log(msg):
-    sys.stderr.write(f"redis-py: {msg}\n")
-    sys.stderr.flush()
-
-
-def event(cid, e):
-    e.setdefault("t", mono())
-    send({"id": cid, "event": {k: v for k, v in e.items() if v is not None}})
 
 
 # ---- state --------------------------------------------------------------
@@ -112,135 +69,13 @@ def drop_lease(key, token):
             del leases[key]
 
 
-# ---- the protected storage ----------------------------------------------
-
-
-def pg_params(url):
-    """psycopg2's keywords for the harness's postgres:// URL: the
-    parameters libpq has no name for (idle_session_timeout, ...) are
-    server settings, sent at start-up as options (-c name=value)."""
-    u = urllib.parse.urlsplit(url)
-    kw = {"host": u.hostname, "port": u.port or 5432, "user": urllib.parse.unquote(u.username or ""),
-          "dbname": urllib.parse.unquote(u.path.lstrip("/")) or None}
-    if u.password:
-        kw["password"] = urllib.parse.unquote(u.password)
-    options = []
-    for k, v in urllib.parse.parse_qsl(u.query):
-        if k in ("sslmode", "connect_timeout"):
-            kw[k] = v
-        else:
-            options.append(f"-c {k}={v}")
-    if options:
-        kw["options"] = " ".join(options)
-    return {k: v for k, v in kw.items() if v is not None}
-
-
-class StorageError(Exception):
-    pass
-
-
-class Storage:
-    """The client's handle on the protected counter: one psycopg2
-    connection (autocommit) through this client's own proxy, opened again
-    after it broke. The SQL is the protocol's (docs/protocol.md, "The
-    protected storage")."""
-
-    def __init__(self, url, mode):
-        self.mode = mode or "plain"
-        self.params = pg_params(url)
-        self.conn = None
-
-    def connect(self):
-        if self.conn is None or self.conn.closed:
-            try:
-                self.conn = psycopg2.connect(**self.params)
-            except psycopg2.Error as err:
-                raise StorageError(f"storage: {str(err).strip()}") from err
-            self.conn.autocommit = True
-        return self.conn
-
-    def run(self, what, sql, args=()):
-        """Runs one statement; returns (rowcount, rows)."""
-        c = self.connect()
-        try:
-            with c.cursor() as cur:
-                cur.execute(sql, args)
-                rows = cur.fetchall() if cur.description else []
-                return cur.rowcount, rows
-        except psycopg2.Error as err:
-            raise StorageError(f"storage {what}: {str(err).strip()}") from err
-
-    def read(self, token, fence):
-        """Opens a critical section: claims the row for token (token-cas)
-        and reads the counter, raising the fence to fence (fenced)."""
-        if self.mode == "token-cas":
-            if not token:
-                raise StorageError("storage claim: empty token")
-            n, _ = self.run("claim", "UPDATE counter SET owner = %s WHERE id = 1", (token,))
-            if n != 1:
-                raise StorageError("storage claim: counter row missing")
-        if self.mode == "fenced" and fence > 0:
-            _, rows = self.run("read", "UPDATE counter SET fence = GREATEST(fence, %s) WHERE id = 1 RETURNING value", (fence,))
-        else:
-            _, rows = self.run("read", "SELECT value FROM counter WHERE id = 1")
-        if len(rows) != 1:
-            raise StorageError("storage read: counter row missing")
-        return int(rows[0][0])
-
-    def write(self, read, value, fence, token):
-        """Stores value as the mode allows: True accepted, False refused by
-        the storage; StorageError when the outcome is unknown."""
-        if self.mode == "plain":
-            n, _ = self.run("write", "UPDATE counter SET value = %s WHERE id = 1", (value,))
-            if n != 1:
-                raise StorageError("storage write: counter row missing")
-            return True
-        if self.mode in ("fenced", "fenced-write"):
-            n, _ = self.run("write", "UPDATE counter SET value = %s, fence = %s WHERE id = 1 AND fence <= %s", (value, fence, fence))
-            return n == 1
-        if self.mode == "token-cas":
-            n, _ = self.run("write", "UPDATE counter SET value = %s WHERE id = 1 AND owner = %s", (value, token))
-            return n == 1
-        if self.mode == "idempotent":
-            return self.write_once(read, value)
-        raise StorageError(f"storage: unknown mode {self.mode}")
-
-    def write_once(self, read, value):
-        """Idempotent mode's write: the run (job, period = the value read)
-        and the counter update commit together, or not at all."""
-        self.run("write", "BEGIN")
-        try:
-            n, _ = self.run("write", "INSERT INTO runs (job, period) VALUES (%s, %s) ON CONFLICT (job, period) DO NOTHING",
-                            ("counter", str(read)))
-            if n == 0:
-                self.run("write", "ROLLBACK")
-                return False
-            n, _ = self.run("write", "UPDATE counter SET value = %s WHERE id = 1", (value,))
-            if n != 1:
-                raise StorageError("storage write: counter row missing")
-            self.run("write", "COMMIT")
-            return True
-        except StorageError:
-            if self.conn is not None and not self.conn.closed:
-                try:
-                    self.run("write", "ROLLBACK")
-                except StorageError:
-                    pass
-            raise
-
-    def close(self):
-        if self.conn is not None and not self.conn.closed:
-            self.conn.close()
-
-
 # ---- fencing tokens, the watchdog ----------------------------------------
 
 
 def draw_fence():
     """A granted lease's fencing token from init's source."""
     if cfg.get("fence") == "postgres":
-        _, rows = store.run("fence", "SELECT nextval('fence_seq')")
-        return int(rows[0][0])
+        return store.next_fence()
     if cfg.get("fence") == "redis-incr":
         return int(node[1].incr(FENCE_KEY))
     return 0
@@ -278,7 +113,7 @@ def watchdog(cid, key, lease, ttl_ns, every):
             note["detail"] = f"watchdog ({kind}) renewal failed: {type(err).__name__}: {err}"
         if lease.stop.is_set():
             return
-        event(cid, note)
+        w.event(cid, note)
         if note.get("reason") == "not-held":
             drop_lease(key, lease.token)
             return
@@ -289,16 +124,8 @@ def watchdog(cid, key, lease, ttl_ns, every):
 
 def init(i):
     global node, store
-    if i.get("lock") not in LOCKS:
-        raise ValueError(f"redis-py implements lock {LOCKS[0]}, not {i.get('lock')}")
-    for what, v, have in (("storage mode", i.get("storage_mode"), STORAGE_MODES), ("fence source", i.get("fence"), FENCES),
-                          ("watchdog", i.get("watchdog"), WATCHDOGS)):
-        if v and v not in have:
-            raise ValueError(f"redis-py has no {what} {v} (it has {', '.join(have)})")
-    if i.get("check_lease"):
-        raise ValueError("redis-py's Lock keeps no lease time on the client: it has no lease check before a write")
-    if i.get("fence") == "postgres" and not i.get("storage"):
-        raise ValueError("fence postgres needs the storage connection")
+    w.check_init("redis-py", i, LOCKS, FENCES, WATCHDOGS,
+                 refuse=[("check_lease", "redis-py's Lock keeps no lease time on the client: it has no lease check before a write")])
     cfg.update(i)
     c = i.get("config") or {}
     nodes = c.get("redis") or []
@@ -316,24 +143,22 @@ def init(i):
     conns = [pool.get_connection("PING") for _ in range(2)]
     for conn in conns:
         pool.release(conn)
-    if i.get("storage"):
-        store = Storage(i["storage"], i.get("storage_mode"))
-        store.connect()
+    store = w.open_storage(i)
 
 
 def acquire(cid, cmd):
     key, ttl = cmd["key"], cmd["ttl"]
-    start = mono()
-    event(cid, {"t": start, "type": "invoke", "op": "acquire", "key": key, "ttl": ttl})
+    start = w.mono()
+    w.event(cid, {"t": start, "type": "invoke", "op": "acquire", "key": key, "ttl": ttl})
     lock = Lock(node[1], key, timeout=ttl / 1e9, blocking=False, thread_local=False)
     try:
         got = lock.acquire(blocking=False)
     except Exception as err:
-        event(cid, {"type": "info", "op": "acquire", "key": key, "reason": reason_of(err), "detail": f"redis-py: {type(err).__name__}: {err}"})
+        w.event(cid, {"type": "info", "op": "acquire", "key": key, "reason": reason_of(err), "detail": f"redis-py: {type(err).__name__}: {err}"})
         return
     if not got:
-        event(cid, {"type": "fail", "op": "acquire", "key": key, "reason": "held", "nodes": None,
-                    "detail": f"node {node[0]} holds the key for another client (SET NX refused)"})
+        w.event(cid, {"type": "fail", "op": "acquire", "key": key, "reason": "held", "nodes": None,
+                      "detail": f"node {node[0]} holds the key for another client (SET NX refused)"})
         return
     token = lock.local.token.decode()
     fence = 0
@@ -341,12 +166,8 @@ def acquire(cid, cmd):
         try:
             fence = draw_fence()
         except Exception as err:
-            undo = "lock released"
-            try:
-                lock.release()
-            except Exception as rerr:
-                undo = f"and releasing the lock: {rerr}"
-            event(cid, {"type": "info", "op": "acquire", "key": key, "detail": f"fencing token: {err} ({undo})"})
+            undo = w.undo_grant(lock.release, "the lock")
+            w.event(cid, {"type": "info", "op": "acquire", "key": key, "detail": f"fencing token: {err} ({undo})"})
             return
     lease = Lease(lock, token, fence)
     with leases_lock:
@@ -362,151 +183,55 @@ def acquire(cid, cmd):
         # redis-py's Lock keeps no validity of its own: the lease lasts
         # the timeout, counted from before the SET was sent.
         done["lease_end"] = start + ttl
-    event(cid, done)
-
-
-def no_lease(cid, op, key):
-    event(cid, {"type": "fail", "op": op, "key": key, "reason": "no-lease", "detail": "refused by the client: it holds no lease, so it sends nothing"})
+    w.event(cid, done)
 
 
 def release(cid, cmd):
     key = cmd["key"]
     lease = lease_of(key)
-    event(cid, {"type": "invoke", "op": "release", "key": key, "token": lease.token if lease else None})
+    w.event(cid, {"type": "invoke", "op": "release", "key": key, "token": lease.token if lease else None})
     if lease is not None and lease.stop is not None:
         lease.stop.set()
     if lease is None:
-        return no_lease(cid, "release", key)
+        return w.no_lease(cid, "release", key)
     drop_lease(key, lease.token)
     try:
         lease.lock.release()
-        event(cid, {"type": "ok", "op": "release", "key": key, "token": lease.token})
+        w.event(cid, {"type": "ok", "op": "release", "key": key, "token": lease.token})
     except LockNotOwnedError as err:
-        event(cid, {"type": "fail", "op": "release", "key": key, "token": lease.token, "reason": "not-held", "detail": f"redis-py: {err}"})
+        w.event(cid, {"type": "fail", "op": "release", "key": key, "token": lease.token, "reason": "not-held", "detail": f"redis-py: {err}"})
     except Exception as err:
-        event(cid, {"type": "info", "op": "release", "key": key, "token": lease.token, "reason": reason_of(err),
-                    "detail": f"redis-py: {type(err).__name__}: {err}"})
+        w.event(cid, {"type": "info", "op": "release", "key": key, "token": lease.token, "reason": reason_of(err),
+                      "detail": f"redis-py: {type(err).__name__}: {err}"})
 
 
 def extend(cid, cmd):
     key, ttl = cmd["key"], cmd["ttl"]
     lease = lease_of(key)
-    start = mono()
-    event(cid, {"t": start, "type": "invoke", "op": "extend", "key": key, "token": lease.token if lease else None, "ttl": ttl})
+    start = w.mono()
+    w.event(cid, {"t": start, "type": "invoke", "op": "extend", "key": key, "token": lease.token if lease else None, "ttl": ttl})
     if lease is None:
-        return no_lease(cid, "extend", key)
+        return w.no_lease(cid, "extend", key)
     try:
         lease.lock.extend(ttl / 1e9, replace_ttl=True)
     except LockNotOwnedError as err:
-        event(cid, {"type": "fail", "op": "extend", "key": key, "token": lease.token, "reason": "not-held", "detail": f"redis-py: {err}"})
+        w.event(cid, {"type": "fail", "op": "extend", "key": key, "token": lease.token, "reason": "not-held", "detail": f"redis-py: {err}"})
         return
     except Exception as err:
-        event(cid, {"type": "info", "op": "extend", "key": key, "token": lease.token, "reason": reason_of(err),
-                    "detail": f"redis-py: {type(err).__name__}: {err}"})
+        w.event(cid, {"type": "info", "op": "extend", "key": key, "token": lease.token, "reason": reason_of(err),
+                      "detail": f"redis-py: {type(err).__name__}: {err}"})
         return
     done = {"type": "ok", "op": "extend", "key": key, "token": lease.token, "ttl": ttl, "nodes": [node[0]]}
     if lease.stop is None:
         done["lease_end"] = start + ttl
-    event(cid, done)
+    w.event(cid, done)
 
 
 def write(cid, cmd):
-    """One critical section on the protected counter: read it (the
-    invocation is stamped before the read and sent after it), work for
-    cmd's work, write read+1 with this lease's fencing token and token. A
-    pause (SIGSTOP) during the work delays the write, as in Kleppmann's
-    diagram."""
-    key = cmd["key"]
-    lease = lease_of(key)
-    token = lease.token if lease else None
-    fence = lease.fence if lease and lease.fence else None
-    invoke = {"t": mono(), "type": "invoke", "op": "write", "key": key, "token": token, "fence": fence,
-              "unlocked": True if cmd.get("unlocked") else None}
-    done = {"type": "fail", "op": "write", "key": key, "token": token, "fence": fence}
-    if lease is None and not cmd.get("unlocked"):
-        event(cid, invoke)
-        return no_lease(cid, "write", key)
-    if store is None:
-        event(cid, invoke)
-        event(cid, dict(done, detail="this scenario has no protected storage"))
-        return
-    try:
-        read = store.read(token, fence or 0)
-    except StorageError as err:
-        # Nothing was written: the counter is untouched.
-        event(cid, invoke)
-        event(cid, dict(done, reason="read", detail=str(err)))
-        return
-    event(cid, invoke)
-    if cmd.get("work"):
-        time.sleep(cmd["work"] / 1e9)
-    done["read"], done["wrote"] = read, read + 1
-    try:
-        accepted = store.write(read, read + 1, fence or 0, token)
-    except StorageError as err:
-        event(cid, dict(done, type="info", detail=str(err)))
-        return
-    if accepted:
-        event(cid, dict(done, type="ok"))
-    else:
-        event(cid, dict(done, reason=REFUSALS.get(store.mode), detail=f"storage ({store.mode}) refused the write"))
+    w.write(cid, cmd, lease_of(cmd["key"]), store)
 
 
-COMMANDS = {"acquire": acquire, "release": release, "extend": extend}
-if "write" in OPS:
-    COMMANDS["write"] = write
-
-
-def handle(line):
-    try:
-        cmd = json.loads(line)
-    except ValueError as err:
-        send({"id": 0, "done": True, "error": f"bad command: {err}"})
-        return
-    cid = cmd.get("id", 0)
-    try:
-        op = cmd.get("op")
-        if op == "init":
-            init(cmd.get("init") or {})
-        elif node is None:
-            raise ValueError(f"{op} before init")
-        elif op in COMMANDS:
-            COMMANDS[op](cid, cmd)
-        else:
-            raise ValueError(f"unknown op {json.dumps(op)} (redis-py carries out {', '.join(OPS)})")
-        send({"id": cid, "done": True})
-    except Exception as err:
-        send({"id": cid, "done": True, "error": f"{type(err).__name__}: {err}"})
-
-
-def watch_stalls():
-    """Wakes every 10 ms and tells the harness of any span longer than
-    60 ms in which this process did not run (the machine too busy, or a
-    pause the story made)."""
-    last = mono()
-    while True:
-        time.sleep(0.01)
-        now = mono()
-        if now - last > 60_000_000:
-            send({"stall": {"from": last, "to": now}})
-        last = now
-
-
-def main():
-    hello = {"protocol": PROTOCOL, "name": f"redis-py: redis {redis.__version__}, psycopg2 {psycopg2.__version__.split()[0]}, "
-             f"Python {sys.version.split()[0]}", "locks": LOCKS, "ops": OPS}
-    if PROTOCOL >= 2:
-        hello.update(storage_modes=STORAGE_MODES, fences=FENCES, watchdogs=WATCHDOGS, client_clock=True)
-    send(hello)
-    threading.Thread(target=watch_stalls, daemon=True).start()
-    # Commands are carried out one at a time, in order; when stdin closes
-    # the client finishes what it has, closes its connections and exits.
-    while True:
-        line = sys.stdin.readline()
-        if not line:
-            break
-        if line.strip():
-            handle(line)
+def close():
     for lease in list(leases.values()):
         if lease.stop is not None:
             lease.stop.set()
@@ -514,7 +239,11 @@ def main():
         store.close()
     if node is not None:
         node[1].close()
-    os._exit(0)
+
+
+def main():
+    hello = w.hello(f"redis-py: redis {redis.__version__}", LOCKS, OPS, fences=FENCES, watchdogs=WATCHDOGS, client_clock=True)
+    w.serve(hello, init, {"acquire": acquire, "release": release, "extend": extend, "write": write}, close)
 
 
 if __name__ == "__main__":
