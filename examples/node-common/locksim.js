@@ -2,9 +2,10 @@
 // worker protocol v2, docs/protocol.md): the protocol's lines and clock,
 // the command loop with its stall reports, the Redis connections through
 // the client's proxies, the protected storage (pg) with its write, and
-// the fencing tokens. The client programs of examples/redis-semaphore and
-// examples/sesamecare-redlock use it; each keeps its lock library's part
-// (acquire, release, the watchdog) in its own client.js.
+// the fencing tokens. The client programs of examples/node-redlock,
+// examples/redis-semaphore and examples/sesamecare-redlock use it; each
+// keeps its lock library's part (acquire, release, the watchdog) in its
+// own client.js.
 //
 // It requires no package itself: each program passes its own ioredis and
 // pg (installed in its own node_modules), so this folder needs no install.
