@@ -31,9 +31,9 @@ func BenchmarkClientProgramVsGoWorker(b *testing.B) {
 		argv        []string
 	}{
 		{"redis-py", "redis-failover", []string{example("redis-py/client.py")}},
-		{"redis-semaphore", "redlock-clock-jump", []string{node, example("redis-semaphore/client.js")}},
-		{"node-redlock", "redlock-clock-jump", []string{node, example("node-redlock/client.js")}},
-		{"sesamecare-redlock", "redlock-clock-jump", []string{node, example("sesamecare-redlock/client.js")}},
+		{"redis-semaphore", "redlock-crash-restart", []string{node, example("redis-semaphore/client.js")}},
+		{"node-redlock", "redlock-crash-restart", []string{node, example("node-redlock/client.js")}},
+		{"sesamecare-redlock", "redlock-crash-restart", []string{node, example("sesamecare-redlock/client.js")}},
 		{"kazoo", "zookeeper-pause", []string{example("kazoo/client.py")}},
 		{"zookeeper-writelock", "zookeeper-pause", []string{example("zookeeper-writelock/client")}},
 		{"python-etcd3", "etcd-pause", []string{example("python-etcd3/client.py")}},
