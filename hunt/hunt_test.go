@@ -393,3 +393,23 @@ func TestWithProgramLeavesOutWhatItsHelloLacks(t *testing.T) {
 		}
 	}
 }
+
+// TestBaselineOfTheSameName: a client program's lock may be hunted
+// against locksim's own lock of the same name (node-redlock's redlock
+// against redlock); the same lock twice is refused.
+func TestBaselineOfTheSameName(t *testing.T) {
+	sp, err := NewSpace("redlock", "plain", []string{"pause"}, time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sp.WithBaseline("redlock"); err == nil || !strings.Contains(err.Error(), "the hunted lock itself") {
+		t.Errorf("redlock against itself: %v, want refused", err)
+	}
+	prog := scenarios.ClientProgram{Program: "p", Protocol: 2, Locks: []string{"redlock"}, Ops: []string{"acquire", "release", "write"}, StorageModes: []string{"plain"}}
+	if sp, err = sp.WithProgram([]string{"p"}, prog, true); err != nil {
+		t.Fatal(err)
+	}
+	if sp, err = sp.WithBaseline("redlock"); err != nil || sp.Baseline != "redlock" {
+		t.Errorf("a program's redlock against locksim's: %v (baseline %q)", err, sp.Baseline)
+	}
+}

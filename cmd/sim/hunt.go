@@ -114,26 +114,21 @@ interrupted (hunt.json keeps what it had).`,
 	return cmd
 }
 
-// withPrograms narrows sp to what --client-cmd's and --baseline-cmd's
-// programs cover, reading each one's hello before any server starts.
-func withPrograms(ctx context.Context, sp hunt.Space, o huntOptions) (hunt.Space, error) {
-	for _, p := range []struct {
-		cmd  string
-		with func(hunt.Space, []string, scenarios.ClientProgram, bool) (hunt.Space, error)
-	}{{o.clientCmd, hunt.Space.WithProgram}, {o.baselineCmd, hunt.Space.WithBaselineProgram}} {
-		if p.cmd == "" {
-			continue
-		}
-		argv := strings.Fields(p.cmd)
-		h, err := runner.ProbeClientProgram(ctx, argv)
-		if err != nil {
-			return sp, err
-		}
-		if sp, err = p.with(sp, argv, runner.ClientProgramOf(argv, h), o.faults != ""); err != nil {
-			return sp, err
-		}
+// withProgram narrows sp with with (hunt.Space.WithProgram for
+// --client-cmd, WithBaselineProgram for --baseline-cmd) to what program
+// cmd covers ("": none given), reading its hello before any server
+// starts; given says --faults named the kinds.
+func withProgram(ctx context.Context, sp hunt.Space, cmd string, given bool,
+	with func(hunt.Space, []string, scenarios.ClientProgram, bool) (hunt.Space, error)) (hunt.Space, error) {
+	if cmd == "" {
+		return sp, nil
 	}
-	return sp, nil
+	argv := strings.Fields(cmd)
+	h, err := runner.ProbeClientProgram(ctx, argv)
+	if err != nil {
+		return sp, err
+	}
+	return with(sp, argv, runner.ClientProgramOf(argv, h), given)
 }
 
 func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error {
@@ -148,12 +143,15 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	if len(sp.Kinds) == 0 && o.faults != "none" {
 		return fmt.Errorf("hunt: no fault kind can strike %s with --storage %s (--faults none hunts the clients' timing alone)", o.lock, o.storage)
 	}
+	if sp, err = withProgram(ctx, sp, o.clientCmd, o.faults != "", hunt.Space.WithProgram); err != nil {
+		return err
+	}
 	if o.baseline != "" {
 		if sp, err = sp.WithBaseline(o.baseline); err != nil {
 			return err
 		}
 	}
-	if sp, err = withPrograms(ctx, sp, o); err != nil {
+	if sp, err = withProgram(ctx, sp, o.baselineCmd, o.faults != "", hunt.Space.WithBaselineProgram); err != nil {
 		return err
 	}
 	if o.runs < 1 || o.budget < 0 {
