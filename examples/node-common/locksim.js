@@ -11,6 +11,8 @@
 // pg (installed in its own node_modules), so this folder needs no install.
 "use strict";
 
+const fs = require("fs");
+const path = require("path");
 const readline = require("readline");
 
 // send writes one protocol line. BigInt values (CLOCK_MONOTONIC
@@ -428,6 +430,17 @@ function serve(prog, hello, ops, close) {
   });
 }
 
+// versionOf is the version of the npm package pkg installed in the
+// example folder dir ("?" when it is not), for the hello's name.
+function versionOf(dir, pkg) {
+  try {
+    const file = path.join(dir, "node_modules", pkg, "package.json");
+    return JSON.parse(fs.readFileSync(file, "utf8")).version.replace(/^v/, "");
+  } catch {
+    return "?";
+  }
+}
+
 module.exports = {
   FENCES,
   PROTOCOL,
@@ -444,5 +457,6 @@ module.exports = {
   send,
   serve,
   sleep,
+  versionOf,
   write,
 };

@@ -17,7 +17,6 @@
 // ../node-common/locksim.js.
 "use strict";
 
-const fs = require("fs");
 const path = require("path");
 const L = require("../node-common/locksim");
 
@@ -41,14 +40,7 @@ try {
 
 // versionOf reads an installed package's version (redlock's package.json
 // is not among its exports, so it is read from the file).
-function versionOf(pkg) {
-  try {
-    const file = path.join(__dirname, "node_modules", pkg, "package.json");
-    return JSON.parse(fs.readFileSync(file, "utf8")).version.replace(/^v/, "");
-  } catch {
-    return "?";
-  }
-}
+const versionOf = (pkg) => L.versionOf(__dirname, pkg);
 
 function log(msg) {
   process.stderr.write(`node-redlock: ${msg}\n`);

@@ -12,7 +12,6 @@
 // plumbing (lines, clock, storage, fences) is ../node-common/locksim.js.
 "use strict";
 
-const fs = require("fs");
 const path = require("path");
 const L = require("../node-common/locksim");
 
@@ -33,13 +32,7 @@ try {
   process.exit(1);
 }
 
-function versionOf(pkg) {
-  try {
-    return JSON.parse(fs.readFileSync(path.join(__dirname, "node_modules", pkg, "package.json"), "utf8")).version;
-  } catch {
-    return "?";
-  }
-}
+const versionOf = (pkg) => L.versionOf(__dirname, pkg);
 
 const log = (msg) => process.stderr.write(`redis-semaphore: ${msg}\n`);
 const { event, mono, noLease } = L;

@@ -14,7 +14,6 @@
 // to stderr.
 "use strict";
 
-const fs = require("fs");
 const path = require("path");
 const L = require("../node-common/locksim");
 
@@ -34,13 +33,7 @@ try {
   process.exit(1);
 }
 
-function versionOf(pkg) {
-  try {
-    return JSON.parse(fs.readFileSync(path.join(__dirname, "node_modules", pkg, "package.json"), "utf8")).version;
-  } catch {
-    return "?";
-  }
-}
+const versionOf = (pkg) => L.versionOf(__dirname, pkg);
 
 const log = (msg) => process.stderr.write(`sesamecare-redlock: ${msg}\n`);
 const { event, mono, noLease } = L;
