@@ -266,7 +266,7 @@ func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 
 // faultStepFields are the fields of a fault step that are the story's,
 // not the fault's.
-var faultStepFields = map[string]bool{"do": true, "say": true, "cause": true, "counterfactual": true}
+var faultStepFields = map[string]bool{"do": true, "say": true, "cause": true, "counterfactual": true, "at": true}
 
 // changedStep decodes the step of node n with the fields of its
 // counterfactual block cf replacing its own, and without what the

@@ -261,6 +261,14 @@ type Step struct {
 	// story about an unlocked write). Without it the client refuses to
 	// write, extend or release without a lease, and sends nothing.
 	Unlocked bool `yaml:"unlocked"`
+	// At anchors a pause of a client on an event inside that client
+	// instead of the step's turn in the story: lease-checked strikes the
+	// moment the client's check of its lease before a write has passed
+	// (check_lease), before the write goes out. The write is the client's
+	// latest, sent async before this step; the harness's own worker stops
+	// itself there (SIGSTOP), the step waits until it has, and `for`
+	// counts from then. Not with client_cmd.
+	At string `yaml:"at"`
 
 	// Expect is what must have happened (see story.go): how the step's
 	// operation ended, or the client's last renewal. A run that

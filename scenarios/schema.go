@@ -182,6 +182,7 @@ func (Step) JSONSchemaExtend(s *jsonschema.Schema) {
 	slices.Sort(expects)
 	setEnum(s, "expect", enum(slices.Compact(expects)...))
 	setEnum(s, "reason", enum(Reasons...))
+	setEnum(s, "at", enum(Anchors...))
 }
 
 // JSONSchemaExtend: the generator's fault and work distribution.
