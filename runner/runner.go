@@ -290,7 +290,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	if contended && r.departed != nil {
 		story = r.departed // the departure may be the machine's
 	}
-	res, err := checker.Check(events, checker.Options{})
+	res, err := checker.Check(events, checker.Options{MaxGap: r.sc.MaxGap.Duration})
 	if err != nil {
 		return nil, harness("the history breaks the recording's rules: %v", err)
 	}

@@ -502,6 +502,9 @@ func (s *Scenario) validate() error {
 	if s.Margin.Duration < 0 {
 		return s.errAt("margin", "expected a positive duration, got %v", s.Margin)
 	}
+	if s.MaxGap.Duration < 0 {
+		return s.errAt("max_gap", "expected a positive duration, got %v", s.MaxGap)
+	}
 	if s.NodeTimeout.Duration <= 0 {
 		return s.errAt("node_timeout", "expected a positive duration, got %v", s.NodeTimeout)
 	}

@@ -142,6 +142,13 @@ type Conditions struct {
 	// cannot be trusted (default 100ms): a run that stalled longer ends
 	// unknown, never with a verdict it did not earn.
 	Margin Duration `yaml:"margin"`
+	// MaxGap is the longest the lock may stay unavailable while clients
+	// ask for it: a span longer than this from the last grant (or the
+	// first attempt) to an acquire refused is a liveness failure, and the
+	// verdict is leaked. For a story that claims the lock must come free
+	// (a holder that hangs but lives, a partition that heals). 0: not
+	// checked.
+	MaxGap Duration `yaml:"max_gap"`
 	// ClientCmd runs each client as this program and its arguments (argv)
 	// instead of the harness's own Go worker: a client in any language
 	// that speaks locksim worker protocol v1 or v2 (docs/protocol.md);
