@@ -118,7 +118,8 @@ type Conditions struct {
 	Watchdog string `yaml:"watchdog"`
 	// CheckLease makes every write check, just before it writes, that its
 	// lease is still valid as the lock measures it (by the wall clock for
-	// redlock-wallclock, else on the monotonic clock), and not write if
+	// redlock-wallclock, else on the monotonic clock; for zookeeper, while
+	// its session is connected, not suspended), and not write if
 	// not: the careful client of the debate. Not with a watchdog.
 	CheckLease bool `yaml:"check_lease"`
 	// WatchdogEvery is the renewal period. Default TTL/3.

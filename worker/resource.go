@@ -111,7 +111,7 @@ func (s *state) write(ctx context.Context, c Command) {
 	time.Sleep(c.Work)
 	done.Read, done.Wrote = history.Int64(read), history.Int64(read+1)
 	if !s.cleared(c, l) {
-		done.Type, done.Reason, done.Detail = history.Fail, history.ReasonExpired, "not written: the lease had run out (or its renewal found it gone) by the client's check"
+		done.Type, done.Reason, done.Detail = history.Fail, history.ReasonExpired, "not written: by the client's check, the lease had run out, its renewal had found it gone, or its lock's connection no longer vouched for it (a suspended session)"
 		s.event(c.ID, done)
 		return
 	}
