@@ -87,3 +87,19 @@ func TestAnchorErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAnchorNeedsTheGoWorker: a story with an anchored pause, played by a
+// client program named at run time (sim run --client-cmd), is refused
+// with the step, even when the program's hello covers everything else.
+func TestAnchorNeedsTheGoWorker(t *testing.T) {
+	sc, err := Parse("x.yaml", []byte(anchored))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ClientProgram{Program: "node client.js", Protocol: 2, Locks: []string{"redlock"},
+		Ops: []string{"acquire", "release", "extend", "write"}, StorageModes: []string{"plain"}, CheckLease: true}
+	err = sc.ClientProgramProblem(p)
+	if err == nil || !strings.Contains(err.Error(), "steps[2].at") || !strings.Contains(err.Error(), "only the harness's own worker") {
+		t.Fatalf("error %v, want a refusal of steps[2].at", err)
+	}
+}
