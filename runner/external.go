@@ -36,6 +36,7 @@ func (r *run) checkClientCmd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.programLock = h.OwnName(r.sc.Lock)
 	return ClientProgramProblem(r.sc, argv, h)
 }
 

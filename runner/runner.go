@@ -100,15 +100,18 @@ func harness(format string, args ...any) error {
 
 // run is the state of one run in progress.
 type run struct {
-	sc      *scenarios.Scenario
-	o       Options
-	rec     *history.Recorder
-	log     io.Writer
-	target  *nemesis.Target
-	clients map[int]*worker.Client
-	pending map[int]<-chan error
-	faults  []nemesis.Fault
-	tmp     string
+	sc *scenarios.Scenario
+	o  Options
+	// programLock is the client program's own name for the story's lock
+	// (its hello's OwnLock), "" when it uses the catalogue's.
+	programLock string
+	rec         *history.Recorder
+	log         io.Writer
+	target      *nemesis.Target
+	clients     map[int]*worker.Client
+	pending     map[int]<-chan error
+	faults      []nemesis.Fault
+	tmp         string
 	// dir is the run directory (o.Out), claimed: the clients' logs go
 	// there.
 	dir *outdir.Dir
@@ -302,6 +305,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: res, Events: events, Duration: time.Since(started),
 		Machine: &m, Backend: r.host().Name, Images: r.images(), Departed: r.departed, ClientCmd: r.clientCmd(),
+		ProgramLock: r.programLock,
 	}, nil
 }
 
