@@ -329,6 +329,9 @@ func (c *Cell) Text(width int) string {
 	}
 	switch c.Kind() {
 	case KindNA:
+		if width == 0 {
+			return "n/a: " + c.NA
+		}
 		return "n/a"
 	case KindError:
 		if c.Interrupted {

@@ -118,7 +118,7 @@ func TestPlayRecordsEachCell(t *testing.T) {
 		{"redis", "redis-unsafe-release", KindStory, "story did not happen: step 4 (client 1's release ends ok): refused (not-held)"},
 		{"redis-plain-del", "redis-unsafe-release", KindUnknown, "unknown (machine too slow)"},
 		{"redis-plain-del", "redis-ttl-expiry", KindError, "not run (interrupted)"},
-		{"redis", "postgres-idle-timeout", KindNA, "n/a"},
+		{"redis", "postgres-idle-timeout", KindNA, "n/a: scenario postgres-idle-timeout uses a postgres lock; redis is a redis lock"},
 	} {
 		cell := m.Cell(c.lock, c.scenario)
 		if cell.Kind() != c.kind || cell.Text(0) != c.text {

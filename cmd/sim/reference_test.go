@@ -69,3 +69,56 @@ func TestRunJudgedAgainstReference(t *testing.T) {
 		t.Errorf("--lock redis on its own story: exit %d, stdout %q, stderr %q; want 0 and no reference", code, out, errb)
 	}
 }
+
+// TestYourOwnLockJudged plays the README's "is my lock safe?" path: a
+// hand-written Redis lock in Python whose release is a plain DEL
+// (examples/my-lock, its hello naming it my-lock, like redis). On
+// redis-unsafe-release it is a finding about my-lock, exit 1, where the
+// reference redis refuses client 1's release; on redis-failover, which
+// no single-node lock survives, it did as well as redis, exit 0, its
+// release that the story says is refused named, not a harness failure.
+func TestYourOwnLockJudged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts python3 and redis-server")
+	}
+	prog, err := filepath.Abs(filepath.Join("..", "..", "examples", "my-lock", "client.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"redis-unsafe-release", "--lock", "redis"}, exitMismatch, []string{
+			"lock my-lock (like redis) of the client program (" + prog + ") ended unsafe where the reference redis ended safe: a finding about my-lock",
+			"at step 4 the story says client 1's release ends ok: the reference redis shows refused (not-held)"}},
+		{[]string{"redis-failover"}, exitOK, []string{
+			"did as well as the reference redis: both ended unsafe",
+			"at step 6 the story says client 1's release ends refused (not-held): lock my-lock (like redis) of the client program (" + prog + ") shows ok"}},
+	} {
+		t.Run(c.args[0], func(t *testing.T) {
+			var code int
+			var out, errb string
+			for attempt := 1; attempt <= 3; attempt++ { // a verdict the timing guard withheld is played again
+				dir := filepath.Join(t.TempDir(), "run")
+				code, out, errb = sim(t, append(append([]string{"run"}, c.args...), "--client-cmd", prog, "-q", "--out", dir)...)
+				if !strings.Contains(out, "undecided: ") {
+					if code != exitHarness && readResult(t, dir)["program_lock"] != "my-lock" {
+						t.Errorf("result.json's program_lock: %v, want my-lock", readResult(t, dir)["program_lock"])
+					}
+					break
+				}
+				t.Logf("attempt %d undecided: %s", attempt, out)
+			}
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, c.code, out, errb)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
