@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Your own lock, as a team writes it by hand: a Redis lock in a few
 lines of redis-py, SET NX PX with a random token to take it and a plain
-DEL to give it back. The release does not check the token, which is the
-mistake the Redis page warns of ("remove the key only if it exists and
-the value stored at the key is exactly the one I expect to be"). It
+DEL to give it back. The release does not check the token, the mistake
+the Redis page warns of ("Using just DEL is not safe as a client may
+remove another client's lock."). It
 speaks locksim worker protocol v2 (docs/protocol.md) and names its lock
 in its hello as its own, my-lock, like locksim's redis and on the same
 servers: locksim plays redis's stories with it and judges it against
