@@ -27,6 +27,7 @@ import (
 	"locksim/outdir"
 	"locksim/runner"
 	"locksim/scenarios"
+	"locksim/worker"
 )
 
 type findingsOptions struct {
@@ -90,6 +91,8 @@ is written to FILE).`,
 type subject struct {
 	findings.Subject
 	backend clients.Backend
+	// hello is the program's hello line (nil: locksim's own lock).
+	hello *worker.Hello
 	// err is why a program could not be read (its hello); nothing of it
 	// is played.
 	err error
@@ -130,7 +133,7 @@ func subjects(ctx context.Context, dir string) ([]subject, error) {
 			if own := h.OwnName(l); own != "" {
 				about = fmt.Sprintf("%s: its own lock %s, like %s", h.Name, own, l)
 			}
-			out = append(out, subject{Subject: findings.Subject{Name: name, Lock: l, Program: argv, About: about, Servers: string(spec.Backend)}, backend: spec.Backend})
+			out = append(out, subject{Subject: findings.Subject{Name: name, Lock: l, Program: argv, About: about, Servers: string(spec.Backend)}, backend: spec.Backend, hello: &h})
 		}
 	}
 	return out, nil
@@ -260,14 +263,9 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 			}
 		}
 		var program func(*scenarios.Scenario) error
-		if s.Program != nil {
-			h, err := runner.ProbeClientProgram(ctx, s.Program)
-			if err != nil {
-				s.err = err
-				continue
-			}
+		if h := s.hello; h != nil {
 			argv := s.Program
-			program = func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, h) }
+			program = func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, *h) }
 		}
 		sub, err := dir.Sub(slug(s.Name), outdir.Matrix, outID("sim findings"))
 		if err != nil {
