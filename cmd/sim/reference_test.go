@@ -33,26 +33,7 @@ func TestRunJudgedAgainstReference(t *testing.T) {
 			"at step 6 the story says client 1's release ends refused (not-held): lock redis-plain-del shows ok"}},
 	} {
 		t.Run(c.story, func(t *testing.T) {
-			// A verdict the timing guard withheld (the machine too busy:
-			// "undecided") is played again, up to three times in all.
-			var dir, out, errb string
-			var code int
-			for attempt := 1; attempt <= 3; attempt++ {
-				dir = filepath.Join(t.TempDir(), "run")
-				code, out, errb = sim(t, "run", c.story, "--lock", "redis-plain-del", "-q", "--out", dir)
-				if !strings.Contains(out, "undecided: ") {
-					break
-				}
-				t.Logf("attempt %d undecided: %s", attempt, out)
-			}
-			if code != c.code {
-				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, c.code, out, errb)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("stdout lacks %q:\n%s", w, out)
-				}
-			}
+			dir := runJudged(t, c.code, c.want, c.story, "--lock", "redis-plain-del")
 			ref, ok := readResult(t, dir)["reference"].(map[string]any)
 			if !ok || ref["lock"] != "redis" || ref["dir"] != filepath.Join(dir, "reference") {
 				t.Errorf("result.json's reference: %v, want lock redis in %s/reference", ref, dir)
@@ -98,27 +79,38 @@ func TestYourOwnLockJudged(t *testing.T) {
 			"at step 6 the story says client 1's release ends refused (not-held): lock my-lock (like redis) of the client program (" + prog + ") shows ok"}},
 	} {
 		t.Run(c.args[0], func(t *testing.T) {
-			var code int
-			var out, errb string
-			for attempt := 1; attempt <= 3; attempt++ { // a verdict the timing guard withheld is played again
-				dir := filepath.Join(t.TempDir(), "run")
-				code, out, errb = sim(t, append(append([]string{"run"}, c.args...), "--client-cmd", prog, "-q", "--out", dir)...)
-				if !strings.Contains(out, "undecided: ") {
-					if code != exitHarness && readResult(t, dir)["program_lock"] != "my-lock" {
-						t.Errorf("result.json's program_lock: %v, want my-lock", readResult(t, dir)["program_lock"])
-					}
-					break
-				}
-				t.Logf("attempt %d undecided: %s", attempt, out)
-			}
-			if code != c.code {
-				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, c.code, out, errb)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("stdout lacks %q:\n%s", w, out)
-				}
+			dir := runJudged(t, c.code, c.want, append(c.args, "--client-cmd", prog)...)
+			if lock := readResult(t, dir)["program_lock"]; lock != "my-lock" {
+				t.Errorf("result.json's program_lock: %v, want my-lock", lock)
 			}
 		})
 	}
+}
+
+// runJudged plays sim run args -q into a run directory of its own, and
+// again (up to three times in all) while the timing guard leaves the
+// comparison with the reference undecided (the machine too busy); it
+// fails t unless the run exits code with every line of want on stdout,
+// and returns the run directory.
+func runJudged(t *testing.T, code int, want []string, args ...string) string {
+	t.Helper()
+	var dir, out, errb string
+	var got int
+	for attempt := 1; attempt <= 3; attempt++ {
+		dir = filepath.Join(t.TempDir(), "run")
+		got, out, errb = sim(t, append(append([]string{"run"}, args...), "-q", "--out", dir)...)
+		if !strings.Contains(out, "undecided: ") {
+			break
+		}
+		t.Logf("attempt %d undecided: %s", attempt, out)
+	}
+	if got != code {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", got, code, out, errb)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, out)
+		}
+	}
+	return dir
 }
