@@ -64,8 +64,9 @@ subject's name as the page gives it) and keeps the others from FILE's
 stories and hunts done.
 
 Exit codes: 0 written (findings about the locks are the page's content,
-not errors), 2 bad input or a harness failure, 130 interrupted (nothing
-is written to FILE).`,
+not errors), 2 bad input, or a cell the harness could not run (the page
+is written, that cell saying why), 130 interrupted (nothing is written
+to FILE).`,
 		Example: `  sim findings                              # every lock and program: about 40 minutes on 2 cores
   sim findings --only sesamecare-redlock    # one program, when it releases a new version
   sim findings --only redsync,rueidislock --hunt-budget 2m`,
@@ -295,6 +296,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		return 1
 	})
 	bar := newProgress(stderr, total)
+	var failed []string // the cells the harness could not run
 	fmt.Fprintf(stderr, "sim findings: %d lock(s), %d story run(s) and hunt(s), into %s\n", len(plan), total, o.out)
 	for _, p := range plan {
 		s, m := p.s, p.m
@@ -305,8 +307,8 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		if ctx.Err() != nil {
 			return interrupted("interrupted; nothing written to %s; the runs so far are in %s", o.doc, o.out)
 		}
-		if f := m.Failed(); f != nil {
-			return fmt.Errorf("%s on %s: %s", s.Name, f.Scenario, f.Err)
+		if f := m.Failed(); f != nil { // its cell says so; the others go on
+			failed = append(failed, fmt.Sprintf("%s on %s: %s", s.Name, f.Scenario, f.Err))
 		}
 		for _, c := range m.Ordered() {
 			s.Cells = append(s.Cells, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: replay(s.Subject, c)})
@@ -333,7 +335,13 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	report.Seed = o.seed
 	report.Modules = lockModules()
 	report.Machine = fmt.Sprintf("Played on %d cores, %s.", runtime.NumCPU(), runtime.Version())
-	return writeFindings(report, o.doc, base, stdout)
+	if err := writeFindings(report, o.doc, base, stdout); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("written, but the harness could not run %d cell(s) (each says why): %s", len(failed), strings.Join(failed, "; "))
+	}
+	return nil
 }
 
 // writeFindings writes the report's Markdown, HTML and JSON.
