@@ -78,6 +78,9 @@ func WithLock(sc *Scenario, name string) (Variant, error) {
 	if sc.Watchdog == "pexpire" && !spec.PlainExpire {
 		return v, &inapplicable{fmt.Sprintf("scenario %s renews with a plain PEXPIRE (watchdog: pexpire), which lock %s cannot send", sc.Name, name)}
 	}
+	if w := sc.waitingAcquire(); w != "" && !spec.Waits {
+		return v, &inapplicable{fmt.Sprintf("scenario %s has an acquire that waits for the lock (%s); lock %s tries once", sc.Name, w, name)}
+	}
 	switch c := sc.Counterfactual; {
 	case c == nil:
 	case c.Given("lock"):
@@ -172,4 +175,15 @@ func ReferenceLock(sc *Scenario) string {
 		return spec.MutantOf
 	}
 	return sc.Lock
+}
+
+// waitingAcquire says where the story's first acquire that waits for the
+// lock is ("" when none does).
+func (sc *Scenario) waitingAcquire() string {
+	for i, st := range sc.Steps {
+		if st.Do == "acquire" && st.Wait.Duration > 0 {
+			return fmt.Sprintf("steps[%d], client %d, wait %v", i, st.Client, st.Wait.Duration)
+		}
+	}
+	return ""
 }
