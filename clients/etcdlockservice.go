@@ -46,7 +46,7 @@ func init() {
 
 // EtcdLockService is a lock client over etcd's Lock service.
 type EtcdLockService struct {
-	*Etcd // the connection, its bounds and Warm
+	*Etcd  // the connection, its bounds and Warm
 	lmu    sync.Mutex
 	leases map[string]*lockServiceHold // lock key -> hold
 }
