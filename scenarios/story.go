@@ -95,7 +95,7 @@ func (s *Scenario) validateStory(i int, at func(field, format string, args ...an
 	if st.Wait.Duration != 0 && (st.Do != "acquire" || st.Wait.Duration < 0) {
 		return at("wait", "a positive wait goes on an acquire only")
 	}
-	if st.Wait.Duration > 0 && !lockWaits(s.Lock) {
+	if st.Wait.Duration > 0 && len(s.ClientCmd) == 0 && !lockWaits(s.Lock) {
 		return at("wait", "lock %s tries once: it cannot wait for the lock (a lock that can says so in `sim locks`)", s.Lock)
 	}
 	if st.Unlocked && st.Do != "write" {

@@ -61,6 +61,11 @@ func WithLock(sc *Scenario, name string) (Variant, error) {
 	if spec.Backend != own.Backend {
 		return v, &inapplicable{fmt.Sprintf("scenario %s uses %s lock; %s is %s lock", sc.Name, Indefinite(string(own.Backend)), name, Indefinite(string(spec.Backend)))}
 	}
+	// A story's own client program (client_cmd) says in its hello
+	// whether it waits; a registered lock says so in its Spec.
+	if w := sc.waitingAcquire(); w != "" && !spec.Waits && len(sc.ClientCmd) == 0 {
+		return v, &inapplicable{fmt.Sprintf("scenario %s has an acquire that waits for the lock (%s); lock %s tries once", sc.Name, w, name)}
+	}
 	if name == sc.Lock {
 		return v, nil
 	}
@@ -77,9 +82,6 @@ func WithLock(sc *Scenario, name string) (Variant, error) {
 	}
 	if sc.Watchdog == "pexpire" && !spec.PlainExpire {
 		return v, &inapplicable{fmt.Sprintf("scenario %s renews with a plain PEXPIRE (watchdog: pexpire), which lock %s cannot send", sc.Name, name)}
-	}
-	if w := sc.waitingAcquire(); w != "" && !spec.Waits {
-		return v, &inapplicable{fmt.Sprintf("scenario %s has an acquire that waits for the lock (%s); lock %s tries once", sc.Name, w, name)}
 	}
 	switch c := sc.Counterfactual; {
 	case c == nil:

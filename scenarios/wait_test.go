@@ -18,7 +18,7 @@ func TestAcquireWait(t *testing.T) {
 		t.Fatalf("a waiting acquire of lock etcd: %v", err)
 	}
 	for _, c := range []struct{ lock, wait, want string }{
-		{"redis", "    wait: 3s\n", "w.yaml:9: steps[1].wait: lock redis tries once"},
+		{"postgres-session", "    wait: 3s\n", "w.yaml:9: steps[1].wait: lock postgres-session tries once"},
 		{"etcd", "    wait: -1s\n", "w.yaml:9: steps[1].wait: a positive wait goes on an acquire only"},
 	} {
 		_, err := Parse("w.yaml", []byte(story(c.lock, c.wait)))
@@ -28,6 +28,13 @@ func TestAcquireWait(t *testing.T) {
 	}
 	if _, err := WithLock(sc, "etcd-lock-service"); err != nil {
 		t.Errorf("with the Lock service, which waits: %v", err)
+	}
+	rl, err := Parse("r.yaml", []byte(story("redlock", "    wait: 3s\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WithLock(rl, "redsync"); err == nil || !strings.Contains(err.Error(), "lock redsync tries once") {
+		t.Errorf("a waiting acquire played with redsync, which tries once: %v", err)
 	}
 	p := &ClientProgram{Program: "prog", Protocol: 2, Locks: []string{"etcd"}, Ops: []string{"acquire"}}
 	if err := sc.ClientProgramProblem(p); err == nil || !strings.Contains(err.Error(), "acquire_wait") {
