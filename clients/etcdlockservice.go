@@ -33,8 +33,8 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "etcd-lock-service", Backend: EtcdBackend, NoExpiry: true, MinTTL: 2 * time.Second, Waits: true,
-		Doc: "etcd's own Lock service (the server's v3lock gRPC API) on a lease the client keeps alive; its acquire tries for the node timeout, or waits",
+	Register(Spec{Name: "etcd-lock-service", Backend: EtcdBackend, Fences: true, NoExpiry: true, MinTTL: 2 * time.Second, Waits: true,
+		Doc: "etcd's own Lock service (the server's v3lock gRPC API) on a lease the client keeps alive; its acquire tries for the node timeout, or waits; the lock key's create revision is its fencing token",
 		New: func(cfg Config) (Lock, error) {
 			e, err := NewEtcd(cfg)
 			if err != nil {
@@ -183,10 +183,18 @@ func (e *EtcdLockService) acquire(ctx context.Context, key string, ttl, wait tim
 		e.revoke(cli, grant.ID)
 		return Lease{}, fmt.Errorf("etcd Lock service: %w", err)
 	}
+	// The fencing token is the lock key's create revision, as lock etcd's
+	// (the response's header is the revision at which the service last
+	// read, not the key's): read once granted. A key already gone (the
+	// service answered on a lease that had expired) has none.
+	var fence int64
+	if get, err := cli.Get(gctx, k); err == nil && len(get.Kvs) > 0 {
+		fence = get.Kvs[0].CreateRevision
+	}
 	e.leases[k] = &lockServiceHold{lease: grant.ID, stop: stop}
 	// Validity 0: held until released, as the service has it, while the
 	// keepalive reaches the cluster.
-	return Lease{Key: key, Token: k, Start: start}, nil
+	return Lease{Key: key, Token: k, Fence: fence, Start: start}, nil
 }
 
 // Release asks the Lock service to delete the lock key, then revokes the
