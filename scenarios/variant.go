@@ -179,6 +179,19 @@ func ReferenceLock(sc *Scenario) string {
 	return sc.Lock
 }
 
+// NoReference says why locksim's lock lock cannot play sc as the
+// reference a stand-in lock is judged against ("" when it can): the story
+// has an acquire that waits, and lock tries once (a story told for client
+// programs that wait, such as examples/kazoo's). With no reference, a lock
+// is judged against the story's expected verdict.
+func NoReference(sc *Scenario, lock string) string {
+	spec, err := clients.Lookup(lock)
+	if w := sc.waitingAcquire(); w != "" && err == nil && !spec.Waits {
+		return fmt.Sprintf("the story has an acquire that waits for the lock (%s); locksim's lock %s tries once", w, lock)
+	}
+	return ""
+}
+
 // waitingAcquire says where the story's first acquire that waits for the
 // lock is ("" when none does).
 func (sc *Scenario) waitingAcquire() string {

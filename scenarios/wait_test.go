@@ -48,4 +48,10 @@ func TestAcquireWait(t *testing.T) {
 	if err := sc.ClientProgramProblem(p); err == nil {
 		t.Error("a v1 program plays a waiting acquire")
 	}
+	if why := NoReference(rl, "redsync"); !strings.Contains(why, "tries once") {
+		t.Errorf("redsync as the reference of a waiting story: %q", why)
+	}
+	if why := NoReference(rl, "redlock"); why != "" {
+		t.Errorf("redlock, which waits, as the reference: %q", why)
+	}
 }
