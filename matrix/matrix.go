@@ -147,8 +147,12 @@ func Plan(locks []string, list []*scenarios.Scenario, out string, program func(*
 }
 
 // referenceOf is sc as lock ref plays it, with the harness's own worker
-// and no counterfactual.
+// and no counterfactual; nil when ref cannot play it
+// (scenarios.NoReference).
 func referenceOf(sc *scenarios.Scenario, ref string) (*scenarios.Scenario, error) {
+	if scenarios.NoReference(sc, ref) != "" {
+		return nil, nil // judged against the story's expected verdict
+	}
 	if ref != sc.Lock {
 		v, err := scenarios.WithLock(sc, ref)
 		if err != nil {

@@ -545,7 +545,7 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 			return ctx.Err()
 		}
 	case "acquire", "release", "extend":
-		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.key(st), TTL: ttl})
+		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.key(st), TTL: ttl, Wait: st.Wait.Duration})
 	case "write":
 		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.key(st), Work: st.Work.Duration, Unlocked: st.Unlocked})
 	case "wait":

@@ -84,6 +84,10 @@ type Hello struct {
 	// clock its lock reads: it reads it through libc, under the clock
 	// shim the harness preloads, or from init's clock_file.
 	ClientClock bool `json:"client_clock,omitempty"`
+	// AcquireWait (v2) says an acquire whose command carries a wait waits
+	// up to that long for a held lock, the way the client's library
+	// waits (a blocking call, its retries), instead of trying once.
+	AcquireWait bool `json:"acquire_wait,omitempty"`
 }
 
 // OwnLock is a lock of a client program's own: its name, the catalogue
@@ -174,7 +178,7 @@ var GoOps = []string{history.OpAcquire, history.OpRelease, history.OpExtend, his
 func goHello() Hello {
 	h := Hello{Protocol: ProtocolVersion, Name: "locksim Go worker", Locks: clients.Names(), Ops: GoOps,
 		Fences: []string{clients.FencePostgres, clients.FenceRedisIncr, clients.FenceRedlockIncr}, Watchdogs: []string{"token", "pexpire"},
-		CheckLease: true, ClientClock: true}
+		CheckLease: true, ClientClock: true, AcquireWait: true}
 	for _, m := range storage.Modes() {
 		h.StorageModes = append(h.StorageModes, string(m))
 	}
