@@ -11,7 +11,7 @@ GO      ?= go
 SIM     := bin/sim
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup deps test-deps docker install build demo test unit bench vet clean reliability fuzz
+.PHONY: all setup deps test-deps docker install build demo test unit bench vet clean reliability fuzz findings
 
 all: build
 
@@ -120,6 +120,14 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./sweep
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 1 ./hunt
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./clients/locktest
+
+# findings rebuilds docs/findings.md (.html, .json): every registered lock
+# and every client program under examples/ against the stories of its
+# servers and a hunt. About 40 minutes on 2 cores; ONLY=name,... refreshes
+# those locks alone (a library's new version).
+ONLY ?=
+findings: build test-deps
+	$(SIM) findings $(if $(ONLY),--only $(ONLY))
 
 # reliability prints the reliability figures: 100 runs killed with SIGKILL
 # at random moments, then one ordinary start (processes, temp dirs, bytes in

@@ -33,8 +33,8 @@ func init() {
 	// MinTTL: etcd grants no lease shorter than 3/2 of its election
 	// timeout (1s by default, so 1.5s), rounded up to whole seconds: a
 	// lease asked for 1s lasts 2s (etcd's lessor, minLeaseTTL).
-	Register(Spec{Name: "etcd", Backend: EtcdBackend, Fences: true, NoExpiry: true, MinTTL: 2 * time.Second,
-		Doc: "etcd clientv3 concurrency.Mutex (TryLock) on a session lease kept alive in the background; the lock key's revision is its fencing token",
+	Register(Spec{Name: "etcd", Backend: EtcdBackend, Fences: true, NoExpiry: true, MinTTL: 2 * time.Second, Waits: true,
+		Doc: "etcd clientv3 concurrency.Mutex (TryLock; Lock when the acquire waits) on a session lease kept alive in the background; the lock key's revision is its fencing token",
 		New: func(cfg Config) (Lock, error) { return NewEtcd(cfg) }})
 }
 
@@ -126,7 +126,20 @@ func ttlSeconds(ttl time.Duration) int64 {
 // Acquire grants a lease of ttl (whole seconds), starts its keepalive and
 // tries the mutex once: held elsewhere is a refusal (held).
 func (e *Etcd) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.opTimeout())
+	return e.acquire(ctx, key, ttl, 0)
+}
+
+// AcquireWait is Acquire with the mutex's Lock, which waits up to wait
+// for the keys ahead of its own to go, and then checks that its own key
+// is still there (its lease did not expire while it waited: the check
+// etcd-io/etcd#11456 added, concurrency.ErrSessionExpired), a refusal
+// (expired). Still held after wait: the outcome is unknown.
+func (e *Etcd) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
+	return e.acquire(ctx, key, ttl, wait)
+}
+
+func (e *Etcd) acquire(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.opTimeout()+wait)
 	defer cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -150,12 +163,20 @@ func (e *Etcd) Acquire(ctx context.Context, key string, ttl time.Duration) (Leas
 	}
 	m := concurrency.NewMutex(sess, EtcdPrefix+key)
 	// TryLock is safe to try again: its key is the lease's, so a second
-	// try finds the key the first one put, and goes on from there.
-	if err := e.try(ctx, m.TryLock); err != nil {
+	// try finds the key the first one put, and goes on from there. Lock
+	// (which waits) is not tried again.
+	lock := func() error { return e.try(ctx, m.TryLock) }
+	if wait > 0 {
+		lock = func() error { return m.Lock(ctx) }
+	}
+	if err := lock(); err != nil {
 		sess.Orphan()
 		e.revoke(cli, grant.ID)
-		if errors.Is(err, concurrency.ErrLocked) {
+		switch {
+		case errors.Is(err, concurrency.ErrLocked):
 			return Lease{}, Refuse(ErrNotAcquired, history.ReasonHeld, "%v", err)
+		case errors.Is(err, concurrency.ErrSessionExpired):
+			return Lease{}, Refuse(ErrNotAcquired, history.ReasonExpired, "Mutex.Lock: %v (its lease expired while it waited)", err)
 		}
 		return Lease{}, fmt.Errorf("etcd acquire: %w", err)
 	}

@@ -77,6 +77,15 @@ type Lock interface {
 	Close() error
 }
 
+// Waiter is a lock whose acquire can wait for a held lock, the way its
+// library waits (a blocking call, its retries): a story's acquire with a
+// wait. Its Spec says Waits.
+type Waiter interface {
+	// AcquireWait takes key for ttl, waiting up to wait for it while it is
+	// held elsewhere; ErrNotAcquired when it is still held then.
+	AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error)
+}
+
 // Warmer is a lock that can open its connections ahead of the first
 // acquire; workers call it once after building the lock.
 type Warmer interface {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"sync"
 	"time"
 
@@ -63,9 +64,9 @@ type Redlock struct {
 const RedisBackend Backend = "redis"
 
 func init() {
-	Register(Spec{Name: "redlock", Backend: RedisBackend, PlainExpire: true, Nodes: 5, Doc: "Redlock over the scenario's Redis nodes (majority of N)",
+	Register(Spec{Name: "redlock", Backend: RedisBackend, PlainExpire: true, Nodes: 5, Waits: true, Doc: "Redlock over the scenario's Redis nodes (majority of N); an acquire that waits retries every 200ms ± 100ms",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
-	Register(Spec{Name: "redis", Backend: RedisBackend, PlainExpire: true, Doc: "single Redis: SET NX PX with a random token, token-checked Lua release",
+	Register(Spec{Name: "redis", Backend: RedisBackend, PlainExpire: true, Waits: true, Doc: "single Redis: SET NX PX with a random token, token-checked Lua release",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
 	Register(Spec{Name: "redis-plain-del", Backend: RedisBackend, PlainExpire: true, Mutant: "the token-checked release", MutantOf: "redis",
 		Doc: "single Redis, released with a plain DEL (deletes whoever holds it)",
@@ -224,6 +225,40 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 		reason = history.ReasonTimeout
 	}
 	return Lease{Nodes: granted}, Refuse(ErrNotAcquired, reason, "%d of %d nodes granted %v; %s", len(granted), len(r.nodes), granted, why)
+}
+
+// Retry delays of an acquire that waits: node-redlock's defaults
+// (retryDelay 200 ms, retryJitter 100 ms), which its fork keeps.
+const (
+	RetryDelay  = 200 * time.Millisecond
+	RetryJitter = 100 * time.Millisecond
+)
+
+// AcquireWait implements Waiter: attempts, RetryDelay ± RetryJitter
+// apart, until one is granted or wait has passed since the first. The
+// lease's validity counts from the start of the attempt that won it, as
+// Redlock's has it (node-redlock 5.0.0-beta.2 counted it from the first
+// attempt's: node-redlock#296).
+func (r *Redlock) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
+	first := history.Monotonic()
+	for attempt := 1; ; attempt++ {
+		l, err := r.Acquire(ctx, key, ttl)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, ErrNotAcquired) {
+			return l, err
+		}
+		delay := RetryDelay + time.Duration(mrand.Int64N(int64(2*RetryJitter)+1)) - RetryJitter
+		if time.Duration(history.Monotonic()-first)+delay > wait {
+			return l, fmt.Errorf("after %d attempts in %v: %w", attempt, wait, err)
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return l, ctx.Err()
+		}
+	}
 }
 
 // unlock deletes key on every node that still holds token (every node

@@ -140,3 +140,37 @@ func TestRedlockUnreachableMidLease(t *testing.T) {
 	wantUnknownOutcome(t, "extend, the node stopped", err)
 	wantUnknownOutcome(t, "release, the node stopped", c.Release(cctx, l))
 }
+
+// TestRedlockAcquireWait: an acquire that waits retries while the lock is
+// held and is granted once it is released; its lease counts from the
+// attempt that won it, not from the first (node-redlock#296), so after a
+// wait longer than the TTL it still ends after the grant. Refused until
+// wait has passed, it is a refusal (held).
+func TestRedlockAcquireWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
+	_, nodes := startRedisNodes(t, 3)
+	ctx := tctx(t)
+	a, b := newRedlock(t, nodes, false), newRedlock(t, nodes, false)
+	held, err := a.Acquire(ctx, "job", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.AcquireWait(ctx, "job", 500*time.Millisecond, 600*time.Millisecond)
+	if !errors.Is(err, ErrNotAcquired) || ReasonOf(err) != history.ReasonHeld {
+		t.Fatalf("waiting on a held lock: %v (reason %q), want refused, held", err, ReasonOf(err))
+	}
+	go func() {
+		time.Sleep(1200 * time.Millisecond)
+		a.Release(context.Background(), held)
+	}()
+	l, err := b.AcquireWait(ctx, "job", 500*time.Millisecond, 5*time.Second)
+	granted := history.Monotonic()
+	if err != nil {
+		t.Fatalf("waiting for a lock released in 1.2s: %v", err)
+	}
+	if end := l.Start + int64(l.Validity); end <= granted {
+		t.Fatalf("the lease won on a retry ended %v before it was granted", time.Duration(granted-end))
+	}
+}

@@ -184,6 +184,9 @@ type Spec struct {
 	// a story asks for with watchdog: pexpire. A lock without it cannot
 	// tell such a story (scenarios.WithLock says so).
 	PlainExpire bool
+	// Waits says that the lock is a Waiter: a story's acquire can wait
+	// for it (wait:). A lock without it cannot tell such a story.
+	Waits bool
 	// Mutant, when set, names the defence this lock deliberately breaks:
 	// it exists so that a scenario can prove it catches the breakage, and
 	// `sim locks` lists it only when asked.

@@ -79,7 +79,8 @@ const (
 	// operation without any I/O.
 	ReasonNoLease = "no-lease"
 	// ReasonExpired: the client checked its lease before writing and
-	// found it run out, so it did not write.
+	// found it run out, so it did not write; or an acquire that waited
+	// found its own lease gone when its wait ended (etcd's Mutex.Lock).
 	ReasonExpired = "expired"
 	// ReasonFence: the storage refused a write whose fencing token was
 	// below one it had seen.

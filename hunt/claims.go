@@ -60,7 +60,7 @@ func claims(s *Story, events []history.Event, nodes int) []claim {
 	}
 	out := make([]claim, len(s.steps))
 	next := map[int]int{}
-	var lastWrite = map[int]int{} // a wait reports its client's async write
+	var lastWrite = map[int]int{} // a wait reports its client's async step
 	for i, st := range s.steps {
 		switch st.Do {
 		case "acquire", "write", "release":
@@ -84,9 +84,9 @@ func claims(s *Story, events []history.Event, nodes int) []claim {
 				}
 			}
 			c.say = narrate(st, c)
-			if st.Async {
+			if st.Async { // the wait step tells how it ended
 				lastWrite[st.Client] = i
-				c.say = fmt.Sprintf("Client %d reads the counter and works for %s before writing.", st.Client, st.Work)
+				c.say = asks(st)
 			}
 			out[i] = c
 		case "wait":
@@ -96,6 +96,16 @@ func claims(s *Story, events []history.Event, nodes int) []claim {
 		}
 	}
 	return out
+}
+
+// asks says what an async step starts: an acquire that the wait step
+// will see granted or refused, a write whose work the story goes on
+// beside.
+func asks(st step) string {
+	if st.Do == "acquire" {
+		return fmt.Sprintf("Client %d asks for the lock.", st.Client)
+	}
+	return fmt.Sprintf("Client %d reads the counter and works for %s before writing.", st.Client, st.Work)
 }
 
 // narrate says what a client's step did, from its claim.

@@ -413,3 +413,26 @@ func TestBaselineOfTheSameName(t *testing.T) {
 		t.Errorf("a program's redlock against locksim's: %v (baseline %q)", err, sp.Baseline)
 	}
 }
+
+// TestClaimsOfAnAsyncAcquire: a fault that strikes while an acquire
+// waits makes the acquire async; its step says the client asks, and the
+// wait says how the acquire ended, never that the client reads and works.
+func TestClaimsOfAnAsyncAcquire(t *testing.T) {
+	sp, _ := NewSpace("redlock", "plain", []string{"pause"}, time.Second, 0)
+	p := Plan{Turns: two(0.2, 1.05), Faults: []Fault{{Kind: "pause", Client: 1, X: 1.5, At: Anchor{Client: 1, Event: Asks}, After: 0.03}}}
+	s, err := sp.build(p, Meta{Name: "x", Title: "x", Source: "x", Explain: "x"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := []history.Event{
+		{Process: 1, Type: history.Invoke, Op: "acquire"}, {Process: 1, Type: history.Ok, Op: "acquire", Nodes: []string{"A", "B", "C"}},
+	}
+	found, err := sp.build(p, Meta{Name: "x", Title: "x", Source: "x", Explain: "x"}, claims(s, ev, sp.Nodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(found.YAML)
+	if !strings.Contains(text, "say: Client 1 asks for the lock.") || strings.Contains(text, "works for  before") {
+		t.Errorf("the async acquire's narration:\n%s", text)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +47,18 @@ type Cell struct {
 	// Dir is the run directory; Summary the checkers' sentence.
 	Dir, Summary string
 	Duration     time.Duration
+	// Ref is the story as the reference lock plays it, when the cell's
+	// lock stands in for another (it replaces the story's lock, or a
+	// client program implements it): the cell is judged against that
+	// lock, played on the same story, not against the story's expected
+	// verdict. nil: judged by the story.
+	Ref *scenarios.Scenario
+	// RefVerdict is the reference's verdict, Worse whether the cell's
+	// lock ended worse (a finding about it), Judged the sentence that
+	// compares the two and names the first step where they parted.
+	RefVerdict string
+	Worse      bool
+	Judged     string
 }
 
 // Matrix is the table: the scenarios (rows), the locks (columns), the
@@ -54,7 +67,14 @@ type Matrix struct {
 	Locks     []string
 	Scenarios []*scenarios.Scenario
 	Cells     map[[2]string]*Cell
+	// Refs are the reference runs played so far, by RefKey: each is
+	// played once and judges every cell that stands in for its lock on
+	// its story. A caller may fill it from another matrix's.
+	Refs map[string]*runner.Outcome
 }
+
+// RefKey is the key in Refs of lock's run of scenario.
+func RefKey(lock, scenario string) string { return lock + "/" + scenario }
 
 // Cell is the cell of lock and scenario.
 func (m *Matrix) Cell(lock, scenario string) *Cell { return m.Cells[[2]string{lock, scenario}] }
@@ -90,7 +110,7 @@ func (m *Matrix) Playable() []*Cell {
 // its hello does not cover is n/a, and a counterfactual it does not
 // cover is skipped.
 func Plan(locks []string, list []*scenarios.Scenario, out string, program func(*scenarios.Scenario) error) *Matrix {
-	m := &Matrix{Locks: locks, Scenarios: list, Cells: map[[2]string]*Cell{}}
+	m := &Matrix{Locks: locks, Scenarios: list, Cells: map[[2]string]*Cell{}, Refs: map[string]*runner.Outcome{}}
 	for _, l := range locks {
 		for _, sc := range list {
 			c := &Cell{Lock: l, Scenario: sc.Name, Expected: sc.Expected, Dir: filepath.Join(out, l, sc.Name)}
@@ -116,9 +136,33 @@ func Plan(locks []string, list []*scenarios.Scenario, out string, program func(*
 				c.CFSkipped = unplayable
 			}
 			c.Played = v.Scenario
+			if ref := scenarios.ReferenceLock(sc); program != nil || (l != sc.Lock && l != ref) {
+				if c.Ref, err = referenceOf(sc, ref); err != nil {
+					c.Played, c.NA = nil, err.Error()
+				}
+			}
 		}
 	}
 	return m
+}
+
+// referenceOf is sc as lock ref plays it, with the harness's own worker
+// and no counterfactual; nil when ref cannot play it
+// (scenarios.NoReference).
+func referenceOf(sc *scenarios.Scenario, ref string) (*scenarios.Scenario, error) {
+	if scenarios.NoReference(sc, ref) != "" {
+		return nil, nil // judged against the story's expected verdict
+	}
+	if ref != sc.Lock {
+		v, err := scenarios.WithLock(sc, ref)
+		if err != nil {
+			return nil, fmt.Errorf("the reference %s: %w", ref, err)
+		}
+		sc = v.Scenario
+	}
+	cp := *sc
+	cp.ClientCmd, cp.Counterfactual = nil, nil
+	return &cp, nil
 }
 
 // withoutCFUnplayable drops v's counterfactual, and says why, when the
@@ -150,9 +194,16 @@ type PlayFunc func(ctx context.Context, sc *scenarios.Scenario, o runner.Options
 // o's client program and backend and seed. Once ctx ends, the cells left
 // are marked interrupted. done is called after each cell played, with how
 // many have been and how many there are.
+//
+// The cells judged by their story play first, so that a reference lock's
+// own cell is the reference run of the cells that stand in for it; a
+// reference not in the table is played once, into the directory of the
+// first cell that needs it (Options.Reference), and kept in Refs.
 func (m *Matrix) Play(ctx context.Context, play PlayFunc, o runner.Options, done func(n, total int, c *Cell)) {
 	cells := m.Playable()
-	for i, c := range cells {
+	byStory := slices.DeleteFunc(slices.Clone(cells), func(c *Cell) bool { return c.Ref != nil })
+	judged := slices.DeleteFunc(slices.Clone(cells), func(c *Cell) bool { return c.Ref == nil })
+	for i, c := range append(byStory, judged...) {
 		if ctx.Err() != nil {
 			c.Interrupted = true
 			continue
@@ -160,12 +211,36 @@ func (m *Matrix) Play(ctx context.Context, play PlayFunc, o runner.Options, done
 		started := time.Now()
 		co := o
 		co.Out, co.Counterfactual = c.Dir, c.Played.Counterfactual != nil
+		var ref *runner.Outcome
+		if c.Ref != nil {
+			co.Departures = true
+			if ref = m.Refs[RefKey(c.Ref.Lock, c.Scenario)]; ref == nil {
+				co.Reference = c.Ref
+			}
+		}
 		res, err := play(ctx, c.Played, co)
+		if err == nil && res != nil && ref != nil {
+			res.JudgeAgainst(ref)
+		}
 		c.Duration = time.Since(started)
 		c.record(res, err, ctx.Err() != nil)
+		m.keepReference(c, res, err)
 		if done != nil {
 			done(i+1, len(cells), c)
 		}
+	}
+}
+
+// keepReference keeps in Refs the run that can judge others: a cell's
+// own run when its lock is the reference of its story, or the reference
+// run a judged cell played.
+func (m *Matrix) keepReference(c *Cell, res *runner.Outcome, err error) {
+	switch {
+	case err != nil || res == nil:
+	case c.Ref == nil && res.Departed == nil && len(res.ClientCmd) == 0:
+		m.Refs[RefKey(c.Lock, c.Scenario)] = res
+	case res.Reference != nil && res.Reference.Run != nil && res.Reference.Verdict != "":
+		m.Refs[RefKey(res.Reference.Lock, c.Scenario)] = res.Reference.Run
 	}
 }
 
@@ -186,6 +261,9 @@ func (c *Cell) record(res *runner.Outcome, err error, interrupted bool) {
 		if cf := res.Counterfactual; cf != nil {
 			c.CF, c.CFFlipped = cf.Verdict, cf.Flipped
 		}
+		if r := res.Reference; r != nil {
+			c.RefVerdict, c.Worse, c.Judged = r.Verdict, r.Worse, r.Sentence(res)
+		}
 	}
 }
 
@@ -204,6 +282,7 @@ func (m *Matrix) Failed() *Cell {
 const (
 	KindMatch   = "match"
 	KindDiffers = "differs"
+	KindFinding = "finding"
 	KindStory   = "story"
 	KindUnknown = "unknown"
 	KindNA      = "na"
@@ -213,7 +292,7 @@ const (
 // Kinds lists the kinds of cell, each with its words in the tally and
 // the legend.
 var Kinds = []struct{ Kind, Words string }{
-	{KindMatch, "as expected"}, {KindDiffers, "another verdict"}, {KindStory, "story did not happen"},
+	{KindMatch, "as expected"}, {KindDiffers, "another verdict"}, {KindFinding, "worse than the reference: a finding"}, {KindStory, "story did not happen"},
 	{KindUnknown, "unknown"}, {KindError, "not run"}, {KindNA, "n/a"},
 }
 
@@ -226,9 +305,11 @@ func (c *Cell) Kind() string {
 		return KindError
 	case c.Story != "":
 		return KindStory
-	case c.Verdict == checker.Unknown:
+	case c.Verdict == checker.Unknown || (c.Ref != nil && c.RefVerdict == checker.Unknown):
 		return KindUnknown
-	case c.Verdict == c.Expected:
+	case c.Ref != nil && c.Worse:
+		return KindFinding
+	case c.Ref != nil, c.Verdict == c.Expected:
 		return KindMatch
 	}
 	return KindDiffers
@@ -252,6 +333,9 @@ func (c *Cell) Text(width int) string {
 	}
 	switch c.Kind() {
 	case KindNA:
+		if width == 0 {
+			return "n/a: " + c.NA
+		}
 		return "n/a"
 	case KindError:
 		if c.Interrupted {
@@ -260,6 +344,11 @@ func (c *Cell) Text(width int) string {
 		return "error: " + cut(c.Err)
 	case KindStory:
 		return "story did not happen: " + cut(c.Story)
+	case KindFinding:
+		if width > 0 {
+			return cut(fmt.Sprintf("finding: %s where the reference %s ended %s", c.Verdict, c.Ref.Lock, c.RefVerdict))
+		}
+		return "finding: " + c.Judged
 	}
 	var s string
 	switch c.Kind() {
@@ -268,7 +357,17 @@ func (c *Cell) Text(width int) string {
 		if c.Slow {
 			s += " (machine too slow)"
 		}
+		if c.Ref != nil && width == 0 {
+			s += "; " + c.Judged
+		}
 	case KindMatch:
+		if c.Ref != nil {
+			s = c.Verdict + ", as good as the reference " + c.Ref.Lock + c.cfText()
+			if width == 0 {
+				s += "; " + c.Judged
+			}
+			return s
+		}
 		s = c.Verdict + ", as expected"
 	default:
 		s = c.Verdict + ", NOT " + c.Expected

@@ -50,6 +50,9 @@ func TestMatrixClientProgramNA(t *testing.T) {
 		if tc.na == "" && pause.NA != "" || tc.na != "" && !strings.Contains(pause.NA, tc.na) {
 			t.Errorf("%s: redlock-pause-after-acquire n/a = %q, want n/a saying %q", tc.name, pause.NA, tc.na)
 		}
+		if (jump.Ref != nil) != (tc.hello != nil) || (jump.Ref != nil && (jump.Ref.Lock != "redlock" || len(jump.Ref.ClientCmd) > 0)) {
+			t.Errorf("%s: redlock-clock-jump's reference %+v: a client program's cell is judged against locksim's redlock, the Go worker's by its story", tc.name, jump.Ref)
+		}
 		during := m.Cell("redlock", "redlock-pause-during-acquire")
 		switch {
 		case tc.hello == nil && (during.CFSkipped != "" || during.Played.Counterfactual == nil):
@@ -63,8 +66,9 @@ func TestMatrixClientProgramNA(t *testing.T) {
 // TestPlayRecordsEachCell plays a made-up matrix with a fake play (no
 // server starts): each cell records what its run came to (a verdict and
 // its counterfactual's, a machine too busy, a story that did not happen,
-// a harness failure), n/a cells are not played, the cells run lock by
-// lock, and once the context ends the cells left are not run.
+// a harness failure), n/a cells are not played, the cells judged by their
+// story run first, lock by lock, and once the context ends the cells left
+// are not run.
 func TestPlayRecordsEachCell(t *testing.T) {
 	var list []*scenarios.Scenario
 	for _, name := range []string{"redis-ttl-expiry", "redis-unsafe-release", "postgres-idle-timeout"} {
@@ -101,7 +105,7 @@ func TestPlayRecordsEachCell(t *testing.T) {
 	}
 	var progress []int
 	m.Play(ctx, play, runner.Options{Seed: 1}, func(n, total int, c *Cell) { progress = append(progress, n, total) })
-	if want := "redis/redis-ttl-expiry redis/redis-unsafe-release redis-plain-del/redis-ttl-expiry redis-plain-del/redis-unsafe-release"; strings.Join(order, " ") != want {
+	if want := "redis/redis-ttl-expiry redis/redis-unsafe-release redis-plain-del/redis-unsafe-release redis-plain-del/redis-ttl-expiry"; strings.Join(order, " ") != want {
 		t.Errorf("played %v, want %s", order, want)
 	}
 	if want := []int{1, 4, 2, 4, 3, 4, 4, 4}; !slices.Equal(progress, want) {
@@ -112,9 +116,9 @@ func TestPlayRecordsEachCell(t *testing.T) {
 	}{
 		{"redis", "redis-ttl-expiry", KindMatch, "unsafe, as expected; cf safe"},
 		{"redis", "redis-unsafe-release", KindStory, "story did not happen: step 4 (client 1's release ends ok): refused (not-held)"},
-		{"redis-plain-del", "redis-ttl-expiry", KindUnknown, "unknown (machine too slow)"},
-		{"redis-plain-del", "redis-unsafe-release", KindError, "not run (interrupted)"},
-		{"redis", "postgres-idle-timeout", KindNA, "n/a"},
+		{"redis-plain-del", "redis-unsafe-release", KindUnknown, "unknown (machine too slow)"},
+		{"redis-plain-del", "redis-ttl-expiry", KindError, "not run (interrupted)"},
+		{"redis", "postgres-idle-timeout", KindNA, "n/a: scenario postgres-idle-timeout uses a postgres lock; redis is a redis lock"},
 	} {
 		cell := m.Cell(c.lock, c.scenario)
 		if cell.Kind() != c.kind || cell.Text(0) != c.text {
@@ -155,5 +159,65 @@ func TestTextCutsAtAWordsEnd(t *testing.T) {
 		if got := (&Cell{Story: c.story}).Text(c.width); got != prefix+c.want {
 			t.Errorf("Text(%d) of %q = %q, want %q", c.width, c.story, got, prefix+c.want)
 		}
+	}
+}
+
+// TestJudgedCells: a cell whose lock stands in for the story's is judged
+// against the reference lock played on the same story: worse is a
+// finding, as good matches and names the step where the two parted. The
+// reference's own cell is that run, played first and reused; a reference
+// not in the table is played once, through Options.Reference.
+func TestJudgedCells(t *testing.T) {
+	sc, err := scenarios.Find("redis-ttl-expiry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	departed := &runner.StoryError{Step: 6, Claimed: "client 1's release ends refused (not-held)", Saw: "ok"}
+	verdicts := map[string]string{"redis": checker.Safe, "redislock": checker.Unsafe, "redis-plain-del": checker.Safe}
+	var order []string
+	var refsAsked []string
+	play := func(_ context.Context, played *scenarios.Scenario, o runner.Options) (*runner.Outcome, error) {
+		order = append(order, played.Lock)
+		if played.Lock != "redis" && !o.Departures {
+			t.Errorf("%s played without Departures: a judged cell plays its story to the end", played.Lock)
+		}
+		res := &runner.Outcome{Scenario: played, Dir: o.Out, Expected: played.Expected, Check: checker.Result{Verdict: verdicts[played.Lock]}}
+		if played.Lock == "redis-plain-del" {
+			res.Departed = departed
+		}
+		if o.Reference != nil {
+			refsAsked = append(refsAsked, o.Reference.Lock)
+			res.JudgeAgainst(&runner.Outcome{Scenario: o.Reference, Check: checker.Result{Verdict: verdicts[o.Reference.Lock]}})
+		}
+		return res, nil
+	}
+	m := Plan([]string{"redislock", "redis-plain-del", "redis"}, []*scenarios.Scenario{sc}, t.TempDir(), nil)
+	m.Play(context.Background(), play, runner.Options{}, nil)
+	if want := "redis redislock redis-plain-del"; strings.Join(order, " ") != want || len(refsAsked) != 0 {
+		t.Errorf("played %v, references asked %v; want %s, the reference's own cell reused", order, refsAsked, want)
+	}
+	for _, c := range []struct{ lock, kind, text string }{
+		{"redis", KindMatch, "safe, NOT unsafe"}, // the reference is judged by its story
+		{"redislock", KindFinding, "finding: lock redislock ended unsafe where the reference redis ended safe: a finding about redislock"},
+		{"redis-plain-del", KindMatch, "safe, as good as the reference redis; lock redis-plain-del did as well as the reference redis: both ended safe; at step 6 the story says client 1's release ends refused (not-held): lock redis-plain-del shows ok, the reference as told"},
+	} {
+		cell := m.Cell(c.lock, sc.Name)
+		if c.kind == KindMatch && c.lock == "redis" {
+			c.kind = KindDiffers
+		}
+		if cell.Kind() != c.kind || !strings.HasPrefix(cell.Text(0), c.text) {
+			t.Errorf("%s: %s %q, want %s %q", c.lock, cell.Kind(), cell.Text(0), c.kind, c.text)
+		}
+	}
+	if got := m.Cell("redislock", sc.Name).Text(48); got != "finding: unsafe where the reference redis ended…" {
+		t.Errorf("the terminal's cell %q", got)
+	}
+
+	// Without redis in the table, its run is asked for once and kept.
+	order, refsAsked = nil, nil
+	m = Plan([]string{"redislock"}, []*scenarios.Scenario{sc}, t.TempDir(), nil)
+	m.Play(context.Background(), play, runner.Options{}, nil)
+	if c := m.Cell("redislock", sc.Name); c.Kind() != KindFinding || !slices.Equal(refsAsked, []string{"redis"}) || m.Refs[RefKey("redis", sc.Name)] == nil {
+		t.Errorf("redislock alone: %s %q, references asked %v, kept %v", c.Kind(), c.Text(0), refsAsked, m.Refs)
 	}
 }

@@ -36,6 +36,7 @@ func (r *run) checkClientCmd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.programLock = h.OwnName(r.sc.Lock)
 	return ClientProgramProblem(r.sc, argv, h)
 }
 
@@ -64,7 +65,8 @@ func ProbeClientProgram(ctx context.Context, argv []string) (worker.Hello, error
 // scenarios see it.
 func ClientProgramOf(argv []string, h worker.Hello) scenarios.ClientProgram {
 	return scenarios.ClientProgram{Program: strings.Join(argv, " "), Protocol: h.Protocol, Locks: h.Locks, Ops: h.Ops,
-		StorageModes: h.StorageModes, Fences: h.Fences, Watchdogs: h.Watchdogs, CheckLease: h.CheckLease, ClientClock: h.ClientClock}
+		StorageModes: h.StorageModes, Fences: h.Fences, Watchdogs: h.Watchdogs, CheckLease: h.CheckLease, ClientClock: h.ClientClock,
+		AcquireWait: h.AcquireWait}
 }
 
 // ClientProgramProblem says, as a harness error naming the scenario's

@@ -44,6 +44,9 @@ type Outcome struct {
 	// ClientCmd is the client program every client ran (nil: the
 	// harness's own Go worker).
 	ClientCmd []string `json:"client_cmd,omitempty"`
+	// ProgramLock is the client program's own name for its lock, when its
+	// hello gives one (worker.OwnLock); "": the catalogue's name.
+	ProgramLock string `json:"program_lock,omitempty"`
 	// Departed is the first step the lock did not play as the story
 	// tells (Options.Departures); nil when every step happened as told.
 	Departed *StoryError `json:"departed,omitempty"`
@@ -94,9 +97,17 @@ func newReference(out, rr *Outcome) *Reference {
 	return r
 }
 
+// JudgeAgainst judges o against rr, the same story played with the
+// reference lock in a run of its own (sim matrix plays each reference
+// once for every lock that stands in for it).
+func (o *Outcome) JudgeAgainst(rr *Outcome) { o.Reference = newReference(o, rr) }
+
 // JudgedLock names the lock the run played: the registered lock, or the
 // client program that implements it.
 func (o *Outcome) JudgedLock() string {
+	if o.ProgramLock != "" {
+		return fmt.Sprintf("%s (like %s) of the client program (%s)", o.ProgramLock, o.Scenario.Lock, strings.Join(o.ClientCmd, " "))
+	}
 	if len(o.ClientCmd) > 0 {
 		return fmt.Sprintf("%s of the client program (%s)", o.Scenario.Lock, strings.Join(o.ClientCmd, " "))
 	}

@@ -100,15 +100,18 @@ func harness(format string, args ...any) error {
 
 // run is the state of one run in progress.
 type run struct {
-	sc      *scenarios.Scenario
-	o       Options
-	rec     *history.Recorder
-	log     io.Writer
-	target  *nemesis.Target
-	clients map[int]*worker.Client
-	pending map[int]<-chan error
-	faults  []nemesis.Fault
-	tmp     string
+	sc *scenarios.Scenario
+	o  Options
+	// programLock is the client program's own name for the story's lock
+	// (its hello's OwnLock), "" when it uses the catalogue's.
+	programLock string
+	rec         *history.Recorder
+	log         io.Writer
+	target      *nemesis.Target
+	clients     map[int]*worker.Client
+	pending     map[int]<-chan error
+	faults      []nemesis.Fault
+	tmp         string
 	// dir is the run directory (o.Out), claimed: the clients' logs go
 	// there.
 	dir *outdir.Dir
@@ -312,6 +315,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Check: res, Events: events, Duration: time.Since(started),
 		Machine: &m, Backend: r.host().Name, Images: r.images(), Departed: r.departed, ClientCmd: r.clientCmd(),
+		ProgramLock: r.programLock,
 	}, nil
 }
 
@@ -552,7 +556,7 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 			return ctx.Err()
 		}
 	case "acquire", "release", "extend":
-		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.key(st), TTL: ttl})
+		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.key(st), TTL: ttl, Wait: st.Wait.Duration})
 	case "write":
 		cmd := worker.Command{Op: st.Do, Key: r.key(st), Work: st.Work.Duration, Unlocked: st.Unlocked}
 		if r.sc.AnchoredPause(r.stepAt, st.Client) {

@@ -28,6 +28,9 @@ type ClientProgram struct {
 	Watchdogs    []string
 	CheckLease   bool
 	ClientClock  bool
+	// AcquireWait (v2) says an acquire can wait for a held lock (the
+	// command's wait), as its library waits.
+	AcquireWait bool
 }
 
 // validateClientCmd checks the client_cmd field: a program, and a story
@@ -82,6 +85,9 @@ func (s *Scenario) ClientProgramProblem(p *ClientProgram) error {
 		switch {
 		case slices.Contains(clientOps, st.Do) && !slices.Contains(p.Ops, st.Do):
 			return at("the story needs the command %s, which the client program (%s) does not cover (%s)", st.Do, p.Program, p.covers("ops", p.Ops))
+		case st.Wait.Duration > 0 && !p.AcquireWait:
+			return at("the story's acquire waits for the lock (wait: %v), which the client program (%s) does not do (%s)",
+				st.Wait.Duration, p.Program, p.covers("acquire_wait", nil))
 		case MovesClientClock(st) && !p.ClientClock:
 			return at("the story jumps a client's wall clock, which the client program (%s) does not let the harness move (%s)",
 				p.Program, p.covers("client_clock", nil))
@@ -102,7 +108,7 @@ var clientOps = []string{history.OpAcquire, history.OpRelease, history.OpExtend,
 // and its commands, whatever else its line says.
 func (p ClientProgram) Covered() ClientProgram {
 	if p.Protocol < 2 {
-		p.StorageModes, p.Fences, p.Watchdogs, p.CheckLease, p.ClientClock = nil, nil, nil, false, false
+		p.StorageModes, p.Fences, p.Watchdogs, p.CheckLease, p.ClientClock, p.AcquireWait = nil, nil, nil, false, false, false
 	}
 	return p
 }
@@ -112,7 +118,7 @@ func (p *ClientProgram) covers(field string, has []string) string {
 		return fmt.Sprintf("it speaks locksim worker protocol v%d, which has acquire, release and extend only; "+
 			"%s came with v2, docs/protocol.md", p.Protocol, field)
 	}
-	if has == nil && (field == "check_lease" || field == "client_clock") {
+	if has == nil && (field == "check_lease" || field == "client_clock" || field == "acquire_wait") {
 		return fmt.Sprintf("its hello does not say %s: true; docs/protocol.md", field)
 	}
 	return fmt.Sprintf("its hello: %s [%s]; docs/protocol.md", field, strings.Join(has, " "))

@@ -262,6 +262,11 @@ type Step struct {
 	// Key is the lock's name for an acquire, release, extend or write
 	// (default: the scenario's key): two jobs with two locks.
 	Key string `yaml:"key"`
+	// Wait lets an acquire wait up to this long for a held lock, the way
+	// its library waits (a blocking call, or its retries), instead of
+	// trying once. Only a lock that waits can play it (`sim locks`; a
+	// client program's hello says acquire_wait).
+	Wait Duration `yaml:"wait"`
 	// Async lets the story go on without waiting for the client's reply;
 	// a later `wait` step collects it.
 	Async bool `yaml:"async"`

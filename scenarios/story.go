@@ -92,6 +92,12 @@ func (s *Scenario) validateStory(i int, at func(field, format string, args ...an
 			}
 		}
 	}
+	if st.Wait.Duration != 0 && (st.Do != "acquire" || st.Wait.Duration < 0) {
+		return at("wait", "a positive wait goes on an acquire only")
+	}
+	if st.Wait.Duration > 0 && len(s.ClientCmd) == 0 && !lockWaits(s.Lock) {
+		return at("wait", "lock %s tries once: it cannot wait for the lock (a lock that can says so in `sim locks`)", s.Lock)
+	}
 	if st.Unlocked && st.Do != "write" {
 		return at("unlocked", "only a write can be unlocked")
 	}
@@ -177,6 +183,13 @@ func (s *Scenario) AnchoredPause(i, c int) bool {
 func lockFences(lock string) bool {
 	spec, err := clients.Lookup(lock)
 	return err == nil && spec.Fences
+}
+
+// lockWaits says whether the named lock's acquire can wait for a held
+// lock (clients.Spec.Waits).
+func lockWaits(lock string) bool {
+	spec, err := clients.Lookup(lock)
+	return err == nil && spec.Waits
 }
 
 // Opposite is the verdict a counterfactual flips to by default.

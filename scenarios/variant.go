@@ -61,6 +61,11 @@ func WithLock(sc *Scenario, name string) (Variant, error) {
 	if spec.Backend != own.Backend {
 		return v, &inapplicable{fmt.Sprintf("scenario %s uses %s lock; %s is %s lock", sc.Name, Indefinite(string(own.Backend)), name, Indefinite(string(spec.Backend)))}
 	}
+	// A story's own client program (client_cmd) says in its hello
+	// whether it waits; a registered lock says so in its Spec.
+	if w := sc.waitingAcquire(); w != "" && !spec.Waits && len(sc.ClientCmd) == 0 {
+		return v, &inapplicable{fmt.Sprintf("scenario %s has an acquire that waits for the lock (%s); lock %s tries once", sc.Name, w, name)}
+	}
 	if name == sc.Lock {
 		return v, nil
 	}
@@ -172,4 +177,28 @@ func ReferenceLock(sc *Scenario) string {
 		return spec.MutantOf
 	}
 	return sc.Lock
+}
+
+// NoReference says why locksim's lock lock cannot play sc as the
+// reference a stand-in lock is judged against ("" when it can): the story
+// has an acquire that waits, and lock tries once (a story told for client
+// programs that wait, such as examples/kazoo's). With no reference, a lock
+// is judged against the story's expected verdict.
+func NoReference(sc *Scenario, lock string) string {
+	spec, err := clients.Lookup(lock)
+	if w := sc.waitingAcquire(); w != "" && err == nil && !spec.Waits {
+		return fmt.Sprintf("the story has an acquire that waits for the lock (%s); locksim's lock %s tries once", w, lock)
+	}
+	return ""
+}
+
+// waitingAcquire says where the story's first acquire that waits for the
+// lock is ("" when none does).
+func (sc *Scenario) waitingAcquire() string {
+	for i, st := range sc.Steps {
+		if st.Do == "acquire" && st.Wait.Duration > 0 {
+			return fmt.Sprintf("steps[%d], client %d, wait %v", i, st.Client, st.Wait.Duration)
+		}
+	}
+	return ""
 }

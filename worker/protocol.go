@@ -56,8 +56,14 @@ type Hello struct {
 	// ("node-redlock: redlock 5.0.0-beta.2, ioredis 5.11.1").
 	Name string `json:"name,omitempty"`
 	// Locks lists the lock algorithms (names of the catalogue: redlock,
-	// redis, ...) the client implements; the story's lock must be one.
+	// redis, ...) the client implements; the story's lock must be one. A
+	// lock of the program's own (Own) counts here by the catalogue lock
+	// it stands in for.
 	Locks []string `json:"locks"`
+	// Own are the program's own locks, each written in the hello's
+	// locks as an object ({"name": "my-lock", "like": "redis", "servers":
+	// "redis"}) rather than a catalogue name.
+	Own []OwnLock `json:"-"`
 	// Ops lists the commands it carries out (acquire, release, extend,
 	// and write from v2 on; loop is the harness's own worker's); every
 	// command the story sends must be one.
@@ -78,6 +84,90 @@ type Hello struct {
 	// clock its lock reads: it reads it through libc, under the clock
 	// shim the harness preloads, or from init's clock_file.
 	ClientClock bool `json:"client_clock,omitempty"`
+	// AcquireWait (v2) says an acquire whose command carries a wait waits
+	// up to that long for a held lock, the way the client's library
+	// waits (a blocking call, its retries), instead of trying once.
+	AcquireWait bool `json:"acquire_wait,omitempty"`
+}
+
+// OwnLock is a lock of a client program's own: its name, the catalogue
+// lock it stands in for (the stories of that lock's servers are the ones
+// it plays, and it is judged against that lock, played on the same
+// story), and the servers it runs on, which must be that lock's.
+type OwnLock struct {
+	Name    string `json:"name"`
+	Like    string `json:"like"`
+	Servers string `json:"servers,omitempty"`
+}
+
+// UnmarshalJSON reads a hello line whose locks may mix catalogue names
+// and own locks (OwnLock objects).
+func (h *Hello) UnmarshalJSON(b []byte) error {
+	type fields Hello
+	var raw struct {
+		fields
+		Locks []json.RawMessage `json:"locks"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*h = Hello(raw.fields)
+	h.Locks, h.Own = nil, nil
+	for _, l := range raw.Locks {
+		var name string
+		if json.Unmarshal(l, &name) == nil {
+			h.Locks = append(h.Locks, name)
+			continue
+		}
+		var own OwnLock
+		if err := json.Unmarshal(l, &own); err != nil {
+			return fmt.Errorf("locks: %s is neither a catalogue name nor {\"name\", \"like\", \"servers\"}", short(l))
+		}
+		h.Own = append(h.Own, own)
+		h.Locks = append(h.Locks, own.Like)
+	}
+	return nil
+}
+
+// OwnName is the program's own name for the catalogue lock it stands in
+// for (init's lock, the judged lock's name), "" when it implements that
+// lock under the catalogue's name.
+func (h Hello) OwnName(lock string) string {
+	for _, o := range h.Own {
+		if o.Like == lock {
+			return o.Name
+		}
+	}
+	return ""
+}
+
+// checkOwn checks the hello's own locks: each named, standing in for a
+// registered lock, on that lock's servers, and no catalogue lock claimed
+// twice.
+func checkOwn(h Hello) error {
+	if len(h.Own) > 0 && h.Protocol < 2 {
+		return fmt.Errorf("its hello names a lock of its own (%s), which came with protocol v2; it speaks v%d (docs/protocol.md)", h.Own[0].Name, h.Protocol)
+	}
+	seen := map[string]bool{}
+	for _, l := range h.Locks {
+		if seen[l] {
+			return fmt.Errorf("its hello's locks name %s twice (a catalogue name, or an own lock's like): which one plays it?", l)
+		}
+		seen[l] = true
+	}
+	for _, o := range h.Own {
+		if o.Name == "" || o.Like == "" {
+			return fmt.Errorf("its hello's own lock %+v: expected a name and like, the catalogue lock it stands in for (docs/protocol.md)", o)
+		}
+		spec, err := clients.Lookup(o.Like)
+		if err != nil {
+			return fmt.Errorf("its hello's own lock %s is like %s: %v", o.Name, o.Like, err)
+		}
+		if o.Servers != "" && o.Servers != string(spec.Backend) {
+			return fmt.Errorf("its hello's own lock %s runs on %s, but the lock it is like, %s, runs on %s: give like a lock of its servers (sim locks)", o.Name, o.Servers, o.Like, spec.Backend)
+		}
+	}
+	return nil
 }
 
 // GoOps are the commands the harness's own worker carries out.
@@ -88,7 +178,7 @@ var GoOps = []string{history.OpAcquire, history.OpRelease, history.OpExtend, his
 func goHello() Hello {
 	h := Hello{Protocol: ProtocolVersion, Name: "locksim Go worker", Locks: clients.Names(), Ops: GoOps,
 		Fences: []string{clients.FencePostgres, clients.FenceRedisIncr, clients.FenceRedlockIncr}, Watchdogs: []string{"token", "pexpire"},
-		CheckLease: true, ClientClock: true}
+		CheckLease: true, ClientClock: true, AcquireWait: true}
 	for _, m := range storage.Modes() {
 		h.StorageModes = append(h.StorageModes, string(m))
 	}
@@ -185,6 +275,9 @@ func launch(ctx context.Context, id int, stderr io.Writer, o StartOptions) (*lau
 	if err == nil {
 		err = checkVersion(hello)
 	}
+	if err == nil {
+		err = checkOwn(hello)
+	}
 	if err != nil {
 		_ = stdin.Close()
 		proc.Kill()
@@ -227,6 +320,9 @@ func StartWith(ctx context.Context, id int, rec *history.Recorder, init Init, st
 		_ = l.stdin.Close()
 		l.proc.Kill()
 		return nil, &HelloError{Client: id, Program: programName(o.Argv), Msg: err.Error()}
+	}
+	if own := l.hello.OwnName(init.Lock); own != "" {
+		init.Lock = own // the program's lock, by the name it gave it
 	}
 	c := &Client{ID: id, proc: l.proc, stdin: l.stdin, rec: rec, pending: map[int64]chan error{}, started: map[int64]chan struct{}{}}
 	c.hello = l.hello

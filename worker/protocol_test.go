@@ -121,3 +121,58 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestOwnLock: a program may name a lock of its own in its hello, like a
+// catalogue lock on that lock's servers. It plays that lock's stories,
+// receives its own name in init, and a hello that names it badly is
+// refused with what was wrong.
+func TestOwnLock(t *testing.T) {
+	defer func(d time.Duration) { helloTimeout = d }(helloTimeout)
+	helloTimeout = 500 * time.Millisecond
+	// The program answers init only when init names its own lock.
+	answer := `; read l; case "$l" in *'"lock":"my-lock"'*) echo '{"id":1,"done":true}';; *) echo "init: $l" >&2; exit 3;; esac; cat >/dev/null`
+	hello := func(locks string) string {
+		return `echo '{"protocol":2,"name":"sh","locks":` + locks + `,"ops":["acquire"]}'` + answer
+	}
+	cases := []struct {
+		name, script string
+		want         string // "" for a client that starts
+	}{
+		{"own", hello(`[{"name":"my-lock","like":"redis","servers":"redis"}]`), ""},
+		{"own, servers left out", hello(`["redlock",{"name":"my-lock","like":"redis"}]`), ""},
+		{"unknown like", hello(`[{"name":"my-lock","like":"redis-ish"}]`), "its hello's own lock my-lock is like redis-ish: "},
+		{"other servers", hello(`[{"name":"my-lock","like":"redis","servers":"postgres"}]`), "runs on postgres, but the lock it is like, redis, runs on redis"},
+		{"no name", hello(`[{"like":"redis"}]`), "expected a name and like"},
+		{"twice", hello(`["redis",{"name":"my-lock","like":"redis"}]`), "its hello's locks name redis twice"},
+		{"neither", hello(`[7]`), "its first line is not a hello line"},
+		{"v1", `echo '{"protocol":1,"locks":[{"name":"my-lock","like":"redis"}],"ops":["acquire"]}'; cat >/dev/null`, "which came with protocol v2; it speaks v1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			logf, err := os.Create(filepath.Join(t.TempDir(), "client.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer logf.Close()
+			rec := history.NewRecorder(history.Monotonic(), nil)
+			cl, err := StartWith(context.Background(), 1, rec, Init{Lock: "redis"}, logf, StartOptions{Argv: []string{"sh", "-c", c.script}, Ops: []string{"acquire"}})
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h := cl.Hello(); h.OwnName("redis") != "my-lock" || !slices.Contains(h.Locks, "redis") {
+					t.Errorf("hello %+v: want my-lock standing for redis", h)
+				}
+				cl.Stop()
+				return
+			}
+			if err == nil {
+				cl.Stop()
+				t.Fatalf("started; want an error saying %q", c.want)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q, want %q", err, c.want)
+			}
+		})
+	}
+}

@@ -36,6 +36,9 @@ type Command struct {
 	Key string `json:"key,omitempty"`
 	// TTL is the lease time asked for by acquire and extend.
 	TTL time.Duration `json:"ttl,omitempty"`
+	// Wait lets an acquire wait up to this long for a held lock, as its
+	// lock waits (clients.Waiter), instead of trying once (v2).
+	Wait time.Duration `json:"wait,omitempty"`
 	// Work is how long a write works between its read and its write.
 	Work time.Duration `json:"work,omitempty"`
 	// Unlocked lets a write go ahead without a lease (a story about an
@@ -427,7 +430,18 @@ func (s *state) noLease(id int64, op, key string) {
 
 func (s *state) acquire(ctx context.Context, c Command) {
 	s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpAcquire, Key: c.Key, TTL: int64(c.TTL)})
-	l, err := s.lock.Acquire(ctx, c.Key, c.TTL)
+	var l clients.Lease
+	var err error
+	if c.Wait > 0 {
+		w, ok := s.lock.(clients.Waiter)
+		if !ok {
+			err = fmt.Errorf("lock %s does not wait for a held lock", s.init.Lock)
+		} else {
+			l, err = w.AcquireWait(ctx, c.Key, c.TTL, c.Wait)
+		}
+	} else {
+		l, err = s.lock.Acquire(ctx, c.Key, c.TTL)
+	}
 	done := history.Event{Op: history.OpAcquire, Key: c.Key, Nodes: l.Nodes}
 	refused(&done, err)
 	if err == nil {

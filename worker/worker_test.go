@@ -295,3 +295,28 @@ func TestStopAfterCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestAcquireWaitNeedsAWaiter: an acquire with a wait goes to the lock's
+// AcquireWait; a lock that is no clients.Waiter does not try once in its
+// place, it ends the acquire unknown, saying so.
+func TestAcquireWaitNeedsAWaiter(t *testing.T) {
+	replies := serve(t,
+		Command{ID: 1, Op: "init", Init: &Init{Lock: "test-mem"}},
+		Command{ID: 2, Op: history.OpAcquire, Key: "W", TTL: time.Second, Wait: time.Second},
+	)
+	var done *history.Event
+	for _, r := range replies {
+		if r.ID == 2 && r.Event != nil && r.Event.Type != history.Invoke {
+			done = r.Event
+		}
+	}
+	if done == nil || done.Type != history.Info || !strings.Contains(done.Detail, "does not wait") {
+		t.Fatalf("a waiting acquire of a lock that tries once: %+v", done)
+	}
+	shared.mu.Lock()
+	_, taken := shared.held["W"]
+	shared.mu.Unlock()
+	if taken {
+		t.Fatal("the lock was tried once in the wait's place")
+	}
+}

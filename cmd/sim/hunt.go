@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,7 +52,10 @@ func huntCmd() *cobra.Command {
 workload of every scenario: two or three clients each take the lock at
 their turn, do a read-modify-write of the protected counter that takes
 their work time (with --storage none, mutual exclusion alone: they hold it
-that long) and release. Faults strike at protocol events (the start, while
+that long) and release. A --client-cmd program whose hello says it
+writes the protected storage is hunted with --storage plain unless told
+otherwise: a program's lease ends where the program says, so a lease it
+keeps using past that end shows only in what it writes. Faults strike at protocol events (the start, while
 a client's acquire waits, once it is granted, once it has read, once it
 has released) plus an offset. The fault kinds are the registry's: those
 with a drawn size (pause, clock-jump, latency, clock-drift, crash), each
@@ -97,7 +101,8 @@ interrupted (hunt.json keeps what it had).`,
 	}
 	f := cmd.Flags()
 	f.SortFlags = false
-	f.StringVar(&o.storage, "storage", "none", "the protected storage `MODE`: none (mutual exclusion alone: a finding is the lock's own), "+strings.Join(scenarios.StorageModes[1:], ", "))
+	f.StringVar(&o.storage, "storage", "", "the protected storage `MODE`: none (mutual exclusion alone: a finding is the lock's own), "+strings.Join(scenarios.StorageModes[1:], ", ")+
+		" (default: none; plain for a --client-cmd program that writes it)")
 	f.StringVar(&o.faults, "faults", "", "the fault kinds searched, `KIND,...`: "+strings.Join(hunt.Searchable(), ", ")+" (default: those the lock's servers and the storage allow; none: the clients' timing alone)")
 	f.StringVar(&o.baseline, "baseline", "", "count only a schedule that breaks the hunted lock and, played again with lock `BASE` (same servers), leaves it safe: what a mutant does that the lock whose defence it breaks does not; the found story's counterfactual is BASE")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "hunt the lock as the client program `PROG` implements it (split on spaces; worker protocol v2, docs/protocol.md): only what its hello covers is searched, and found.yaml names it in client_cmd")
@@ -114,27 +119,46 @@ interrupted (hunt.json keeps what it had).`,
 	return cmd
 }
 
-// withProgram narrows sp with with (hunt.Space.WithProgram for
-// --client-cmd, WithBaselineProgram for --baseline-cmd) to what program
-// cmd covers ("": none given), reading its hello before any server
-// starts; given says --faults named the kinds.
-func withProgram(ctx context.Context, sp hunt.Space, cmd string, given bool,
-	with func(hunt.Space, []string, scenarios.ClientProgram, bool) (hunt.Space, error)) (hunt.Space, error) {
+// probeProgram reads the hello of client program cmd before any server
+// starts; nil when cmd is "" (none given).
+func probeProgram(ctx context.Context, cmd string) (*scenarios.ClientProgram, error) {
 	if cmd == "" {
-		return sp, nil
+		return nil, nil
 	}
 	argv := strings.Fields(cmd)
 	h, err := runner.ProbeClientProgram(ctx, argv)
 	if err != nil {
-		return sp, err
+		return nil, err
 	}
-	return with(sp, argv, runner.ClientProgramOf(argv, h), given)
+	p := runner.ClientProgramOf(argv, h)
+	return &p, nil
+}
+
+// storageFor is the protected storage a hunt searches with when --storage
+// is not given, and why: none (mutual exclusion alone) for a lock of
+// locksim's; plain for a client program whose hello says it writes it.
+// A program's lease ends where the program says it does, so a lease it
+// keeps using after its own end (a grant whose validity was never
+// checked, say) shows only in what it writes.
+func storageFor(p *scenarios.ClientProgram) (mode, why string) {
+	if p != nil && slices.Contains(p.Covered().Ops, "write") && slices.Contains(p.Covered().StorageModes, "plain") {
+		return "plain", "the program writes the protected storage: a finding is what its lock lets through (--storage none: mutual exclusion alone)"
+	}
+	return "none", ""
 }
 
 func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error {
 	var kinds []string
 	if o.faults != "" {
 		kinds = strings.Split(o.faults, ",")
+	}
+	program, err := probeProgram(ctx, o.clientCmd)
+	if err != nil {
+		return err
+	}
+	storageWhy := ""
+	if o.storage == "" {
+		o.storage, storageWhy = storageFor(program)
 	}
 	sp, err := hunt.NewSpace(o.lock, o.storage, kinds, o.ttl, o.clients)
 	if err != nil {
@@ -143,16 +167,24 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	if len(sp.Kinds) == 0 && o.faults != "none" {
 		return fmt.Errorf("hunt: no fault kind can strike %s with --storage %s (--faults none hunts the clients' timing alone)", o.lock, o.storage)
 	}
-	if sp, err = withProgram(ctx, sp, o.clientCmd, o.faults != "", hunt.Space.WithProgram); err != nil {
-		return err
+	if program != nil {
+		if sp, err = sp.WithProgram(strings.Fields(o.clientCmd), *program, o.faults != ""); err != nil {
+			return err
+		}
 	}
 	if o.baseline != "" {
 		if sp, err = sp.WithBaseline(o.baseline); err != nil {
 			return err
 		}
 	}
-	if sp, err = withProgram(ctx, sp, o.baselineCmd, o.faults != "", hunt.Space.WithBaselineProgram); err != nil {
-		return err
+	if o.baselineCmd != "" {
+		base, err := probeProgram(ctx, o.baselineCmd)
+		if err != nil {
+			return err
+		}
+		if sp, err = sp.WithBaselineProgram(strings.Fields(o.baselineCmd), *base, o.faults != ""); err != nil {
+			return err
+		}
 	}
 	if o.runs < 1 || o.budget < 0 {
 		return errors.New("--runs: expected 1 or more; --budget: expected a positive duration")
@@ -198,6 +230,9 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	fmt.Fprintf(stderr, "sim hunt %s (storage %s, faults %s, up to %d clients, ttl %v%s, seed %d)\n", o.lock, o.storage, searched, sp.Clients, o.ttl, vs, o.seed)
 	if len(sp.ClientCmd) > 0 {
 		fmt.Fprintf(stderr, "  clients: %s\n", strings.Join(sp.ClientCmd, " "))
+	}
+	if storageWhy != "" {
+		fmt.Fprintf(stderr, "  storage %s: %s\n", o.storage, storageWhy)
 	}
 	if len(sp.LeftOut) > 0 {
 		fmt.Fprintf(stderr, "  left out of the search, the program's hello not covering it: %s\n", strings.Join(sp.LeftOut, "; "))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"locksim/scenarios"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,5 +156,26 @@ func TestHuntClientProgram(t *testing.T) {
 	code, out, errOut = sim(t, "hunt", "zookeeper", "--client-cmd", example("examples/kazoo/client.py"), "--storage", "fenced", "--faults", "pause", "--runs", "4", "--seed", "1", "--out", safe)
 	if code != exitOK || !strings.Contains(out, "nothing found: 4 candidate(s)") {
 		t.Fatalf("a hunt of Kazoo with fenced storage: exit %d, want 0 and nothing found; stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestHuntStorageDefault: told no --storage, a hunt of a client program
+// that writes the protected storage searches it in mode plain (where a
+// lease used past its end shows), and one of locksim's locks, or a
+// program that does not write, mutual exclusion alone.
+func TestHuntStorageDefault(t *testing.T) {
+	writes := scenarios.ClientProgram{Protocol: 2, Locks: []string{"redlock"}, Ops: []string{"acquire", "release", "write"}, StorageModes: []string{"plain", "fenced"}}
+	v1 := writes
+	v1.Protocol = 1 // a v1 program covers no storage, whatever its line says
+	fencedOnly := writes
+	fencedOnly.StorageModes = []string{"fenced"}
+	for _, c := range []struct {
+		name string
+		p    *scenarios.ClientProgram
+		want string
+	}{{"locksim's lock", nil, "none"}, {"a program that writes", &writes, "plain"}, {"a v1 program", &v1, "none"}, {"a program without plain", &fencedOnly, "none"}} {
+		if got, why := storageFor(c.p); got != c.want || (got == "plain") != (why != "") {
+			t.Errorf("%s: storage %q (%q), want %q", c.name, got, why, c.want)
+		}
 	}
 }

@@ -203,10 +203,12 @@ type planned struct {
 // when --lock or --client-cmd puts a user's lock in the story: the lock
 // played stands in for scenarios.ReferenceLock(sc), played by the
 // harness's own worker. nil when the played lock is that reference
-// itself, or when --expect says what to meet instead.
+// itself, when --expect says what to meet instead, or when the reference
+// cannot play the story (scenarios.NoReference).
 func referenceOf(sc, played *scenarios.Scenario, o runOptions) (*scenarios.Scenario, error) {
 	lock := scenarios.ReferenceLock(sc)
-	if o.expect != "" || (o.lock == "" && o.clientCmd == "") || (o.clientCmd == "" && played.Lock == lock) {
+	if o.expect != "" || (o.lock == "" && o.clientCmd == "") || (o.clientCmd == "" && played.Lock == lock) ||
+		scenarios.NoReference(sc, lock) != "" {
 		return nil, nil
 	}
 	ref := sc

@@ -25,7 +25,7 @@ import locksim_worker as w  # noqa: E402
 with w.debian_python("kazoo", "python3-kazoo"):
     import kazoo.version
     from kazoo.client import KazooClient
-    from kazoo.exceptions import NoNodeError, SessionExpiredError
+    from kazoo.exceptions import LockTimeout, NoNodeError, SessionExpiredError
     from kazoo.protocol.states import KazooState
 
 LOCKS = ["zookeeper"]  # the lock recipe: ephemeral sequential znodes, lowest wins
@@ -134,11 +134,23 @@ def acquire(cid, cmd):
         return w.event(cid, dict(fail, detail=f"kazoo: no session with {hosts}: {type(err).__name__}: {err}"))
     lock = zk.Lock(f"{ROOT}/{key}", f"client {cfg.get('config', {}).get('client_id', '')}")
     lease.lock, lease.token, lease.sid = lock, lock.prefix[:32], zk.client_id[0]
+    wait = (cmd.get("wait") or 0) / 1e9
     try:
-        # blocking=False: one try, no wait behind a lower znode. timeout
-        # bounds Kazoo's retries of a lost connection (with None, the
-        # recipe's KazooRetry(max_tries=None) retries for ever).
-        got = lock.acquire(blocking=False, timeout=limit)
+        if wait > 0:
+            # The command's wait: the recipe waits behind the lower
+            # znodes, and retries through a lost connection or an
+            # expired session (KazooRetry's ignore_expire), on the new
+            # session Kazoo opens by itself, for at most wait.
+            got = lock.acquire(blocking=True, timeout=wait)
+        else:
+            # blocking=False: one try, no wait behind a lower znode.
+            # timeout bounds Kazoo's retries of a lost connection (with
+            # None, the recipe's KazooRetry(max_tries=None) retries for
+            # ever).
+            got = lock.acquire(blocking=False, timeout=limit)
+    except LockTimeout as err:
+        close_session(zk)
+        return w.event(cid, dict(fail, type="fail", reason="held", detail=f"kazoo: Lock.acquire(timeout={wait:g}): LockTimeout: {err}"))
     except Exception as err:
         close_session(zk)
         return w.event(cid, dict(fail, detail=f"kazoo: Lock.acquire: {type(err).__name__}: {err}"))
@@ -150,12 +162,25 @@ def acquire(cid, cmd):
         return w.event(cid, dict(fail, type="fail", reason="held",
                                  detail=f"kazoo: Lock.acquire(blocking=False) returned False: a lower znode than {lock.node} holds {key}"))
     path = f"{lock.path}/{lock.node}"
+    adopted = moved = ""
     try:
         # The znode's czxid: the zxid at which it was created, the lock's
         # own fencing token (clients/zookeeper.go gives the same).
         stat = zk.exists(path)
-        if stat is None or stat.ephemeralOwner != lease.sid:
+        if stat is None:
             raise NoNodeError(f"{path} is gone")
+        # The recipe may have been granted on a session other than the
+        # one it started on (Kazoo opens a new one after an expiry); its
+        # znode should be the current session's. One of an earlier
+        # session is apache/curator#1121's shape (_find_node adopts any
+        # child with the lock's prefix): the grant stands, as the recipe
+        # says, and its detail tells it.
+        sid = zk.client_id[0]
+        if stat.ephemeralOwner != sid:
+            adopted = f"; the znode is owned by session 0x{stat.ephemeralOwner:x}, not this one (0x{sid:x}): the recipe took a znode of an earlier session"
+        if sid != lease.sid:
+            lease.sid, lease.lost = sid, False
+            moved = f"; granted on a new session (0x{sid:x}), the one it started on expired while it waited"
         lease.fence = stat.czxid
         if cfg.get("fence") == "postgres":
             lease.fence = store.next_fence()
@@ -168,7 +193,7 @@ def acquire(cid, cmd):
     # releases it (the session's pings keep the znode); no ttl: the lock
     # does not expire by time, its session does.
     w.event(cid, {"type": "ok", "op": "acquire", "key": key, "token": lease.token, "fence": lease.fence,
-                  "detail": f"znode {path}, session 0x{lease.sid:x} of {session:g}s"})
+                  "detail": f"znode {path}, session 0x{lease.sid:x} of {session:g}s{moved}{adopted}"})
 
 
 def release(cid, cmd):
@@ -224,7 +249,8 @@ def close():
 
 def main():
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kazoo: %(name)s: %(levelname)s: %(message)s")
-    hello = w.hello(f"kazoo: kazoo {kazoo.version.__version__}", LOCKS, OPS, fences=FENCES, check_lease=True, client_clock=True)
+    hello = w.hello(f"kazoo: kazoo {kazoo.version.__version__}", LOCKS, OPS, fences=FENCES, check_lease=True, client_clock=True,
+                    acquire_wait=True)
     w.serve(hello, init, {"acquire": acquire, "release": release, "write": write}, close)
 
 

@@ -49,6 +49,7 @@ member = None  # the name of the one member python-etcd3 talks to
 store = None
 leases = {}
 txn_rev = [0]  # the revision of the latest transaction's answer (see tap_txn)
+grant_t = [0]  # CLOCK_MONOTONIC ns before the latest lease grant was asked for (see tap_lease)
 
 
 def tap_txn(c):
@@ -64,6 +65,19 @@ def tap_txn(c):
         txn_rev[0] = resp.header.revision
         return resp
     c.kvstub.Txn = noted
+
+
+def tap_lease(c):
+    """Lock.acquire grants a new lease at each attempt: the client's
+    lease is the winning attempt's, so its end counts from that grant,
+    not from the acquire's start. The client's lease() is wrapped to note
+    when each grant is asked for."""
+    lease = c.lease
+
+    def noted(*args, **kwargs):
+        grant_t[0] = w.mono()
+        return lease(*args, **kwargs)
+    c.lease = noted
 
 
 def detail(err):
@@ -91,6 +105,7 @@ def init(i):
     member = members[0]["name"]
     cli = etcd3.client(host=host, port=int(port), timeout=(c.get("node_timeout") or 200_000_000) / 1e9)
     tap_txn(cli)
+    tap_lease(cli)
     try:
         cli.status()  # dials now, so that no operation of the story pays for it
     except Exception as err:
@@ -108,18 +123,22 @@ def acquire(cid, cmd):
     # The lease's TTL is whole seconds; etcd raises a shorter one to its
     # minimum, and says so in the grant.
     lock = cli.lock(key, ttl=max(1, math.ceil(ttl / 1e9)))
+    # timeout=0: one try (a lease grant, then a transaction that puts the
+    # key if it has no create revision), no watch, no retry. With the
+    # command's wait: Lock.acquire(timeout=wait), which watches the key
+    # and tries again, a new lease each time, until it gets it or the
+    # time is up.
+    wait = (cmd.get("wait") or 0) / 1e9
     try:
-        # timeout=0: one try (a lease grant, then a transaction that puts
-        # the key if it has no create revision), no watch, no retry.
-        got = lock.acquire(timeout=0)
+        got = lock.acquire(timeout=wait)
     except Exception as err:
         reason = "timeout" if isinstance(err, TIMEOUTS) else None
         return w.event(cid, dict(fail, reason=reason, detail=detail(err)))
     if not got:
         return w.event(cid, dict(fail, type="fail", reason="held", nodes=None,
-                                 detail=f"python-etcd3: Lock.acquire(timeout=0) returned False: {lock.key} exists"))
+                                 detail=f"python-etcd3: Lock.acquire(timeout={wait:g}) returned False: {lock.key} exists"))
     granted = lock.lease.ttl
-    lease = Lease(lock, lock.uuid.hex(), txn_rev[0], start + granted * 1_000_000_000)
+    lease = Lease(lock, lock.uuid.hex(), txn_rev[0], grant_t[0] + granted * 1_000_000_000)
     if cfg.get("fence") == "postgres":
         try:
             lease.fence = store.next_fence()
@@ -128,7 +147,8 @@ def acquire(cid, cmd):
             return w.event(cid, dict(fail, detail=f"fencing token: {err} ({undo})"))
     leases[key] = lease
     # lease_end: the lease is granted for its TTL and nothing refreshes
-    # it, so it runs out TTL after the grant was asked for.
+    # it, so it runs out TTL after the (winning attempt's) grant was asked
+    # for.
     w.event(cid, {"type": "ok", "op": "acquire", "key": key, "token": lease.token, "ttl": granted * 1_000_000_000,
                   "lease_end": lease.end, "nodes": [member], "fence": lease.fence or None,
                   "detail": f"{lock.key} at revision {txn_rev[0]}, lease {lock.lease.id:x} of {granted}s"})
@@ -208,7 +228,7 @@ def close():
 
 def main():
     hello = w.hello(f"python-etcd3: etcd3 {etcd3.__version__}, grpcio {grpc.__version__}", LOCKS, OPS,
-                    fences=FENCES, check_lease=True, client_clock=True)
+                    fences=FENCES, check_lease=True, client_clock=True, acquire_wait=True)
     w.serve(hello, init, {"acquire": acquire, "release": release, "extend": extend, "write": write}, close)
 
 

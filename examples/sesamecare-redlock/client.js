@@ -65,6 +65,7 @@ if (L.PROTOCOL >= 2) {
     watchdogs: ["token"], // the library's own auto-extension (using)
     check_lease: true,
     client_clock: true,
+    acquire_wait: true, // the command's wait as retryCount (below)
   });
 }
 
@@ -177,7 +178,7 @@ class LocksimRedlock extends Redlock {
 // lease automaticExtensionThreshold before its expiration; the threshold
 // is set so that it extends every watchdog_every (using needs it 100 ms
 // below the ttl, so at most every 100 ms).
-function acquireWatched(id, key, ttlMs) {
+function acquireWatched(id, key, ttlMs, retries) {
   const every = cfg.watchdog_every ? Number(cfg.watchdog_every) / 1e6 : ttlMs / 3;
   const threshold = Math.max(0, Math.min(Math.round(ttlMs - every), ttlMs - 100));
   let acquired = null;
@@ -186,7 +187,7 @@ function acquireWatched(id, key, ttlMs) {
   };
   return new Promise((resolve, reject) => {
     const w = { id };
-    w.done = redlock.using([key], ttlMs, { automaticExtensionThreshold: threshold }, (signal) => {
+    w.done = redlock.using([key], ttlMs, { ...retries, automaticExtensionThreshold: threshold }, (signal) => {
       redlock.onAcquire = null;
       w.signal = signal;
       resolve({ lock: acquired, watched: w });
@@ -264,14 +265,24 @@ async function acquireFailed(id, key, err) {
   });
 }
 
+// retrySettings are an acquire's settings: none (retryCount 0, one
+// attempt) without the command's wait; with it, the library's own retries
+// for about that long, retryDelay ± retryJitter apart (200 ms ± 100 ms):
+// retryCount = ceil(wait / retryDelay).
+function retrySettings(cmd) {
+  if (!cmd.wait) return undefined;
+  return { retryCount: Math.ceil(L.nsToMs(cmd.wait) / SETTINGS.retryDelay) };
+}
+
 async function acquire(id, cmd) {
   const key = cmd.key;
   const ttlMs = L.nsToMs(cmd.ttl);
   event(id, { type: "invoke", op: "acquire", key, ttl: cmd.ttl });
   let lock, watched;
   try {
-    if (cfg.watchdog) ({ lock, watched } = await acquireWatched(id, key, ttlMs));
-    else lock = await redlock.acquire([key], ttlMs);
+    const retries = retrySettings(cmd);
+    if (cfg.watchdog) ({ lock, watched } = await acquireWatched(id, key, ttlMs, retries));
+    else lock = await redlock.acquire([key], ttlMs, retries);
   } catch (err) {
     return acquireFailed(id, key, err);
   }

@@ -1,0 +1,196 @@
+// Package findings is what sim findings learns about each lock it can
+// play: every registered lock, and every lock of every client program
+// under examples/. For each (a subject) it keeps the stories of its
+// servers as sim matrix played them, judged against the lock each stands
+// in for, and what a hunt told nothing but its name found. It renders
+// docs/findings.md and findings.html, and keeps findings.json so that
+// `sim findings --only NAME` can refresh one subject and leave the rest.
+package findings
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// WrittenBy marks a findings.json locksim wrote, so that a refresh never
+// overwrites a user's file of the same name.
+const WrittenBy = "locksim findings"
+
+// Report is every subject's findings and how they were made.
+type Report struct {
+	WrittenBy string `json:"written_by"`
+	// Command rebuilds the report; Seed is its runs' seed.
+	Command string `json:"command"`
+	Seed    int64  `json:"seed"`
+	// Modules are the Go modules of the registered locks, with their
+	// versions, as the binary was built with them.
+	Modules []string `json:"modules"`
+	// Machine says where it ran (cores, the servers' versions).
+	Machine  string    `json:"machine"`
+	Subjects []Subject `json:"subjects"`
+}
+
+// Subject is one lock: a registered lock, or a client program's lock.
+type Subject struct {
+	// Name is the registered lock's name, or the program's folder under
+	// examples/ with the lock it plays ("node-redlock (redlock)").
+	Name string `json:"name"`
+	// Lock is the catalogue lock it plays the stories of; Program the
+	// client program's argv (nil: locksim's own Go lock).
+	Lock    string   `json:"lock"`
+	Program []string `json:"program,omitempty"`
+	// About says what it is, with its library's version: the program's
+	// hello name, or the registered lock's description.
+	About   string `json:"about"`
+	Servers string `json:"servers"`
+	// Date is when it was last played (YYYY-MM-DD).
+	Date  string `json:"date"`
+	Cells []Cell `json:"cells"`
+	Hunt  *Hunt  `json:"hunt,omitempty"`
+	// Seconds is how long its stories and its hunt took.
+	Seconds float64 `json:"seconds"`
+}
+
+// Cell is one story as the subject played it.
+type Cell struct {
+	Story string `json:"story"`
+	// Kind is matrix's kind of cell (match, finding, differs, story,
+	// unknown, error, na); Text the cell in words, whole.
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+	// Command plays the cell again.
+	Command string `json:"command"`
+}
+
+// Hunt is what sim hunt found against the subject.
+type Hunt struct {
+	Command string  `json:"command"`
+	Found   bool    `json:"found"`
+	Summary string  `json:"summary,omitempty"`
+	Runs    int     `json:"runs"`
+	Seconds float64 `json:"seconds"`
+	// Story is the shrunk story (found.yaml) when it found one; Error
+	// why the hunt could not run.
+	Story string `json:"story,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Kinds of cell that mean something about the subject.
+const (
+	kindFinding = "finding"
+	kindDiffers = "differs"
+	kindMatch   = "match"
+	kindNA      = "na"
+)
+
+// Count is how many of s's cells are of kind.
+func (s Subject) Count(kind string) int {
+	n := 0
+	for _, c := range s.Cells {
+		if c.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// storiesOf lists the stories of s's cells of kind.
+func (s Subject) storiesOf(kind string) []string {
+	var out []string
+	for _, c := range s.Cells {
+		if c.Kind == kind {
+			out = append(out, c.Story)
+		}
+	}
+	return out
+}
+
+// Meaning says, in a few sentences, what the cells and the hunt mean for
+// the subject's users. It says only what the runs showed.
+func (s Subject) Meaning() string {
+	var b strings.Builder
+	played := len(s.Cells) - s.Count(kindNA)
+	worse := s.storiesOf(kindFinding)
+	switch {
+	case played == 0:
+		b.WriteString("No story of its servers could be played with it. ")
+	case len(worse) > 0:
+		fmt.Fprintf(&b, "Of %d stories played, it ended worse than the lock it stands in for on %d: %s. Each is a finding about it: the same faults leave the reference safe. ",
+			played, len(worse), strings.Join(worse, ", "))
+	case s.Program == nil && s.Count(kindMatch) == played:
+		fmt.Fprintf(&b, "Of %d stories played, every one ended as the story (or its reference) expects. ", played)
+	default:
+		fmt.Fprintf(&b, "Of %d stories played, none ended worse than the lock it stands in for. ", played)
+	}
+	if d := s.storiesOf(kindDiffers); len(d) > 0 {
+		fmt.Fprintf(&b, "Its own stories ended otherwise than they tell on %s. ", strings.Join(d, ", "))
+	}
+	if na := s.Count(kindNA); na > 0 {
+		fmt.Fprintf(&b, "%d stor%s could not be played with it (each cell says why). ", na, plural(na, "y", "ies"))
+	}
+	switch h := s.Hunt; {
+	case h == nil:
+	case h.Error != "":
+		fmt.Fprintf(&b, "The hunt could not run: %s.", h.Error)
+	case h.Found:
+		fmt.Fprintf(&b, "The hunt found a schedule that breaks it in %d candidate(s): %s.", h.Runs, h.Summary)
+	default:
+		fmt.Fprintf(&b, "The hunt found nothing in %d candidate(s) (%.0f s).", h.Runs, h.Seconds)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Replace puts subs in place of the report's subjects of the same name
+// (a refresh with --only), adding those it had not, in name order.
+func (r *Report) Replace(subs []Subject) {
+	for _, s := range subs {
+		if i := slices.IndexFunc(r.Subjects, func(o Subject) bool { return o.Name == s.Name }); i >= 0 {
+			r.Subjects[i] = s
+		} else {
+			r.Subjects = append(r.Subjects, s)
+		}
+	}
+	slices.SortStableFunc(r.Subjects, func(a, b Subject) int {
+		if (a.Program == nil) != (b.Program == nil) { // locksim's locks first
+			if a.Program == nil {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}
+
+// Load reads findings.json at path: an empty report when there is none;
+// an error when the file is not one locksim wrote.
+func Load(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return &Report{WrittenBy: WrittenBy}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil || r.WrittenBy != WrittenBy {
+		return nil, fmt.Errorf("%s: not a findings.json locksim wrote (expected \"written_by\": %q); name another --doc", path, WrittenBy)
+	}
+	return &r, nil
+}
+
+// JSON is the report as findings.json holds it.
+func (r *Report) JSON() ([]byte, error) {
+	r.WrittenBy = WrittenBy
+	b, err := json.MarshalIndent(r, "", "  ")
+	return append(b, '\n'), err
+}

@@ -1,0 +1,80 @@
+package findings
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMeaning: what a subject's cells and hunt mean is said from them:
+// the stories where it did worse than its reference, by name; the hunt's
+// finding; nothing claimed that the runs did not show.
+func TestMeaning(t *testing.T) {
+	worse := Subject{Name: "p", Program: []string{"p"}, Cells: []Cell{{Story: "a", Kind: "finding"}, {Story: "b", Kind: "match"}, {Story: "c", Kind: "na"}},
+		Hunt: &Hunt{Found: true, Runs: 3, Summary: "unsafe: lost update"}}
+	if m := worse.Meaning(); !strings.Contains(m, "Of 2 stories played, it ended worse than the lock it stands in for on 1: a.") ||
+		!strings.Contains(m, "1 story could not be played") || !strings.Contains(m, "found a schedule that breaks it in 3 candidate(s): unsafe: lost update") {
+		t.Errorf("meaning %q", m)
+	}
+	fine := Subject{Name: "redis", Cells: []Cell{{Story: "a", Kind: "match"}}, Hunt: &Hunt{Runs: 9, Seconds: 40}}
+	if m := fine.Meaning(); strings.Contains(m, "worse") || !strings.Contains(m, "every one ended as the story") || !strings.Contains(m, "found nothing in 9") {
+		t.Errorf("meaning %q", m)
+	}
+}
+
+// TestReplaceKeepsTheOthers: --only refreshes its subjects in place and
+// keeps the others; locksim's own locks come first.
+func TestReplaceKeepsTheOthers(t *testing.T) {
+	r := &Report{Subjects: []Subject{{Name: "redis", Date: "old"}, {Name: "kazoo", Program: []string{"k"}, Date: "old"}}}
+	r.Replace([]Subject{{Name: "kazoo", Program: []string{"k"}, Date: "new"}, {Name: "etcd", Date: "new"}})
+	var got []string
+	for _, s := range r.Subjects {
+		got = append(got, s.Name+":"+s.Date)
+	}
+	if strings.Join(got, " ") != "etcd:new redis:old kazoo:new" {
+		t.Errorf("subjects %v", got)
+	}
+}
+
+// TestLoadRefusesAFileLocksimDidNotWrite: a findings.json of the user's
+// is never read as ours (nor overwritten); a missing one is an empty
+// report; one locksim wrote reads back.
+func TestLoadRefusesAFileLocksimDidNotWrite(t *testing.T) {
+	dir := t.TempDir()
+	if r, err := Load(filepath.Join(dir, "none.json")); err != nil || len(r.Subjects) != 0 {
+		t.Fatalf("missing file: %v %v", r, err)
+	}
+	theirs := filepath.Join(dir, "theirs.json")
+	os.WriteFile(theirs, []byte(`{"subjects": []}`), 0o644)
+	if _, err := Load(theirs); err == nil || !strings.Contains(err.Error(), "not a findings.json locksim wrote") {
+		t.Errorf("a user's file: %v", err)
+	}
+	ours := filepath.Join(dir, "ours.json")
+	b, _ := (&Report{Subjects: []Subject{{Name: "redis"}}}).JSON()
+	os.WriteFile(ours, b, 0o644)
+	if r, err := Load(ours); err != nil || len(r.Subjects) != 1 {
+		t.Errorf("ours: %v %v", r, err)
+	}
+}
+
+// TestRendering: the page gives each cell's command and the found story,
+// and the HTML escapes what it shows.
+func TestRendering(t *testing.T) {
+	r := &Report{Command: "bin/sim findings", Subjects: []Subject{{Name: "node-redlock (redlock)", Lock: "redlock", Program: []string{"node", "x.js"}, About: "a <b>", Servers: "redis",
+		Cells: []Cell{{Story: "s", Kind: "finding", Text: "finding: x | y", Command: "bin/sim run s --client-cmd \"node x.js\""}},
+		Hunt:  &Hunt{Found: true, Runs: 2, Summary: "unsafe", Story: "name: found\n", Command: "bin/sim hunt redlock"}}}}
+	md := string(r.Markdown())
+	for _, want := range []string{"[node-redlock (redlock)](#node-redlock-redlock)", "🔎 finding: x \\| y", "`bin/sim run s --client-cmd \"node x.js\"`", "```yaml\nname: found\n```", "Hunt: `bin/sim hunt redlock`: found after 2"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	h, err := r.HTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(h), "a &lt;b&gt;") || !strings.Contains(string(h), `id="node-redlock-redlock"`) || !strings.Contains(string(h), `class="finding"`) {
+		t.Errorf("HTML:\n%s", h)
+	}
+}

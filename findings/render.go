@@ -1,0 +1,148 @@
+package findings
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"strings"
+)
+
+// intro says what the page is and how it was made, for both renderings.
+const intro = `Each lock below plays every story of its servers, as ` + "`sim matrix`" + ` plays
+them. A lock that stands in for a story's own (another lock of the same
+servers, or a client program's lock) is judged against the lock it stands
+in for, played on the same story by locksim's own worker: **finding** when
+it ended unsafe or leaked where that lock did not. Then ` + "`sim hunt`" + `
+searches fault schedules against it, told nothing but its name (a client
+program is hunted with the lock it stands in for as its baseline, so that
+what the hunt finds is what the program does worse, not the TTL trap
+every lock without fencing shares), and the first schedule it finds is
+shrunk to a story. Every cell and every hunt gives the command that plays
+it again.`
+
+// Markdown is the report as docs/findings.md.
+func (r *Report) Markdown() []byte {
+	var b bytes.Buffer
+	b.WriteString("# Findings: what the stories and the hunts show about each lock\n\n")
+	fmt.Fprintf(&b, "Rebuilt by `%s`; `bin/sim findings --only NAME` refreshes one lock, when its library\nreleases a new version. Seed %d. %s\n\n", r.Command, r.Seed, r.Machine)
+	b.WriteString(intro + "\n\n")
+	b.WriteString("| lock | what it is | servers | stories played | worse than its reference | hunt |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, s := range r.Subjects {
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %d | %d | %s |\n", s.Name, anchor(s.Name), md(s.About), s.Servers,
+			len(s.Cells)-s.Count(kindNA), s.Count(kindFinding), md(huntWord(s.Hunt)))
+	}
+	if len(r.Modules) > 0 {
+		b.WriteString("\nThe Go locks are built with: " + strings.Join(wrapCode(r.Modules), ", ") + ".\n")
+	}
+	for _, s := range r.Subjects {
+		fmt.Fprintf(&b, "\n## %s\n\n", s.Name)
+		fmt.Fprintf(&b, "%s, on %s; played %s in %.0f s.\n\n", md(s.About), s.Servers, s.Date, s.Seconds)
+		if s.Program != nil {
+			fmt.Fprintf(&b, "Client program: `%s`, playing the stories of lock `%s`.\n\n", strings.Join(s.Program, " "), s.Lock)
+		}
+		b.WriteString(s.Meaning() + "\n\n")
+		b.WriteString("| story | how it ended | play it again |\n| --- | --- | --- |\n")
+		for _, c := range s.Cells {
+			fmt.Fprintf(&b, "| %s | %s%s | `%s` |\n", c.Story, marks[c.Kind], md(c.Text), c.Command)
+		}
+		if h := s.Hunt; h != nil {
+			fmt.Fprintf(&b, "\nHunt: `%s`: %s\n", h.Command, md(huntSentence(h)))
+			if h.Story != "" {
+				fmt.Fprintf(&b, "\n<details><summary>the story it found (found.yaml)</summary>\n\n```yaml\n%s```\n\n</details>\n", h.Story)
+			}
+		}
+	}
+	return b.Bytes()
+}
+
+// marks are the Markdown's signs for a cell's kind, as sim matrix's.
+var marks = map[string]string{"match": "✅ ", "differs": "❌ ", "finding": "🔎 ", "story": "⚠️ ", "unknown": "❔ ", "error": "💥 ", "na": ""}
+
+func huntWord(h *Hunt) string {
+	switch {
+	case h == nil:
+		return "not run"
+	case h.Error != "":
+		return "could not run"
+	case h.Found:
+		return fmt.Sprintf("found (%d candidates)", h.Runs)
+	}
+	return fmt.Sprintf("nothing in %d candidates", h.Runs)
+}
+
+func huntSentence(h *Hunt) string {
+	switch {
+	case h.Error != "":
+		return "could not run: " + h.Error
+	case h.Found:
+		return fmt.Sprintf("found after %d candidate(s), %.0f s: %s", h.Runs, h.Seconds, h.Summary)
+	}
+	return fmt.Sprintf("nothing found in %d candidate(s), %.0f s", h.Runs, h.Seconds)
+}
+
+// anchor is GitHub's anchor of a heading.
+func anchor(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// md makes s safe in a Markdown table cell.
+func md(s string) string {
+	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
+}
+
+func wrapCode(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = "`" + x + "`"
+	}
+	return out
+}
+
+// HTML is the report as findings.html: the same content, one page, no
+// asset fetched.
+func (r *Report) HTML() ([]byte, error) {
+	var b bytes.Buffer
+	err := page.Execute(&b, struct {
+		*Report
+		Intro string
+	}{r, strings.ReplaceAll(strings.ReplaceAll(intro, "**", ""), "`", "")})
+	return b.Bytes(), err
+}
+
+var page = template.Must(template.New("findings").Funcs(template.FuncMap{
+	"anchor": anchor, "hunt": huntSentence, "huntWord": huntWord, "join": strings.Join,
+	"played": func(s Subject) int { return len(s.Cells) - s.Count(kindNA) },
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>locksim findings</title>
+<style>
+body { font: 16px/1.45 system-ui, sans-serif; max-width: 72em; margin: 2em auto; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; } td, th { border: 1px solid #ccc; padding: .3em .5em; vertical-align: top; text-align: left; }
+code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6; padding: .8em; overflow-x: auto; }
+.match { background: #e3f4e3; } .differs { background: #f9d6d5; } .finding { background: #fbe3c2; }
+.story { background: #fff3c4; } .unknown { background: #eee; } .error { background: #f0c0c0; } .na { color: #888; }
+</style></head><body>
+<h1>Findings: what the stories and the hunts show about each lock</h1>
+<p>Rebuilt by <code>{{.Command}}</code>; <code>bin/sim findings --only NAME</code> refreshes one lock. Seed {{.Seed}}. {{.Machine}}</p>
+<p>{{.Intro}}</p>
+<table><tr><th>lock</th><th>what it is</th><th>servers</th><th>stories played</th><th>worse than its reference</th><th>hunt</th></tr>
+{{range .Subjects}}<tr><td><a href="#{{anchor .Name}}">{{.Name}}</a></td><td>{{.About}}</td><td>{{.Servers}}</td><td>{{played .}}</td><td>{{.Count "finding"}}</td><td>{{huntWord .Hunt}}</td></tr>
+{{end}}</table>
+{{if .Modules}}<p>The Go locks are built with: {{join .Modules ", "}}.</p>{{end}}
+{{range .Subjects}}<h2 id="{{anchor .Name}}">{{.Name}}</h2>
+<p>{{.About}}, on {{.Servers}}; played {{.Date}} in {{printf "%.0f" .Seconds}} s.{{if .Program}} Client program: <code>{{join .Program " "}}</code>, playing the stories of lock <code>{{.Lock}}</code>.{{end}}</p>
+<p>{{.Meaning}}</p>
+<table><tr><th>story</th><th>how it ended</th><th>play it again</th></tr>
+{{range .Cells}}<tr><td>{{.Story}}</td><td class="{{.Kind}}">{{.Text}}</td><td><code>{{.Command}}</code></td></tr>
+{{end}}</table>
+{{with .Hunt}}<p>Hunt: <code>{{.Command}}</code>: {{hunt .}}</p>{{if .Story}}<details><summary>the story it found (found.yaml)</summary><pre>{{.Story}}</pre></details>{{end}}{{end}}
+{{end}}</body></html>
+`))
