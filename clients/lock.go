@@ -40,12 +40,22 @@ type Lease struct {
 	// holds the lock. Zero: validity is measured on CLOCK_MONOTONIC
 	// (Start + Validity), which no clock jump moves.
 	Deadline time.Time
+	// Live, when set, says whether the lock's own connection still vouches
+	// for the lease, as a ZooKeeper session's state does: false from the
+	// moment the connection is lost (Curator's SUSPENDED) and after the
+	// session expired (LOST). StillValid asks it too. Nil: there is
+	// nothing to ask beyond the lease's time.
+	Live func() bool
 }
 
 // StillValid says whether the client may still assume it holds the lease,
 // measured as the lock measures it: by the wall clock now() for a lease
-// with a Deadline, else on CLOCK_MONOTONIC.
+// with a Deadline, else on CLOCK_MONOTONIC; and, for a lease whose lock
+// says whether its connection vouches for it (Live), only while it does.
 func (l Lease) StillValid(now func() time.Time) bool {
+	if l.Live != nil && !l.Live() {
+		return false
+	}
 	if !l.Deadline.IsZero() {
 		return now().Before(l.Deadline)
 	}

@@ -37,7 +37,10 @@ package clients
 //     znode live on and nothing was lost. This client does not give the
 //     lock up while suspended (Curator's documentation warns that a client
 //     cannot be certain it still holds the lock while SUSPENDED): like etcd's lock, its lease has Validity 0 and the
-//     client believes it holds the lock until it releases it. Calls made
+//     client believes it holds the lock until it releases it. A client
+//     that checks its lease before writing (check_lease) asks the session
+//     (Lease.Live), and does not write while it is not established:
+//     Curator's defence. Calls made
 //     meanwhile fail with an unknown outcome (no server, connection
 //     closed, or their deadline).
 //   - StateExpired (Curator's LOST): on reconnecting, the ensemble said the
@@ -257,6 +260,10 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, ttl time.Durati
 		return Lease{}, err
 	}
 	lease.Start = start
+	// A check of the lease (check_lease) asks the session: a client that
+	// stops writing while its connection is suspended, as Curator's
+	// documentation asks of a lock holder.
+	lease.Live = func() bool { return s.conn.State() == zk.StateHasSession && !s.lost() }
 	z.held[lease.Token] = s
 	// Validity 0: the client believes it holds the lock until it releases
 	// it, as the recipe has it; the session's pings keep the znode for as

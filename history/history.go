@@ -54,6 +54,11 @@ const (
 	// TTL set when the renewal succeeded (the key lives TTL from the
 	// note's Time), with Reason set when it failed.
 	OpRenew = "renew"
+	// OpCheck is a Note of the client process: its check of its lease
+	// before a write passed, and it stopped itself right there, before
+	// the write went out, because the story anchored a pause on that
+	// moment (scenario step field at: lease-checked).
+	OpCheck = "check"
 )
 
 // Reasons a lock, the storage or the worker gives for a refusal (a Fail

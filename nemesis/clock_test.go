@@ -105,3 +105,38 @@ func TestClockJumpOnAClient(t *testing.T) {
 		t.Fatal("a clock jump on both a node and a client was not refused")
 	}
 }
+
+// TestClockDriftOnAClient: at Rate 0.5 a client's wall clock (the control
+// file its worker reads) advances half a second (±0.05s) per real second,
+// measured over ~1s, without a jump at the start; heal takes off the skew
+// the drift built up (±0.1s). A client this run did not start, and a step
+// naming both a node and a client, are refused.
+func TestClockDriftOnAClient(t *testing.T) {
+	clock, err := clockshim.NewControl(filepath.Join(t.TempDir(), "client-1.clock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clock.Close()
+	tg := &Target{ClientClocks: map[int]*clockshim.Control{1: clock}}
+	f := &ClockDrift{Client: 1, Rate: 0.5}
+	inject(t, f, tg)
+	if skew := time.Until(clock.Now()); skew < -50*time.Millisecond || skew > 50*time.Millisecond {
+		t.Fatalf("the drift jumped the client clock by %v at the start, want 0 ± 50ms", skew)
+	}
+	real0, c0 := time.Now(), clock.Now()
+	time.Sleep(time.Second)
+	real1, c1 := time.Now(), clock.Now()
+	if rate := float64(c1.Sub(c0)) / float64(real1.Sub(real0)); math.Abs(rate-0.5) > 0.05 {
+		t.Fatalf("the client clock advanced at x%.3f, want x0.5 ±0.05", rate)
+	}
+	heal(t, f, tg)
+	if skew := time.Until(clock.Now()); skew < -100*time.Millisecond || skew > 100*time.Millisecond {
+		t.Fatalf("after heal the client clock is %v from real time, want 0 ± 100ms", skew)
+	}
+	if err := (&ClockDrift{Client: 2, Rate: 0.5}).Inject(context.Background(), tg); err == nil {
+		t.Fatal("a clock drift on a client of another run was not refused")
+	}
+	if err := (&ClockDrift{Node: "A", Client: 1, Rate: 0.5}).Inject(context.Background(), tg); err == nil {
+		t.Fatal("a clock drift on both a node and a client was not refused")
+	}
+}

@@ -8,43 +8,48 @@ import (
 	"locksim/history"
 )
 
-// ClockDrift makes one server's wall clock run fast or slow: from Inject
-// on, the server's CLOCK_REALTIME (through the clock shim) advances Rate
-// seconds per real second (1.5: fast, 0.5: slow), with no jump at the
-// start. TTLs a Redis server counts by its wall clock then run out early
-// (Rate > 1) or late (Rate < 1), as on a machine whose NTP daemon slews
-// or whose oscillator is off.
+// ClockDrift makes one server's or one client's wall clock run fast or
+// slow: from Inject on, its CLOCK_REALTIME (through the clock shim; a
+// client's is the wall clock its worker reads through its control file,
+// as for ClockJump) advances Rate seconds per real second (1.5: fast,
+// 0.5: slow), with no jump at the start. TTLs a Redis server counts by its
+// wall clock then run out early (Rate > 1) or late (Rate < 1), as on a
+// machine whose NTP daemon slews or whose oscillator is off; a client
+// whose lock times its lease by the wall clock believes its lease for
+// longer (Rate < 1) or shorter.
 //
-// Heal restores the rate the node had before and steps the clock back by
+// Heal restores the rate the clock had before and steps the clock back by
 // exactly the skew this drift accumulated, as ntpd steps a clock that has
-// wandered too far: the server's clock jumps at heal (back when Rate > 1),
-// and other clock faults on the node (a ClockJump) stay in force.
+// wandered too far: the clock jumps at heal (back when Rate > 1), and
+// other clock faults on it (a ClockJump) stay in force. Set exactly one
+// of Node and Client.
 type ClockDrift struct {
-	Node string
-	Rate float64
+	Node   string
+	Client int
+	Rate   float64
 	guard
 }
 
 func (f *ClockDrift) Name() string   { return "clock-drift" }
-func (f *ClockDrift) On() string     { return f.Node }
+func (f *ClockDrift) On() string     { return ClientOrNode{f.Client, f.Node}.who() }
 func (f *ClockDrift) Detail() string { return fmt.Sprintf("x%g", f.Rate) }
 
 func (f *ClockDrift) Inject(ctx context.Context, t *Target) error {
-	r, err := t.redis(f.Node)
+	clock, err := t.clock(f.Node, f.Client)
 	if err != nil {
 		return err
 	}
 	if !(f.Rate > 0) || math.IsInf(f.Rate, 0) {
-		return fmt.Errorf("clock drift on %s: rate %v must be a positive number", f.Node, f.Rate)
+		return fmt.Errorf("clock drift on %s: rate %v must be a positive number", f.On(), f.Rate)
 	}
 	rate := f.Rate
 	return f.inject(ctx, func(add func(undoFunc)) error {
-		prevRate, skew0 := r.Clock.Rate(), r.Clock.Skew()
-		r.Clock.SetRate(rate)
+		prevRate, skew0 := clock.Rate(), clock.Skew()
+		clock.SetRate(rate)
 		add(func(context.Context) error {
-			r.Clock.SetRate(prevRate)
+			clock.SetRate(prevRate)
 			// Skew is offset + drift; take off what this drift added.
-			r.Clock.Jump(skew0 - r.Clock.Skew())
+			clock.Jump(skew0 - clock.Skew())
 			return nil
 		})
 		return nil
@@ -55,16 +60,17 @@ func (f *ClockDrift) Heal(ctx context.Context, t *Target) error { return f.heal(
 
 // ClockDriftParams are a clock-drift step's fields.
 type ClockDriftParams struct {
-	OneNode `yaml:",inline"`
-	// Rate is how fast the node's clock runs: 1.5 runs it 50% fast.
+	ClientOrNode `yaml:",inline"`
+	// Rate is how fast the clock runs: 1.5 runs it 50% fast, 0.5 half as
+	// fast as real time.
 	Rate float64 `yaml:"rate"`
 }
 
 func init() {
-	Register(Spec[ClockDriftParams]{Name: "clock-drift", Doc: "run the node's wall clock at `rate` times real speed",
-		Needs: []string{"node", "rate"},
+	Register(Spec[ClockDriftParams]{Name: "clock-drift", Doc: "run the node's or the client's wall clock at `rate` times real speed",
+		Needs: []string{"rate"},
 		Check: func(p *ClockDriftParams, f Facts) *ParamError {
-			if err := noNodeClock(p.Node, f); err != nil {
+			if err := firstRefusal(p.exactlyOne("clock-drift"), noNodeClock(p.Node, f)); err != nil {
 				return err
 			}
 			if !(p.Rate > 0) || math.IsInf(p.Rate, 0) {
@@ -72,16 +78,16 @@ func init() {
 			}
 			return nil
 		},
-		New: func(p *ClockDriftParams) Fault { return &ClockDrift{Node: p.Node, Rate: p.Rate} },
+		New: func(p *ClockDriftParams) Fault { return &ClockDrift{Node: p.Node, Client: p.Client, Rate: p.Rate} },
 		Draw: &Draw[ClockDriftParams]{
 			Generated: Generated{Drawn: Drawn{Name: "drift", Unit: UnitRate, Doc: "rate of the clock-drift fault (a number: 1.5 runs the clock 50% fast)",
 				What: "the clock drift", Range: [2]float64{1, 3}, Classic: 3},
 				OnNode: true, Whole: true},
 			Params: func(_ int, n string, x float64) ClockDriftParams {
-				return ClockDriftParams{OneNode: OneNode{n}, Rate: x}
+				return ClockDriftParams{ClientOrNode: ClientOrNode{Node: n}, Rate: x}
 			}}})
 }
 
 func (f *ClockDrift) Fields() history.FaultFields {
-	return history.FaultFields{Effect: history.EffectClock, Node: f.Node, Rate: f.Rate}
+	return history.FaultFields{Effect: history.EffectClock, Client: f.Client, Node: f.Node, Rate: f.Rate}
 }

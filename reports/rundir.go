@@ -77,6 +77,9 @@ type Result struct {
 	Nodes   int    `json:"nodes"`
 	Clients int    `json:"clients,omitempty"`
 	File    string `json:"file,omitempty"`
+	// MaxGapMS is the scenario's max_gap in milliseconds (absent: none),
+	// which a re-check of the history applies again.
+	MaxGapMS int64 `json:"max_gap_ms,omitempty"`
 }
 
 // NewResult builds result.json's content.
@@ -87,6 +90,7 @@ func NewResult(r *runner.Outcome) Result {
 		DurationMS: r.Duration.Milliseconds(), Outcome: *r,
 		Fault: r.Scenario.Fault, Source: r.Scenario.Source, Explain: r.Scenario.Explain,
 		Nodes: r.Scenario.Nodes, Clients: r.Scenario.Clients, File: r.Scenario.File,
+		MaxGapMS: r.Scenario.MaxGap.Milliseconds(),
 	}
 	for _, e := range r.Events {
 		switch e.Type {
@@ -206,7 +210,8 @@ func LoadRun(dir string) (*runner.Outcome, Result, error) {
 	sc := &scenarios.Scenario{
 		Name: res.Scenario, Title: res.Title, Fault: res.Fault, Source: res.Source,
 		Explain: res.Explain, Expected: res.Expected, File: res.File,
-		Conditions: scenarios.Conditions{Lock: res.Lock, Nodes: res.Nodes, Clients: res.Clients},
+		Conditions: scenarios.Conditions{Lock: res.Lock, Nodes: res.Nodes, Clients: res.Clients,
+			MaxGap: scenarios.Duration{Duration: time.Duration(res.MaxGapMS) * time.Millisecond}},
 	}
 	if known, err := scenarios.Match("^" + regexp.QuoteMeta(res.Scenario) + "$"); err == nil && len(known) == 1 {
 		k := known[0]

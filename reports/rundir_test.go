@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"locksim/history"
 	"locksim/runner"
@@ -77,5 +78,28 @@ func TestInterruptedResult(t *testing.T) {
 	}
 	if res["verdict"] != Interrupted || !strings.Contains(res["summary"].(string), "signal: interrupt") || res["faults"] == 0.0 || res["machine"] != nil {
 		t.Errorf("result.json of a run interrupted: %v", res)
+	}
+}
+
+// TestMaxGapIsKept: a story's max_gap goes into result.json and comes
+// back with the run directory, so that sim report and sim check apply the
+// same liveness bound when they check the history again.
+func TestMaxGapIsKept(t *testing.T) {
+	found, err := scenarios.Find("redlock-clock-jump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := *found
+	sc.MaxGap = scenarios.Duration{Duration: 3 * time.Second}
+	r := writeRun(t, &sc, "redlock-clock-jump", "unsafe")
+	if !strings.Contains(read(t, filepath.Join(r.Dir, "result.json")), `"max_gap_ms": 3000`) {
+		t.Errorf("result.json lacks max_gap_ms 3000:\n%s", read(t, filepath.Join(r.Dir, "result.json")))
+	}
+	back, _, err := LoadRun(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Scenario.MaxGap.Duration != 3*time.Second {
+		t.Errorf("read back, max_gap is %v, want 3s", back.Scenario.MaxGap)
 	}
 }

@@ -288,7 +288,7 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	}
 	tr.Events = rec.Events()
 	var err error
-	if tr.Check, err = checker.Check(tr.Events, checker.Options{}); err != nil {
+	if tr.Check, err = checker.Check(tr.Events, checker.Options{MaxGap: r.sc.MaxGap.Duration}); err != nil {
 		return nil, harness("the trial's history breaks the recording's rules: %v", err)
 	}
 	margin := trialMargin(r.sc.Margin.Duration, ttl)

@@ -156,6 +156,16 @@ type run struct {
 	// departed is the first step the lock did not play as the story
 	// tells, with Options.Departures (story.go).
 	departed *StoryError
+	// stepAt is the index of the step being played.
+	stepAt int
+	// anchored holds, by client, the record's time just before a write
+	// was sent with a pause anchored in it (Step.At): the check note
+	// that pause waits for comes after it.
+	anchored map[int]int64
+	// selfStopped, when set, is when (record's time) the client that the
+	// next pause injected stopped itself at its anchor: its paused span
+	// starts there, not at the injection.
+	selfStopped int64
 }
 
 // Run plays sc and checks its history; with o.Counterfactual it then plays
@@ -283,7 +293,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	if contended && r.departed != nil {
 		story = r.departed // the departure may be the machine's
 	}
-	res, err := checker.Check(events, checker.Options{})
+	res, err := checker.Check(events, checker.Options{MaxGap: r.sc.MaxGap.Duration})
 	if err != nil {
 		return nil, harness("the history breaks the recording's rules: %v", err)
 	}
@@ -346,6 +356,7 @@ func (r *run) play(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return harness("interrupted before step %d: %v", i+1, err)
 		}
+		r.stepAt = i
 		r.hook(ctx, r.o.BeforeStep, i, st)
 		switch {
 		case r.sc.IsCounterfactual:
@@ -547,7 +558,15 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 	case "acquire", "release", "extend":
 		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.key(st), TTL: ttl, Wait: st.Wait.Duration})
 	case "write":
-		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.key(st), Work: st.Work.Duration, Unlocked: st.Unlocked})
+		cmd := worker.Command{Op: st.Do, Key: r.key(st), Work: st.Work.Duration, Unlocked: st.Unlocked}
+		if r.sc.AnchoredPause(r.stepAt, st.Client) {
+			cmd.StopAfterCheck = true
+			if r.anchored == nil {
+				r.anchored = map[int]int64{}
+			}
+			r.anchored[st.Client] = r.rec.Now()
+		}
+		return r.client(ctx, st, cmd)
 	case "wait":
 		if err := r.wait(ctx, st.Client); err != nil {
 			return err
@@ -564,6 +583,13 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 	if k, ok := nemesis.LookupKind(st.Do); ok {
 		if k.Heals != nil {
 			return r.heal(ctx, func(f nemesis.Fault) bool { return k.Heals(st.Params, f) })
+		}
+		if st.At == scenarios.AtLeaseChecked {
+			stopped, err := r.awaitCheck(ctx, st.Aim().Client)
+			if err != nil {
+				return err
+			}
+			r.selfStopped = stopped
 		}
 		return r.inject(ctx, k.New(st.Params))
 	}
@@ -645,6 +671,41 @@ func (r *run) wait(ctx context.Context, client int) error {
 	}
 }
 
+// awaitCheck waits until client c's write, sent with a pause anchored in
+// it, reports that its lease check passed: the client has then stopped
+// itself before writing (worker.Command.StopAfterCheck), and the pause
+// step that follows finds it stopped. A write that ends first (its check
+// found the lease spent) never reaches the anchor: the story did not
+// happen as told.
+func (r *run) awaitCheck(ctx context.Context, c int) (stopped int64, err error) {
+	from, ok := r.anchored[c]
+	if !ok {
+		return 0, harness("client %d has no write in flight with a pause anchored in it", c)
+	}
+	delete(r.anchored, c)
+	deadline := time.Now().Add(StepTimeout)
+	for {
+		events := r.rec.Events()
+		for _, e := range events {
+			if e.Process == c && e.Type == history.Note && e.Op == history.OpCheck && e.Time >= from {
+				r.sayAt(e.Time, "  client %d's lease check passed; it stops itself before its write", c)
+				return e.Time, nil
+			}
+		}
+		if e, done := completion(events, c, history.OpWrite, from); done {
+			return 0, harness("client %d's write ended (%s) without its lease check passing, so the pause anchored there never struck", c, saw(e))
+		}
+		if time.Now().After(deadline) {
+			return 0, harness("client %d's lease check did not report within %v", c, StepTimeout)
+		}
+		select {
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
 // StepTimeout bounds how long the runner waits for a client's reply: far
 // longer than any story's pauses and work, so only a client that hangs
 // reaches it.
@@ -667,8 +728,13 @@ func (r *run) inject(ctx context.Context, f nemesis.Fault) error {
 		if fields.Lasts > 0 {
 			until = r.rec.Base() + e.Time + fields.Lasts // it resumes by itself
 		}
-		r.paused[fields.Client] = append(r.paused[fields.Client], [2]int64{r.rec.Base() + e.Time, until})
+		from := e.Time
+		if r.selfStopped != 0 {
+			from = min(from, r.selfStopped) // it stopped itself at its anchor
+		}
+		r.paused[fields.Client] = append(r.paused[fields.Client], [2]int64{r.rec.Base() + from, until})
 	}
+	r.selfStopped = 0
 	if err := f.Inject(ctx, r.target); err != nil {
 		return err
 	}

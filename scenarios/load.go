@@ -266,7 +266,7 @@ func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 
 // faultStepFields are the fields of a fault step that are the story's,
 // not the fault's.
-var faultStepFields = map[string]bool{"do": true, "say": true, "cause": true, "counterfactual": true}
+var faultStepFields = map[string]bool{"do": true, "say": true, "cause": true, "counterfactual": true, "at": true}
 
 // changedStep decodes the step of node n with the fields of its
 // counterfactual block cf replacing its own, and without what the
@@ -501,6 +501,9 @@ func (s *Scenario) validate() error {
 	}
 	if s.Margin.Duration < 0 {
 		return s.errAt("margin", "expected a positive duration, got %v", s.Margin)
+	}
+	if s.MaxGap.Duration < 0 {
+		return s.errAt("max_gap", "expected a positive duration, got %v", s.MaxGap)
 	}
 	if s.NodeTimeout.Duration <= 0 {
 		return s.errAt("node_timeout", "expected a positive duration, got %v", s.NodeTimeout)

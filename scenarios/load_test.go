@@ -153,7 +153,7 @@ func TestParseErrors(t *testing.T) {
 		{"a step's old nodes", good + "  - do: partition\n    client: 1\n    nodes: [A]\n", "x.yaml:10: steps[1].nodes: renamed links: a step's list of the client's links"},
 		{"a step's old fence", strings.Replace(good, "client: 1", "client: 1\n    fence: 1", 1), "x.yaml:8: steps[0].fence: renamed fencing_token"},
 		{"a ttl the lock cannot grant", strings.Replace(good, "lock: redlock", "lock: etcd\nttl: 500ms", 1), "x.yaml:4: ttl: etcd's leases last at least 2s"},
-		{"another fault's field", good + "  - do: pause\n    client: 1\n    by: 1s\n", "x.yaml:10: steps[1].by: unknown field of pause (its fields: client, node, for; and cause, counterfactual, do, say)"},
+		{"another fault's field", good + "  - do: pause\n    client: 1\n    by: 1s\n", "x.yaml:10: steps[1].by: unknown field of pause (its fields: client, node, for; and at, cause, counterfactual, do, say)"},
 		{"a fault's field on an acquire", strings.Replace(good, "client: 1", "client: 1\n    links: [A]", 1), "x.yaml:8: steps[0].links: unknown field"},
 		{"a fault's bad duration", good + "  - do: pause\n    client: 1\n    for: 5\n", `x.yaml:10: steps[1].for: expected a duration like 500ms or 10s, got "5"`},
 		{"a step counterfactual's bad field", good + "  - do: pause\n    client: 1\n    for: 1s\n    counterfactual:\n      by: 1s\n", "x.yaml:12: steps[1].counterfactual.by: unknown field of pause"},

@@ -118,7 +118,8 @@ type Conditions struct {
 	Watchdog string `yaml:"watchdog"`
 	// CheckLease makes every write check, just before it writes, that its
 	// lease is still valid as the lock measures it (by the wall clock for
-	// redlock-wallclock, else on the monotonic clock), and not write if
+	// redlock-wallclock, else on the monotonic clock; for zookeeper, while
+	// its session is connected, not suspended), and not write if
 	// not: the careful client of the debate. Not with a watchdog.
 	CheckLease bool `yaml:"check_lease"`
 	// WatchdogEvery is the renewal period. Default TTL/3.
@@ -142,6 +143,13 @@ type Conditions struct {
 	// cannot be trusted (default 100ms): a run that stalled longer ends
 	// unknown, never with a verdict it did not earn.
 	Margin Duration `yaml:"margin"`
+	// MaxGap is the longest the lock may stay unavailable while clients
+	// ask for it: a span longer than this from the last grant (or the
+	// first attempt) to an acquire refused is a liveness failure, and the
+	// verdict is leaked. For a story that claims the lock must come free
+	// (a holder that hangs but lives, a partition that heals). 0: not
+	// checked.
+	MaxGap Duration `yaml:"max_gap"`
 	// ClientCmd runs each client as this program and its arguments (argv)
 	// instead of the harness's own Go worker: a client in any language
 	// that speaks locksim worker protocol v1 or v2 (docs/protocol.md);
@@ -266,6 +274,14 @@ type Step struct {
 	// story about an unlocked write). Without it the client refuses to
 	// write, extend or release without a lease, and sends nothing.
 	Unlocked bool `yaml:"unlocked"`
+	// At anchors a pause of a client on an event inside that client
+	// instead of the step's turn in the story: lease-checked strikes the
+	// moment the client's check of its lease before a write has passed
+	// (check_lease), before the write goes out. The write is the client's
+	// latest, sent async before this step; the harness's own worker stops
+	// itself there (SIGSTOP), the step waits until it has, and `for`
+	// counts from then. Not with client_cmd.
+	At string `yaml:"at"`
 
 	// Expect is what must have happened (see story.go): how the step's
 	// operation ended, or the client's last renewal. A run that

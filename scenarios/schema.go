@@ -182,6 +182,7 @@ func (Step) JSONSchemaExtend(s *jsonschema.Schema) {
 	slices.Sort(expects)
 	setEnum(s, "expect", enum(slices.Compact(expects)...))
 	setEnum(s, "reason", enum(Reasons...))
+	setEnum(s, "at", enum(Anchors...))
 }
 
 // JSONSchemaExtend: the generator's fault and work distribution.
@@ -226,8 +227,8 @@ func Reference() (string, error) {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", part.title, part.intro)
 		fieldTable(&b, d)
 	}
-	b.WriteString("\n## Fault steps\n\nThe fields of each fault a step can inject (`do:`), besides `do`, `say`, `cause`\n" +
-		"and `counterfactual`: each fault kind owns them (`nemesis/`, one file each).\n")
+	b.WriteString("\n## Fault steps\n\nThe fields of each fault a step can inject (`do:`), besides `do`, `say`, `cause`,\n" +
+		"`counterfactual` and `at` (a pause of a client only): each fault kind owns them (`nemesis/`, one file each).\n")
 	for _, k := range nemesis.Kinds() {
 		d := s.Definitions[faultDef(k.Name)]
 		if d == nil {

@@ -101,6 +101,11 @@ func (s *Scenario) validateStory(i int, at func(field, format string, args ...an
 	if st.Unlocked && st.Do != "write" {
 		return at("unlocked", "only a write can be unlocked")
 	}
+	if st.At != "" {
+		if err := s.validateAnchor(i, at); err != nil {
+			return err
+		}
+	}
 	if st.Counterfactual != nil && st.Cause {
 		return at("counterfactual", "a cause step is left out of the counterfactual: drop cause or counterfactual")
 	}
@@ -108,6 +113,69 @@ func (s *Scenario) validateStory(i int, at func(field, format string, args ...an
 		return at("cause", "the scenario has no counterfactual block to say what it changes")
 	}
 	return nil
+}
+
+// AtLeaseChecked anchors a pause on the moment a client's lease check
+// before a write has passed, before the write goes out (Step.At).
+const AtLeaseChecked = "lease-checked"
+
+// Anchors lists the values of Step.At.
+var Anchors = []string{AtLeaseChecked}
+
+// validateAnchor checks a step anchored on an event inside a client
+// (Step.At): a pause of a client, in a story whose clients check their
+// lease before writing and are the harness's own worker, after an async
+// write of that client that is still in flight.
+func (s *Scenario) validateAnchor(i int, at func(field, format string, args ...any) error) error {
+	st := s.Steps[i]
+	c := st.Aim().Client
+	switch {
+	case !contains(Anchors, st.At):
+		return at("at", "expected one of %s, got %q", strings.Join(Anchors, ", "), st.At)
+	case st.Do != "pause" || c == 0:
+		return at("at", "only a pause of a client is anchored on an event inside it")
+	case !s.CheckLease:
+		return at("at", "%s needs check_lease: true (the client checks its lease before each write)", st.At)
+	case len(s.ClientCmd) > 0:
+		return at("at", "only the harness's own worker stops itself at %s; a client program (client_cmd) cannot yet", st.At)
+	}
+	for j := i - 1; j >= 0; j-- {
+		p := s.Steps[j]
+		if p.Aim().Client != c {
+			continue
+		}
+		switch {
+		case p.Do == "write" && p.Async:
+			return nil
+		case p.Do == "write", p.Do == "wait", p.Do == "acquire", p.Do == "release", p.Do == "extend", p.Do == "kill":
+			return at("at", "the pause strikes in client %d's write in flight: the client's latest step before it must be an async write, and step %d (%s) is not", c, j+1, describeOp(p))
+		}
+	}
+	return at("at", "no write of client %d comes before it: the pause strikes in the client's latest write, sent async", c)
+}
+
+// describeOp names a client step for an error: its action, and for a
+// write that is not async, so.
+func describeOp(st Step) string {
+	if st.Do == "write" {
+		return "a write that is not async"
+	}
+	return st.Do
+}
+
+// AnchoredPause says whether step i, a write of client c, has a pause
+// anchored in it: a later step pauses c at AtLeaseChecked before c's next
+// write. The runner then asks the client to stop itself there.
+func (s *Scenario) AnchoredPause(i, c int) bool {
+	for _, st := range s.Steps[i+1:] {
+		if st.Do == "write" && st.Client == c {
+			return false
+		}
+		if st.At == AtLeaseChecked && st.Aim().Client == c {
+			return true
+		}
+	}
+	return false
 }
 
 // lockFences says whether the named lock's own leases carry a fencing

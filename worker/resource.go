@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -108,8 +110,8 @@ func (s *state) write(ctx context.Context, c Command) {
 	}
 	time.Sleep(c.Work)
 	done.Read, done.Wrote = history.Int64(read), history.Int64(read+1)
-	if s.init.CheckLease && !s.stillHeld(l) {
-		done.Type, done.Reason, done.Detail = history.Fail, history.ReasonExpired, "not written: the lease had run out (or its renewal found it gone) by the client's check"
+	if !s.cleared(c, l) {
+		done.Type, done.Reason, done.Detail = history.Fail, history.ReasonExpired, "not written: by the client's check, the lease had run out, its renewal had found it gone, or its lock's connection no longer vouched for it (a suspended session)"
 		s.event(c.ID, done)
 		return
 	}
@@ -129,6 +131,34 @@ func (s *state) write(ctx context.Context, c Command) {
 	}
 	s.event(c.ID, done)
 }
+
+// cleared is the careful client's last step before its write: with
+// check_lease, the check that the lease still holds (false: do not
+// write). When the check passes and the command asks it
+// (Command.StopAfterCheck), it then tells the harness so and stops this
+// process with SIGSTOP before the write goes out: the moment a story's
+// anchored pause strikes. The note is flushed before the stop (send
+// flushes a check note at once), and kill to one's own process stops it
+// before kill returns, so nothing is written until the harness sends
+// SIGCONT.
+func (s *state) cleared(c Command, l clients.Lease) bool {
+	if !s.init.CheckLease {
+		return true
+	}
+	if !s.stillHeld(l) {
+		return false
+	}
+	if c.StopAfterCheck {
+		s.event(c.ID, history.Event{Type: history.Note, Op: history.OpCheck, Key: l.Key, Token: l.Token,
+			Detail: "lease check passed; the client stops here, before its write"})
+		_ = stopSelf()
+	}
+	return true
+}
+
+// stopSelf stops this process (SIGSTOP); a variable, so tests can see it
+// called without stopping the test binary.
+var stopSelf = func() error { return syscall.Kill(os.Getpid(), syscall.SIGSTOP) }
 
 // stillHeld is the careful client's check before writing: the lease is
 // still the one held (a watchdog has not found it gone) and still valid

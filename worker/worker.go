@@ -45,6 +45,12 @@ type Command struct {
 	// unlocked write); otherwise a write, extend or release without a
 	// lease is refused with no I/O.
 	Unlocked bool `json:"unlocked,omitempty"`
+	// StopAfterCheck makes a write stop its own process (SIGSTOP) right
+	// after its lease check has passed, and before it writes, once it has
+	// sent a check note (history.OpCheck): the story anchored a pause on
+	// that moment, and the harness resumes the process (a write only, with
+	// Init.CheckLease; the harness sends it to its own worker only).
+	StopAfterCheck bool `json:"stop_after_check,omitempty"`
 	// Init configures the worker (op init only).
 	Init *Init `json:"init,omitempty"`
 	// Loop configures a generator loop (op loop only; see loop.go).
@@ -202,7 +208,8 @@ func (s *state) send(r Reply) {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
 	_ = s.out.Encode(r)
-	urgent := r.Done || r.Error != "" || r.ID != s.lastID || (r.Event != nil && r.Event.Op == history.OpWrite && !s.lazyWrites)
+	urgent := r.Done || r.Error != "" || r.ID != s.lastID || (r.Event != nil && r.Event.Op == history.OpWrite && !s.lazyWrites) ||
+		(r.Event != nil && r.Event.Op == history.OpCheck)
 	s.lastID = r.ID
 	if urgent {
 		_ = s.buf.Flush()

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -244,6 +245,54 @@ func TestStopLoopEndsTheLoop(t *testing.T) {
 	}
 	if fmt.Sprint(order) != "[1 2 3 4]" {
 		t.Fatalf("commands done in the order %v, want [1 2 3 4]", order)
+	}
+}
+
+// TestStopAfterCheck: a write asked to stop after its lease check stops
+// its process only when the check passes, and only once the check note
+// has gone out to the harness (the harness waits for it before it counts
+// the pause); a write not asked to never stops, and a lapsed lease is not
+// cleared.
+func TestStopAfterCheck(t *testing.T) {
+	cases := []struct {
+		name          string
+		validity      time.Duration
+		stopAsked     bool
+		cleared, stop bool
+	}{
+		{"check passes, stop asked", time.Minute, true, true, true},
+		{"check passes, no stop asked", time.Minute, false, true, false},
+		{"lease lapsed, stop asked", -time.Second, true, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out strings.Builder
+			buf := bufio.NewWriter(&out)
+			l := clients.Lease{Key: "L", Token: "tok", Start: history.Monotonic(), Validity: c.validity}
+			s := &state{init: Init{CheckLease: true}, leases: map[string]clients.Lease{"L": l}, out: json.NewEncoder(buf), buf: buf,
+				wall: time.Now, lastID: 7} // the write's invocation went out already
+			stops, sentBeforeStop := 0, false
+			old := stopSelf
+			stopSelf = func() error {
+				stops++
+				sentBeforeStop = strings.Contains(out.String(), `"op":"check"`)
+				return nil
+			}
+			defer func() { stopSelf = old }()
+			if got := s.cleared(Command{ID: 7, Op: history.OpWrite, Key: "L", StopAfterCheck: c.stopAsked}, l); got != c.cleared {
+				t.Fatalf("cleared = %v, want %v", got, c.cleared)
+			}
+			if (stops == 1) != c.stop || stops > 1 {
+				t.Fatalf("stopped %d times, want a stop: %v", stops, c.stop)
+			}
+			if c.stop && !sentBeforeStop {
+				t.Fatalf("the process stopped before its check note reached the harness (sent: %q)", out.String())
+			}
+			_ = buf.Flush()
+			if noted := strings.Contains(out.String(), `"op":"check"`); noted != c.stop {
+				t.Fatalf("check note sent: %v, want %v (%q)", noted, c.stop, out.String())
+			}
+		})
 	}
 }
 

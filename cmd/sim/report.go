@@ -97,7 +97,7 @@ func recheck(dir string) (*runner.Outcome, reports.Result, error) {
 	if err != nil {
 		return nil, stored, err
 	}
-	if r.Check, err = checker.Check(r.Events, checker.Options{}); err != nil {
+	if r.Check, err = checker.Check(r.Events, checker.Options{MaxGap: r.Scenario.MaxGap.Duration}); err != nil {
 		return nil, stored, err
 	}
 	return r, stored, nil

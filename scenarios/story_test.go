@@ -1,0 +1,105 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+)
+
+// anchored is a story with a pause anchored on client 1's lease check,
+// in the write before it; each case of TestAnchorErrors changes one part.
+const anchored = `name: t
+title: a test
+source: s
+explain: e
+lock: redlock
+storage: plain
+check_lease: true
+expected: unsafe
+counterfactual:
+  change: without the pause
+steps:
+  - do: acquire
+    client: 1
+  - do: write
+    client: 1
+    async: true
+  - do: pause
+    client: 1
+    for: 2s
+    at: lease-checked
+    cause: true
+  - do: write
+    client: 2
+    unlocked: true
+  - do: wait
+    client: 1
+`
+
+// TestAnchoredPause: a write of client 1 has the pause anchored in it;
+// client 2's write, and client 1's write in the counterfactual (the
+// pause, its cause, left out), have none.
+func TestAnchoredPause(t *testing.T) {
+	sc, err := Parse("x.yaml", []byte(anchored))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sc.AnchoredPause(1, 1) {
+		t.Error("client 1's write (step 2) has no pause anchored in it")
+	}
+	if sc.AnchoredPause(3, 2) {
+		t.Error("client 2's write (step 4) has a pause anchored in it")
+	}
+	cf, err := sc.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.AnchoredPause(1, 1) {
+		t.Error("the counterfactual, without the pause, still anchors one in client 1's write")
+	}
+}
+
+// TestAnchorErrors: a step anchored on a lease check is refused, with
+// the reason, where it cannot strike as told.
+func TestAnchorErrors(t *testing.T) {
+	cases := []struct{ name, old, new, want string }{
+		{"unknown anchor", "at: lease-checked", "at: lease-granted", `steps[2].at: expected one of lease-checked, got "lease-granted"`},
+		{"not a pause", "  - do: pause\n    client: 1\n    for: 2s\n", "  - do: clock-jump\n    client: 1\n    by: 2s\n",
+			"steps[2].at: only a pause of a client is anchored on an event inside it"},
+		{"no lease check", "check_lease: true\n", "", "steps[2].at: lease-checked needs check_lease: true"},
+		{"a client program", "check_lease: true\n", "check_lease: true\nclient_cmd: [node, client.js]\n",
+			"steps[2].at: only the harness's own worker stops itself at lease-checked"},
+		{"the write not async", "    async: true\n  - do: pause", "  - do: pause",
+			"the pause strikes in client 1's write in flight: the client's latest step before it must be an async write, and step 2 (a write that is not async) is not"},
+		{"the write collected", "  - do: pause", "  - do: wait\n    client: 1\n  - do: pause",
+			"step 3 (wait) is not"},
+		{"no write before", "  - do: write\n    client: 1\n    async: true\n", "", "step 1 (acquire) is not"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			y := strings.Replace(anchored, c.old, c.new, 1)
+			if y == anchored {
+				t.Fatalf("the case changes nothing: %q not in the story", c.old)
+			}
+			_, err := Parse("x.yaml", []byte(y))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestAnchorNeedsTheGoWorker: a story with an anchored pause, played by a
+// client program named at run time (sim run --client-cmd), is refused
+// with the step, even when the program's hello covers everything else.
+func TestAnchorNeedsTheGoWorker(t *testing.T) {
+	sc, err := Parse("x.yaml", []byte(anchored))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ClientProgram{Program: "node client.js", Protocol: 2, Locks: []string{"redlock"},
+		Ops: []string{"acquire", "release", "extend", "write"}, StorageModes: []string{"plain"}, CheckLease: true}
+	err = sc.ClientProgramProblem(p)
+	if err == nil || !strings.Contains(err.Error(), "steps[2].at") || !strings.Contains(err.Error(), "only the harness's own worker") {
+		t.Fatalf("error %v, want a refusal of steps[2].at", err)
+	}
+}
