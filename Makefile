@@ -90,7 +90,6 @@ build:
 setup: deps build
 
 demo: setup
-	$(SIM) list
 	$(SIM) run redlock-clock-jump
 
 # -p 1: the packages drive real servers and time-sensitive stories; on a
