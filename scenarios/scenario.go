@@ -5,6 +5,7 @@ package scenarios
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"locksim/backends"
@@ -32,6 +33,13 @@ var (
 )
 
 // storageModes are storage's modes, and "" for none.
+// modeList names the storage modes in words ("plain, fenced, ... or
+// idempotent"), from the list package storage registers.
+func modeList() string {
+	m := StorageModes[1:]
+	return strings.Join(m[:len(m)-1], ", ") + " or " + m[len(m)-1]
+}
+
 func storageModes() []string {
 	out := []string{""}
 	for _, m := range storage.Modes() {

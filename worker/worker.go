@@ -59,7 +59,8 @@ type Init struct {
 	Config clients.Config `json:"config"`
 	// Storage is the protected resource's connection string ("": none).
 	Storage string `json:"storage,omitempty"`
-	// StorageMode is plain, fenced, token-cas or idempotent.
+	// StorageMode is one of storage.Modes: plain, fenced, fenced-write,
+	// token-cas or idempotent.
 	StorageMode storage.Mode `json:"storage_mode,omitempty"`
 	// Fence names the fencing-token source: "" (none), or one of
 	// clients.FencePostgres (a sequence, through Storage), FenceRedisIncr
