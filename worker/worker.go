@@ -30,7 +30,8 @@ const EnvVar = "LOCKSIM_WORKER"
 type Command struct {
 	// ID ties replies to the command.
 	ID int64 `json:"id"`
-	// Op is init, acquire, release, extend or write.
+	// Op is init, acquire, release, extend, write, loop (a generator
+	// loop, Loop) or stop-loop (ends the running loop after its cycle).
 	Op string `json:"op"`
 	// Key is the lock key.
 	Key string `json:"key,omitempty"`
