@@ -156,7 +156,7 @@ type Constructor func(cfg Config) (Lock, error)
 type Spec struct {
 	// Name is how scenarios name it ("redlock", "redis", "postgres-session").
 	Name string
-	// Doc is one line for `sim list` and the README.
+	// Doc is one line for `sim locks`.
 	Doc string
 	// Backend is the servers it needs (RedisBackend, PostgresBackend,
 	// EtcdBackend).

@@ -435,7 +435,7 @@ func (s *Scenario) applyDefaults() {
 		s.Key = "L"
 	}
 	if s.Margin.Duration == 0 {
-		s.Margin.Duration = 100 * time.Millisecond
+		s.Margin.Duration = DefaultMargin
 	}
 	if s.Nodes == 0 {
 		if spec, err := clients.Lookup(s.Lock); err == nil {
