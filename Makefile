@@ -139,7 +139,7 @@ reliability: deps
 	$(GO) test -run '^$$' -bench BenchmarkKillAndReap -benchtime $(KILLS)x -timeout 60m ./reliability
 	$(GO) test -run '^$$' -bench BenchmarkCatalogueUnderLoad -benchtime $(RUNS)x -timeout 120m ./reliability
 
-# fuzz runs each fuzz target for FUZZTIME (default 1m; the figures in the README used 10m).
+# fuzz runs each fuzz target for FUZZTIME (default 1m; the figures in docs/reliability.md used 10m).
 FUZZTIME ?= 1m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./scenarios
