@@ -90,7 +90,6 @@ build:
 setup: deps build
 
 demo: setup
-	$(SIM) list
 	$(SIM) run redlock-clock-jump
 
 # -p 1: the packages drive real servers and time-sensitive stories; on a
@@ -140,7 +139,7 @@ reliability: deps
 	$(GO) test -run '^$$' -bench BenchmarkKillAndReap -benchtime $(KILLS)x -timeout 60m ./reliability
 	$(GO) test -run '^$$' -bench BenchmarkCatalogueUnderLoad -benchtime $(RUNS)x -timeout 120m ./reliability
 
-# fuzz runs each fuzz target for FUZZTIME (default 1m; the figures in the README used 10m).
+# fuzz runs each fuzz target for FUZZTIME (default 1m; the figures in docs/reliability.md used 10m).
 FUZZTIME ?= 1m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./scenarios

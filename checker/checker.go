@@ -237,14 +237,10 @@ func Visualize(events []history.Event, o Options, w io.Writer) error {
 	return d.Visualize(w)
 }
 
-// Annotations turns the history's faults, heals, notes and crashes into
+// annotations turns the history's faults, heals, notes and crashes into
 // porcupine annotations: a Fault and the next Heal of the same fault and
 // target become one span (an unhealed fault runs to the end of the
 // history), a note a point.
-func Annotations(events []history.Event) []porcupine.Annotation {
-	return annotations(parse(events))
-}
-
 func annotations(p *parsed) []porcupine.Annotation {
 	var out []porcupine.Annotation
 	type faultKey struct{ op, target string }

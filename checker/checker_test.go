@@ -424,7 +424,7 @@ func TestMutexPorcupineAgreesWithSweep(t *testing.T) {
 		hs := holds(p)
 		n, _ := overlaps(hs, p.last)
 		ops := mutexOperations(p, hs)
-		res := porcupine.CheckOperationsTimeout(MutexModel(), ops, 10*time.Second)
+		res := porcupine.CheckOperationsTimeout(mutexModel, ops, 10*time.Second)
 		if res == porcupine.Illegal {
 			illegal++
 		}
@@ -541,7 +541,7 @@ func TestVisualize(t *testing.T) {
 			t.Errorf("visualization lacks %q", s)
 		}
 	}
-	an := Annotations(events)
+	an := annotations(parse(events))
 	var spans, points int
 	for _, a := range an {
 		if a.End > a.Start {
@@ -699,7 +699,7 @@ func TestSegmentsAreExact(t *testing.T) {
 		events := randomHistory(rng, 3, 12)
 		p := parse(events)
 		ops := mutexOperations(p, holds(p))
-		a := porcupine.CheckOperationsTimeout(MutexModel(), ops, 10*time.Second)
+		a := porcupine.CheckOperationsTimeout(mutexModel, ops, 10*time.Second)
 		b := porcupine.CheckOperationsTimeout(segmentedMutexModel, ops, 10*time.Second)
 		if a != b {
 			t.Fatalf("history %d: mutex by key %s, by segment %s", i, a, b)

@@ -334,6 +334,10 @@ type MutexState struct {
 	Fence  int64
 }
 
+// mutexModel is the porcupine model of a lock, partitioned by key: its state
+// is the hold that has it (free at first); an acquire needs it free, and
+// only the end of that hold (its release, its lease running out, its
+// client's crash or learning it lost the lease) frees it.
 var mutexModel = porcupine.Model{
 	Partition: func(ops []porcupine.Operation) [][]porcupine.Operation {
 		return partitionByKey(ops, func(o porcupine.Operation) string { return o.Input.(MutexInput).Key })
@@ -521,12 +525,6 @@ func partitionByKey(ops []porcupine.Operation, key func(porcupine.Operation) str
 	}
 	return out
 }
-
-// MutexModel is the porcupine model of a lock, partitioned by key: its state
-// is the hold that has it (free at first); an acquire needs it free, and
-// only the end of that hold (its release, its lease running out, its
-// client's crash or learning it lost the lease) frees it.
-func MutexModel() porcupine.Model { return mutexModel }
 
 // mutexOperations builds the mutex model's operations from the holds: one
 // acquire per hold, over the acquire's [invoke, ok], and one operation that

@@ -32,7 +32,10 @@ type Node struct {
 type Config struct {
 	// Servers lists, by backend, the servers this client reaches, in
 	// story order (A, B, C...): Servers[RedisBackend] the Redis nodes (one
-	// for single-node locks), Servers[EtcdBackend] the etcd members. In
+	// for single-node locks; for redis-sentinel the primary and its
+	// replica), Servers[EtcdBackend] the etcd members,
+	// Servers[ZooKeeperBackend] the ZooKeeper members and
+	// Servers[SentinelBackend] the Redis sentinels. In
 	// JSON each backend's list is a field of its own, named as the backend
 	// ("redis": [...]), as worker protocol v1 has them.
 	Servers map[Backend][]Node `json:"-"`
@@ -153,7 +156,7 @@ type Constructor func(cfg Config) (Lock, error)
 type Spec struct {
 	// Name is how scenarios name it ("redlock", "redis", "postgres-session").
 	Name string
-	// Doc is one line for `sim list` and the README.
+	// Doc is one line for `sim locks`.
 	Doc string
 	// Backend is the servers it needs (RedisBackend, PostgresBackend,
 	// EtcdBackend).

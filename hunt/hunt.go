@@ -64,22 +64,29 @@ type Result struct {
 	TTL         string   `json:"ttl"`
 	Seed        int64    `json:"seed"`
 	Shard       string   `json:"shard"`
-	// Runs counts the candidates played; CandidateRuns the story runs
-	// they took (a candidate that fails once is played up to three
-	// times).
-	Runs          int     `json:"runs"`
-	CandidateRuns int     `json:"candidate_runs"`
-	SecondsToFind float64 `json:"seconds_to_find,omitempty"`
-	Seconds       float64 `json:"seconds"`
-	// Shapes names the classic shapes tried before the swarm draws.
+	// Candidates counts the candidates played. The story runs are
+	// counted by phase, as sim hunt prints them: CandidateRuns those the
+	// candidates took (a candidate that fails once is played up to three
+	// times, and the baseline twice more), ShrinkRuns the shrink's (its
+	// proof of minimality included), ReproductionRuns the final story's
+	// (and those of each plan it fell back to); StoryRuns is their sum.
+	// A merge adds up every shard's.
+	Candidates       int     `json:"candidates"`
+	CandidateRuns    int     `json:"candidate_runs"`
+	ShrinkRuns       int     `json:"shrink_runs"`
+	ReproductionRuns int     `json:"reproduction_runs"`
+	StoryRuns        int     `json:"story_runs"`
+	SecondsToFind    float64 `json:"seconds_to_find,omitempty"`
+	Seconds          float64 `json:"seconds"`
+	// Shapes counts the classic shapes tried before the swarm draws.
 	Shapes      int    `json:"classic_shapes"`
-	ShrinkRuns  int    `json:"shrink_runs,omitempty"`
 	FaultsFound int    `json:"faults_before,omitempty"`
 	FaultsFinal int    `json:"faults_after,omitempty"`
 	Original    *Plan  `json:"original,omitempty"`
 	Final       *Plan  `json:"final,omitempty"`
 	Summary     string `json:"summary,omitempty"`
-	// Reproduced of ReproducedOf runs of the final story were unsafe.
+	// Reproduced of ReproducedOf runs of the final story were unsafe
+	// (ReproducedOf is ReproductionRuns unless the hunt fell back).
 	Reproduced   int `json:"reproduced,omitempty"`
 	ReproducedOf int `json:"reproduced_of,omitempty"`
 	// Thresholds say, per magnitude, where unsafe turns safe.
@@ -88,15 +95,15 @@ type Result struct {
 	// violation go away (for a story with no fault: shortening the work
 	// did, its counterfactual).
 	OneMinimal bool `json:"one_minimal"`
-	// ServersReused counts the story runs that played on the servers
+	// ServersReused counts the story runs (of StoryRuns) that played on the servers
 	// the run before left, put back as new, instead of starting their
 	// own (runner.Kept).
 	ServersReused int `json:"servers_reused"`
 	// FellBack names the plan the final story is when the shrunk one did
 	// not reproduce in 2 of 3 runs ("" when it did).
 	FellBack string `json:"fell_back_to,omitempty"`
-	// Unknown counts runs the timing guard gave no verdict: never a
-	// finding.
+	// Unknown counts the story runs (of StoryRuns) the timing guard gave
+	// no verdict: never a finding.
 	Unknown     int    `json:"unknown_runs"`
 	Interrupted string `json:"interrupted,omitempty"`
 }
@@ -107,6 +114,9 @@ type hunter struct {
 	res     *Result
 	started time.Time
 	played  int // story runs, all phases
+	// phase is the count of story runs the current phase adds to
+	// (Result's CandidateRuns, ShrinkRuns, ReproductionRuns).
+	phase *int
 	// baselineBroke: the last plan that broke the lock broke the
 	// baseline too.
 	baselineBroke bool
@@ -135,8 +145,9 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 		ClientCmd: sp.ClientCmd, BaselineCmd: sp.BaselineCmd, LeftOut: sp.LeftOut,
 		TTL: sp.TTL.String(), Seed: o.Seed, Shard: fmt.Sprintf("%d/%d", o.Shard, o.Of), Shapes: len(sp.classic())}}
 	defer func() { h.res.Seconds = round2(time.Since(h.started).Seconds()) }()
+	h.phase = &h.res.CandidateRuns
 	var found *Plan
-	for i := 0; h.res.Runs < o.Runs && found == nil; i++ {
+	for i := 0; h.res.Candidates < o.Runs && found == nil; i++ {
 		if i%o.Of != o.Shard-1 {
 			continue
 		}
@@ -144,7 +155,7 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 			break
 		}
 		p := sp.Candidate(o.Seed, i)
-		h.res.Runs++
+		h.res.Candidates++
 		fails, err := h.fails(ctx, p)
 		if err != nil {
 			return h.stop(ctx, err)
@@ -158,7 +169,6 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 			found = &p
 		}
 	}
-	h.res.CandidateRuns = h.played
 	if found == nil {
 		return h.res, nil, nil, nil
 	}
@@ -175,6 +185,7 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 		return h.stop(ctx, err)
 	}
 	h.res.Final, h.res.FaultsFinal = &final, len(final.Faults)
+	h.phase = &h.res.ReproductionRuns
 	story, err := h.reproduce(ctx, final)
 	if err != nil {
 		return h.stop(ctx, err)
@@ -204,7 +215,6 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 func (h *hunter) stop(ctx context.Context, err error) (*Result, *Story, *Story, error) {
 	if ctx.Err() != nil {
 		h.res.Interrupted = ctx.Err().Error()
-		h.res.CandidateRuns = h.played
 		return h.res, nil, nil, ctx.Err()
 	}
 	return nil, nil, nil, err
@@ -217,11 +227,22 @@ func (h *hunter) play(ctx context.Context, p Plan, name string) (bool, Played, e
 	if err != nil {
 		return false, Played{}, fmt.Errorf("candidate %s: %w", describePlan(p, h.o.Space.TTL), err)
 	}
+	out, err := h.run(ctx, s)
+	return out.Verdict == checker.Unsafe, out, err
+}
+
+// run plays story s once and counts the run: in StoryRuns, in the
+// current phase's count, and in Unknown and ServersReused when it was.
+func (h *hunter) run(ctx context.Context, s *Story) (Played, error) {
 	h.played++
+	h.res.StoryRuns++
+	if h.phase != nil {
+		*h.phase++
+	}
 	out, err := h.o.Play(ctx, s)
 	out.Story = s
 	if err != nil {
-		return false, out, err
+		return out, err
 	}
 	if out.Verdict == checker.Unknown {
 		h.res.Unknown++
@@ -229,7 +250,7 @@ func (h *hunter) play(ctx context.Context, p Plan, name string) (bool, Played, e
 	if out.Reused {
 		h.res.ServersReused++
 	}
-	return out.Verdict == checker.Unsafe, out, nil
+	return out, nil
 }
 
 // fails says whether plan p fails: unsafe in at least 2 of 3 runs (a
@@ -269,8 +290,7 @@ func (h *hunter) baselineSafe(ctx context.Context, p Plan) (bool, error) {
 		return false, err
 	}
 	for run := 0; run < 2; run++ {
-		h.played++
-		out, err := h.o.Play(ctx, s)
+		out, err := h.run(ctx, s)
 		if err != nil {
 			return false, err
 		}
@@ -291,6 +311,7 @@ func (h *hunter) baselineSafe(ctx context.Context, p Plan) (bool, error) {
 func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
 	p = clonePlan(p) // the sizes are changed in place
 	ttl := h.o.Space.TTL
+	h.phase = &h.res.ShrinkRuns
 	budget := h.played + h.o.ShrinkRuns
 	fails := func(q Plan) (bool, error) {
 		if h.played >= budget {
@@ -298,7 +319,6 @@ func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
 		}
 		return h.fails(ctx, q)
 	}
-	defer func() { h.res.ShrinkRuns = h.played - (budget - h.o.ShrinkRuns) }()
 	// try keeps q when it still fails.
 	try := func(q Plan, what string) (bool, error) {
 		bad, err := fails(q)
@@ -471,7 +491,7 @@ func (h *hunter) bisect(x, lo float64, unit string, fails func(float64) (bool, e
 	}
 	hi := x
 	for i := 0; i < 5; i++ {
-		mid := (lo + hi) / 2
+		mid := sig((lo+hi)/2, 6) // 0.95, not 0.9500000000000001
 		bad, err := fails(mid)
 		if err != nil {
 			return hi, "", err
@@ -490,13 +510,25 @@ func (h *hunter) bisect(x, lo float64, unit string, fails func(float64) (bool, e
 	return hi, fmt.Sprintf("%s%s (safe at %s%s)", fmtNum(hi), unit, fmtNum(lo), unit), nil
 }
 
-// roundUp rounds x up to two significant digits.
+// roundUp rounds x up to two significant digits: the nearest float to
+// the decimal, 1.2 and not 1.2000000000000002 (12 * 0.1), and x itself
+// when it has two digits already, whatever noise its last bits carry.
 func roundUp(x float64) float64 {
 	if x <= 0 {
 		return x
 	}
-	e := math.Pow(10, math.Floor(math.Log10(x))-1)
-	return math.Ceil(x/e) * e
+	r := sig(x, 2)
+	if r < x*(1-1e-9) {
+		r = sig(r+math.Pow(10, math.Floor(math.Log10(x))-1), 2)
+	}
+	return r
+}
+
+// sig is x to n significant digits, as the nearest float to that
+// decimal.
+func sig(x float64, n int) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', n, 64), 64)
+	return r
 }
 
 func fmtNum(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) }
@@ -555,7 +587,7 @@ func (h *hunter) meta(name string, p Plan) Meta {
 		Name:  "hunt-" + sp.Lock + "-" + name,
 		Title: fmt.Sprintf("Found by sim hunt: %s breaks %s (%s)%s", what, sp.Lock, storage, unlike),
 		Source: fmt.Sprintf("sim hunt %s --storage %s --faults %s --clients %d --ttl %v%s --seed %d: found after %d candidate(s) (%d run(s))",
-			sp.Lock, sp.Storage, faults, sp.Clients, sp.TTL, baseline, h.o.Seed, h.res.Runs, h.played),
+			sp.Lock, sp.Storage, faults, sp.Clients, sp.TTL, baseline, h.o.Seed, h.res.Candidates, h.res.CandidateRuns),
 		Explain: explain(p, sp, h.res.Thresholds),
 	}
 }

@@ -2,9 +2,12 @@ package hunt
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -191,12 +194,12 @@ func TestRunFindsAndSaysNothingWhenSafe(t *testing.T) {
 	}
 	never := func(context.Context, *Story) (Played, error) { return Played{Verdict: checker.Unknown}, nil }
 	res, story, _, err = Run(context.Background(), Options{Space: sp, Seed: 3, Runs: 12, Play: never})
-	if err != nil || res.Found || story != nil || res.Runs != 12 || res.Unknown != 12 {
-		t.Fatalf("all unknown: found %v, runs %d, unknown %d, err %v", res.Found, res.Runs, res.Unknown, err)
+	if err != nil || res.Found || story != nil || res.Candidates != 12 || res.Unknown != 12 {
+		t.Fatalf("all unknown: found %v, candidates %d, unknown %d, err %v", res.Found, res.Candidates, res.Unknown, err)
 	}
 	res, _, _, _ = Run(context.Background(), Options{Space: sp, Seed: 3, Runs: 12, Shard: 2, Of: 3, Play: never})
-	if res.Runs != 12 || res.Shard != "2/3" {
-		t.Errorf("shard 2/3 played %d candidates", res.Runs)
+	if res.Candidates != 12 || res.Shard != "2/3" {
+		t.Errorf("shard 2/3 played %d candidates", res.Candidates)
 	}
 }
 
@@ -252,7 +255,7 @@ func TestMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Runs != shards[0].Runs+shards[1].Runs+shards[2].Runs || !m.Found || best < 0 || m.Final == nil {
+	if m.Candidates != shards[0].Candidates+shards[1].Candidates+shards[2].Candidates || !m.Found || best < 0 || m.Final == nil {
 		t.Fatalf("merged %+v from %d shards (best %d)", m, len(shards), best)
 	}
 	for i, s := range shards {
@@ -434,5 +437,126 @@ func TestClaimsOfAnAsyncAcquire(t *testing.T) {
 	text := string(found.YAML)
 	if !strings.Contains(text, "say: Client 1 asks for the lock.") || strings.Contains(text, "works for  before") {
 		t.Errorf("the async acquire's narration:\n%s", text)
+	}
+}
+
+// TestCountsAgree: hunt.json's counts of story runs, by phase, add up to
+// the runs the player was asked for, in a hunt that finds, one that
+// falls back, one that finds nothing, one with a baseline and a merge of
+// shards; its names are the ones sim hunt prints; no number carries
+// float noise (1.2, never 1.2000000000000002).
+func TestCountsAgree(t *testing.T) {
+	sp, _ := NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second, 0)
+	count := func(played *int, p Player) Player {
+		return func(ctx context.Context, s *Story) (Played, error) { *played++; return p(ctx, s) }
+	}
+	var oracleRuns int
+	edge := func(_ context.Context, s *Story) (Played, error) { // TestFallBack...'s
+		for _, f := range s.Plan.Faults {
+			min := 1.04
+			if strings.HasSuffix(s.Scenario.Name, "-found") {
+				min = 1.4
+			}
+			if f.Kind == "pause" && f.Client == 1 && f.X >= min {
+				return Played{Verdict: checker.Unsafe, Summary: "a lost update", Reused: true}, nil
+			}
+		}
+		return Played{Verdict: checker.Unknown}, nil
+	}
+	based, err := NewSpace("redlock", "plain", []string{"pause"}, time.Second, 0)
+	if err == nil {
+		based, err = based.WithBaseline("redlock-wallclock")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	baselineRuns := 0
+	baseline := func(ctx context.Context, s *Story) (Played, error) { // the baseline is safe
+		if s.Scenario.Lock != "redlock" {
+			baselineRuns++
+			return Played{Verdict: checker.Safe}, nil
+		}
+		return oracle(&oracleRuns)(ctx, s)
+	}
+	for _, c := range []struct {
+		name string
+		sp   Space
+		runs int
+		play Player
+	}{
+		{"found", sp, 20, oracle(&oracleRuns)},
+		{"fell back", sp, 5, edge},
+		{"nothing", sp, 7, func(context.Context, *Story) (Played, error) { return Played{Verdict: checker.Safe}, nil }},
+		{"baseline", based, 20, baseline},
+	} {
+		played := 0
+		res, _, _, err := Run(context.Background(), Options{Space: c.sp, Seed: 3, Runs: c.runs, Play: count(&played, c.play)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, c.name, res, played)
+		if c.name == "fell back" && (res.FellBack == "" || res.ReproductionRuns <= res.ReproducedOf) {
+			t.Errorf("fell back: %q, %d reproduction runs for %d of the final story", res.FellBack, res.ReproductionRuns, res.ReproducedOf)
+		}
+		if c.name == "baseline" && (baselineRuns == 0 || !res.Found) {
+			t.Errorf("baseline: found %v, %d runs of the baseline", res.Found, baselineRuns)
+		}
+	}
+	var shards []*Result
+	total := 0
+	for i := 1; i <= 3; i++ {
+		played := 0
+		res, _, _, err := Run(context.Background(), Options{Space: sp, Seed: 3, Runs: 6, Shard: i, Of: 3, Play: count(&played, oracle(&oracleRuns))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards, total = append(shards, res), total+played
+	}
+	m, _, err := Merge(shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, "merged", m, total)
+}
+
+// checkCounts holds a hunt.json to the runs played and to itself.
+func checkCounts(t *testing.T, name string, res *Result, played int) {
+	t.Helper()
+	if res.StoryRuns != played || res.CandidateRuns+res.ShrinkRuns+res.ReproductionRuns != played {
+		t.Errorf("%s: %d story runs = %d candidate + %d shrink + %d reproduction runs, the player played %d",
+			name, res.StoryRuns, res.CandidateRuns, res.ShrinkRuns, res.ReproductionRuns, played)
+	}
+	if res.Unknown > res.StoryRuns || res.ServersReused > res.StoryRuns || res.ReproducedOf > res.ReproductionRuns ||
+		res.Candidates > res.CandidateRuns || (res.Found != (res.ReproductionRuns > 0)) {
+		t.Errorf("%s: counts that contradict each other: %+v", name, res)
+	}
+	b, _ := json.Marshal(res)
+	var fields map[string]any
+	json.Unmarshal(b, &fields)
+	for _, k := range []string{"candidates", "candidate_runs", "shrink_runs", "reproduction_runs", "story_runs"} {
+		if _, ok := fields[k]; !ok {
+			t.Errorf("%s: hunt.json has no %q: %s", name, k, b)
+		}
+	}
+	if _, ok := fields["runs"]; ok {
+		t.Errorf("%s: hunt.json's \"runs\" is back (candidates, or story runs?)", name)
+	}
+	if noise := regexp.MustCompile(`\d\.\d*(0000|9999)\d`).FindAll(b, -1); noise != nil {
+		t.Errorf("%s: numbers with float noise in hunt.json: %s", name, noise)
+	}
+}
+
+// TestRoundUp: two significant digits, rounded up, printed as written.
+func TestRoundUp(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		want string
+	}{
+		{1.15, "1.2"}, {1.1000000000000001, "1.1"}, {1.1, "1.1"}, {0.494140625, "0.5"}, {0.9950001, "1"},
+		{12.3, "13"}, {0.0271, "0.028"}, {1.0375, "1.1"}, {2.7, "2.7"},
+	} {
+		if got := strconv.FormatFloat(roundUp(c.x), 'f', -1, 64); got != c.want {
+			t.Errorf("roundUp(%v) = %s, want %s", c.x, got, c.want)
+		}
 	}
 }

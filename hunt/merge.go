@@ -9,8 +9,9 @@ import (
 )
 
 // Merge joins the results of the shards of one hunt (the same lock,
-// storage, faults, TTL and seed; shards 1 to N of N, each once): the runs
-// and the unknowns add up, and the finding is the shard's whose final
+// storage, faults, TTL and seed; shards 1 to N of N, each once): the
+// candidates and every count of story runs add up, and the finding (its
+// faults, thresholds and reproductions) is the shard's whose final
 // story has the fewest faults (the earliest shard on a tie). It also
 // returns the index of that shard (-1: none found).
 func Merge(shards []*Result) (*Result, int, error) {
@@ -40,9 +41,13 @@ func Merge(shards []*Result) (*Result, int, error) {
 			return nil, -1, fmt.Errorf("shard %s: want each of shards 1 to %d once", s.Shard, n)
 		}
 		seen[sh.I] = true
-		out.Runs += s.Runs
+		out.Candidates += s.Candidates
 		out.CandidateRuns += s.CandidateRuns
+		out.ShrinkRuns += s.ShrinkRuns
+		out.ReproductionRuns += s.ReproductionRuns
+		out.StoryRuns += s.StoryRuns
 		out.Unknown += s.Unknown
+		out.ServersReused += s.ServersReused
 		out.Seconds = math.Max(out.Seconds, s.Seconds)
 		if s.Found && (best < 0 || len(s.Final.Faults) < len(shards[best].Final.Faults)) {
 			best = i
@@ -50,7 +55,7 @@ func Merge(shards []*Result) (*Result, int, error) {
 	}
 	if best >= 0 {
 		b := shards[best]
-		out.Found, out.SecondsToFind, out.ShrinkRuns = true, b.SecondsToFind, b.ShrinkRuns
+		out.Found, out.SecondsToFind = true, b.SecondsToFind
 		out.FaultsFound, out.FaultsFinal, out.Original, out.Final = b.FaultsFound, b.FaultsFinal, b.Original, b.Final
 		out.Summary, out.Reproduced, out.ReproducedOf = b.Summary, b.Reproduced, b.ReproducedOf
 		out.Thresholds, out.OneMinimal = b.Thresholds, b.OneMinimal

@@ -80,10 +80,10 @@ func BenchmarkHuntMutants(b *testing.B) {
 					b.Fatal(err)
 				}
 				if !res.Found {
-					b.Fatalf("%s not found in %d candidates (%d runs)", m.lock, res.Runs, res.CandidateRuns)
+					b.Fatalf("%s not found in %d candidates (%d runs)", m.lock, res.Candidates, res.CandidateRuns)
 				}
 				find += res.SecondsToFind
-				runs += res.Runs
+				runs += res.Candidates
 				b.Logf("%s: %s", m.lock, describePlan(*res.Final, sp.TTL))
 			}
 			b.ReportMetric(find/float64(b.N), "s-to-find")

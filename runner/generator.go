@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -82,7 +83,7 @@ func OpenTrials(ctx context.Context, sc *scenarios.Scenario, o Options) (*Trials
 		target:  newTarget(),
 	}
 	if r.log == nil {
-		r.log = discard{}
+		r.log = io.Discard
 	}
 	// Only a latency fault acts on the network: with any other, the
 	// clients talk to the servers straight, at the loopback floor.
@@ -107,10 +108,6 @@ func OpenTrials(ctx context.Context, sc *scenarios.Scenario, o Options) (*Trials
 	}
 	return t, nil
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // Close heals, stops the clients and the servers.
 func (t *Trials) Close() {
@@ -402,7 +399,7 @@ func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	}
 	log := o.Log
 	if log == nil {
-		log = discard{}
+		log = io.Discard
 	}
 	fmt.Fprintf(log, "%s: %s (seed %d): %d client(s) loop on %s (%s) for %v a trial, %d trial(s)\n",
 		sc.Name, sc.Title, o.Seed, sc.Clients, sc.Lock, spec.Backend, sc.Generator.Duration, sc.Generator.Trials)

@@ -46,7 +46,7 @@ const benchBackoff = 100 * time.Microsecond
 //
 // Work time is 0 on both sides. A cycle is one granted acquire with its
 // write and release. It reports the medians of cycles/s for each side and
-// their ratio (target: generator >= 80% of the floor; README, Benchmarks).
+// their ratio (target: generator >= 80% of the floor; docs/benchmarks.md).
 func BenchmarkGeneratorThroughput(b *testing.B) {
 	sc := &scenarios.Scenario{Name: "bench-generator", Conditions: scenarios.Conditions{Lock: "redis", Nodes: 1, Clients: 4, Key: "L", Storage: "plain"},
 		Generator: &scenarios.Generator{Fault: "none", WorkDist: "fixed"}}

@@ -15,11 +15,6 @@ import (
 	"locksim/worker"
 )
 
-// DefaultMargin is how late the harness may run before a story's timing
-// can no longer be trusted: the stories leave at least this much between
-// the events whose order they depend on (a sleep of 1.1s past a 1s TTL).
-const DefaultMargin = 100 * time.Millisecond
-
 // MinTrialMargin is the smallest margin a generator trial is held to. The
 // clients report stalls longer than 20ms (worker.StallReport), but a span
 // of 20ms is one tick of a 10ms ticker missed, which an idle machine

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"locksim/scenarios"
 	"locksim/worker"
 )
 
@@ -25,11 +26,11 @@ func TestGuardSeesAStall(t *testing.T) {
 	if worst < 250*time.Millisecond {
 		t.Fatalf("worst stall seen %v, want at least 250ms after a 300ms stop", worst)
 	}
-	why, slow := tooSlow(worst, time.Second, DefaultMargin)
+	why, slow := tooSlow(worst, time.Second, scenarios.DefaultMargin)
 	if !slow || !strings.Contains(why, "the harness stalled") {
 		t.Fatalf("tooSlow(%v) = %q, %v", worst, why, slow)
 	}
-	if _, slow := tooSlow(DefaultMargin/2, 0, DefaultMargin); slow {
+	if _, slow := tooSlow(scenarios.DefaultMargin/2, 0, scenarios.DefaultMargin); slow {
 		t.Fatalf("a stall within the margin is not too slow")
 	}
 }
@@ -40,11 +41,11 @@ func TestClientStallsOutsidePauses(t *testing.T) {
 	pauses := map[int]spans{1: {{1e9, math.MaxInt64}}}
 	pauses[1].end(3e9)
 	paused := map[int][]worker.Stall{1: {{From: 1.05e9, To: 2.5e9}}}
-	if why, slow := clientTooSlow(paused, pauses, DefaultMargin, 0); slow {
+	if why, slow := clientTooSlow(paused, pauses, scenarios.DefaultMargin, 0); slow {
 		t.Fatalf("a stall inside the story's own pause counted: %s", why)
 	}
 	busy := map[int][]worker.Stall{2: {{From: 1.05e9, To: 1.5e9}}}
-	if why, slow := clientTooSlow(busy, pauses, DefaultMargin, 0); !slow || !strings.Contains(why, "client 2 did not run for 450ms") {
+	if why, slow := clientTooSlow(busy, pauses, scenarios.DefaultMargin, 0); !slow || !strings.Contains(why, "client 2 did not run for 450ms") {
 		t.Fatalf("client 2's stall: %q, %v", why, slow)
 	}
 	wake := map[int][]worker.Stall{1: {{From: 3.001e9, To: 3.027e9}}}
@@ -52,7 +53,7 @@ func TestClientStallsOutsidePauses(t *testing.T) {
 		t.Fatalf("a stall in client 1's wake-up from its pause counted: %s", why)
 	}
 	after := map[int][]worker.Stall{1: {{From: 3.2e9, To: 3.5e9}}}
-	if _, slow := clientTooSlow(after, pauses, DefaultMargin, 0); !slow {
+	if _, slow := clientTooSlow(after, pauses, scenarios.DefaultMargin, 0); !slow {
 		t.Fatalf("a stall of client 1 after its pause was healed did not count")
 	}
 	// A pause with a duration resumes by itself: its span ends then, and
@@ -63,14 +64,14 @@ func TestClientStallsOutsidePauses(t *testing.T) {
 		t.Fatalf("a heal after a timed pause moved its end to %v", timed[0][1])
 	}
 	late := map[int][]worker.Stall{1: {{From: 1.9e9, To: 2.4e9}}}
-	if _, slow := clientTooSlow(late, map[int]spans{1: timed}, DefaultMargin, 0); !slow {
+	if _, slow := clientTooSlow(late, map[int]spans{1: timed}, scenarios.DefaultMargin, 0); !slow {
 		t.Fatalf("a stall of client 1 after its timed pause resumed did not count")
 	}
 	// Reported in the next trial (time zero at 5s): still the pause's.
-	if why, slow := clientTooSlow(paused, pauses, DefaultMargin, 5e9); slow {
+	if why, slow := clientTooSlow(paused, pauses, scenarios.DefaultMargin, 5e9); slow {
 		t.Fatalf("a stall inside an earlier trial's pause counted: %s", why)
 	}
-	if why, _ := clientTooSlow(busy, pauses, DefaultMargin, 1e9); !strings.Contains(why, "around t=0.050s") {
+	if why, _ := clientTooSlow(busy, pauses, scenarios.DefaultMargin, 1e9); !strings.Contains(why, "around t=0.050s") {
 		t.Fatalf("the stall's time is not on the record's clock: %q", why)
 	}
 	if p := pressure(1000, 501000, time.Second); p != 0.5 {

@@ -102,8 +102,6 @@ func (s *Scenario) ClientProgramProblem(p *ClientProgram) error {
 // clientOps are the story's commands a client program lists in its hello.
 var clientOps = []string{history.OpAcquire, history.OpRelease, history.OpExtend, history.OpWrite}
 
-// covers says what p's hello lists in field, for a refusal: the list, or
-// that a version 1 program has no such field at all.
 // Covered is what p covers: a version 1 program nothing beyond its locks
 // and its commands, whatever else its line says.
 func (p ClientProgram) Covered() ClientProgram {
@@ -113,6 +111,8 @@ func (p ClientProgram) Covered() ClientProgram {
 	return p
 }
 
+// covers says what p's hello lists in field, for a refusal: the list, or
+// that a version 1 program has no such field at all.
 func (p *ClientProgram) covers(field string, has []string) string {
 	if p.Protocol < 2 && field != "locks" && field != "ops" {
 		return fmt.Sprintf("it speaks locksim worker protocol v%d, which has acquire, release and extend only; "+

@@ -435,7 +435,7 @@ func (s *Scenario) applyDefaults() {
 		s.Key = "L"
 	}
 	if s.Margin.Duration == 0 {
-		s.Margin.Duration = 100 * time.Millisecond
+		s.Margin.Duration = DefaultMargin
 	}
 	if s.Nodes == 0 {
 		if spec, err := clients.Lookup(s.Lock); err == nil {
@@ -509,7 +509,7 @@ func (s *Scenario) validate() error {
 		return s.errAt("node_timeout", "expected a positive duration, got %v", s.NodeTimeout)
 	}
 	if !contains(StorageModes, s.Storage) {
-		return s.errAt("storage", "expected plain, fenced, fenced-write, token-cas or idempotent, got %q", s.Storage)
+		return s.errAt("storage", "expected %s, got %q", modeList(), s.Storage)
 	}
 	if !contains(FenceSources, s.Fence) {
 		return s.errAt("fence", "expected postgres, redis-incr or redlock-incr, got %q", s.Fence)
@@ -535,8 +535,11 @@ func (s *Scenario) validate() error {
 	if s.IdleInTransactionSessionTimeout.Duration < 0 {
 		return s.errAt("idle_in_transaction_session_timeout", "expected a positive duration")
 	}
-	if s.WatchdogEvery.Duration < 0 || s.IdleSessionTimeout.Duration < 0 {
+	if s.WatchdogEvery.Duration < 0 {
 		return s.errAt("watchdog_every", "expected a positive duration")
+	}
+	if s.IdleSessionTimeout.Duration < 0 {
+		return s.errAt("idle_session_timeout", "expected a positive duration")
 	}
 	// A counterfactual may give client_cmd: [] (the harness's own worker
 	// plays it, as a hunt's baseline does).
@@ -588,14 +591,16 @@ func (s *Scenario) validateStep(i int) error {
 		return at("client", "expected a client from 1 to %d, got %d", s.Clients, aim.Client)
 	}
 	isNode := func(n string) bool { return len(n) == 1 && n[0] >= 'A' && int(n[0]-'A') < s.Nodes }
+	servers, _ := s.backend().Shape(s.Nodes, s.TTL.Duration) // "3 etcd member(s)"
 	if aim.Node != "" && !isNode(aim.Node) {
-		return at("node", "unknown node %q: this scenario has %d Redis node(s), A to %s", aim.Node, s.Nodes, NodeName(max(s.Nodes-1, 0)))
+		return at("node", "unknown node %q: this scenario has %s, A to %s", aim.Node, servers, NodeName(max(s.Nodes-1, 0)))
 	}
 	for _, n := range aim.Links {
-		// A client's links: to Redis nodes, to PostgreSQL (pg) and to the
-		// protected storage (storage).
+		// A client's links: to the lock's nodes (Redis nodes, etcd or
+		// ZooKeeper members), to PostgreSQL (pg) and to the protected
+		// storage (storage).
 		if !isNode(n) && n != nemesis.PGNode && n != nemesis.StorageNode {
-			return at("links", "unknown node %q: expected a Redis node (A to %s), %s or %s", n, NodeName(max(s.Nodes-1, 0)), nemesis.PGNode, nemesis.StorageNode)
+			return at("links", "unknown node %q: expected one of the %s (A to %s), %s or %s", n, servers, NodeName(max(s.Nodes-1, 0)), nemesis.PGNode, nemesis.StorageNode)
 		}
 	}
 	if k, ok := nemesis.LookupKind(st.Do); ok && k.Check != nil {
@@ -607,7 +612,7 @@ func (s *Scenario) validateStep(i int) error {
 		return at("work", "expected a positive duration, got %v", st.Work)
 	}
 	if st.Do == "write" && s.Storage == "" {
-		return at("do", "a write needs protected storage: set storage (plain, fenced, token-cas or idempotent)")
+		return at("do", "a write needs protected storage: set storage (%s)", modeList())
 	}
 	if st.For.Duration < 0 {
 		return at("for", "expected a positive duration, got %v", st.For)
@@ -629,7 +634,7 @@ func (s *Scenario) validateGenerator() error {
 		return &Error{File: s.File, Line: line, Field: "generator." + field, Msg: fmt.Sprintf(format, args...)}
 	}
 	if s.Storage == "" {
-		return s.errAt("storage", "missing: a generator scenario needs protected storage (plain, fenced, token-cas or idempotent)")
+		return s.errAt("storage", "missing: a generator scenario needs protected storage (%s)", modeList())
 	}
 	for _, d := range []struct {
 		field string

@@ -193,3 +193,40 @@ func TestFindSuggestsCloseNames(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNegativeTimeoutsNamed: a negative duration is reported at its own
+// field and line, each of them.
+func TestNegativeTimeoutsNamed(t *testing.T) {
+	head := "name: t\ntitle: t\nlock: postgres-session\nexpected: safe\n"
+	steps := "steps:\n  - do: acquire\n    client: 1\n"
+	for _, field := range []string{"idle_session_timeout", "idle_in_transaction_session_timeout", "watchdog_every"} {
+		_, err := Parse("x.yaml", []byte(head+field+": -1s\n"+steps))
+		if err == nil || !strings.HasPrefix(err.Error(), "x.yaml:5: "+field+":") {
+			t.Errorf("%s: -1s: %v, want x.yaml:5 naming %s", field, err, field)
+		}
+	}
+}
+
+// TestStorageModesNamed: a write without storage is told every mode,
+// fenced-write included.
+func TestStorageModesNamed(t *testing.T) {
+	_, err := Parse("x.yaml", []byte("name: t\ntitle: t\nlock: redis\nexpected: safe\nsteps:\n  - do: write\n    client: 1\n"))
+	if err == nil || !strings.Contains(err.Error(), "plain, fenced, fenced-write, token-cas or idempotent") {
+		t.Errorf("a write without storage: %v", err)
+	}
+}
+
+// TestUnknownNodeInTheLocksTerms: an unknown node of an etcd or a
+// ZooKeeper story is named as a member, never as a Redis node.
+func TestUnknownNodeInTheLocksTerms(t *testing.T) {
+	for lock, want := range map[string]string{"etcd": "3 etcd member(s), A to C", "zookeeper": "3 ZooKeeper member(s), A to C"} {
+		y := "name: t\ntitle: t\nlock: " + lock + "\nnodes: 3\nexpected: safe\nsteps:\n  - do: pause\n    node: F\n    for: 1s\n"
+		if _, err := Parse("x.yaml", []byte(y)); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "Redis") {
+			t.Errorf("%s, node F: %v, want %q", lock, err, want)
+		}
+		y = "name: t\ntitle: t\nlock: " + lock + "\nnodes: 3\nexpected: safe\nsteps:\n  - do: partition\n    client: 1\n    links: [F]\n"
+		if _, err := Parse("x.yaml", []byte(y)); err == nil || !strings.Contains(err.Error(), "3 ") || strings.Contains(err.Error(), "Redis") {
+			t.Errorf("%s, links [F]: %v", lock, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ package scenarios
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"locksim/backends"
@@ -31,6 +32,13 @@ var (
 	WorkDists        = []string{"", "uniform", "exponential", "fixed"}
 )
 
+// modeList names the storage modes in words ("plain, fenced, ... or
+// idempotent"), from the list package storage registers.
+func modeList() string {
+	m := StorageModes[1:]
+	return strings.Join(m[:len(m)-1], ", ") + " or " + m[len(m)-1]
+}
+
 // storageModes are storage's modes, and "" for none.
 func storageModes() []string {
 	out := []string{""}
@@ -40,12 +48,18 @@ func storageModes() []string {
 	return out
 }
 
+// DefaultMargin is a story's margin unless it gives one: how late the
+// harness may run before the story's timing can no longer be trusted. The
+// stories leave at least this much between the events whose order they
+// depend on (a sleep of 1.1s past a 1s TTL).
+const DefaultMargin = 100 * time.Millisecond
+
 // Scenario is one story of the Redlock debate, as data.
 type Scenario struct {
 	// Name is unique in the catalogue; families share a prefix
 	// (redlock-..., postgres-...) so a regex selects them.
 	Name string `yaml:"name"`
-	// Title is one line for `sim list`.
+	// Title is one line, the story in a sentence: the first of `sim explain` and of the narration.
 	Title string `yaml:"title"`
 	// Source cites the published passage the story comes from: author,
 	// title, year, address and section.
@@ -383,11 +397,11 @@ func ActionNames() []string {
 	return out
 }
 
-// NodeName is the letter of the i-th node (0 -> A).
 // DefaultNodeTimeout bounds each request to one node when a scenario's
 // node_timeout does not say.
 const DefaultNodeTimeout = 200 * time.Millisecond
 
+// NodeName is the letter of the i-th node (0 -> A).
 func NodeName(i int) string { return backends.NodeName(i) }
 
 // Describe is a one-line account of a step, for narration and errors.

@@ -33,10 +33,10 @@ var SchemaJSON []byte
 // SchemaID is the schema's $id.
 const SchemaID = "urn:locksim:scenario"
 
-// GenerateSchema builds the schema from the Go types; dir, when not empty,
+// generateSchema builds the schema from the Go types; dir, when not empty,
 // is this package's source directory, whose doc comments become the
 // fields' descriptions.
-func GenerateSchema(dir string) ([]byte, error) {
+func generateSchema(dir string) ([]byte, error) {
 	r := &jsonschema.Reflector{FieldNameTag: "yaml", RequiredFromJSONSchemaTags: true,
 		Mapper: func(t reflect.Type) *jsonschema.Schema {
 			if t == reflect.TypeFor[time.Duration]() { // a fault's parameter

@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite schema.json and ../docs/scenari
 // TestSchemaIsCurrent: schema.json (embedded, printed by sim schema) and
 // docs/scenarios.md are what the Go types and their comments give today.
 func TestSchemaIsCurrent(t *testing.T) {
-	fresh, err := GenerateSchema(".")
+	fresh, err := generateSchema(".")
 	if err != nil {
 		t.Fatal(err)
 	}

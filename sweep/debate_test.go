@@ -9,8 +9,8 @@ import (
 
 // TestPublishedDebateCSV: the debate chart's CSV in docs/ has the columns
 // sim sweep writes today, reads back, and every one of its points has a
-// decided trial (a point with none would be drawn as no data, and the
-// README's reading of the chart would rest on nothing).
+// decided trial (a point with none would be drawn as no data, and
+// docs/rates.md's reading of the chart would rest on nothing).
 func TestPublishedDebateCSV(t *testing.T) {
 	const file = "../docs/debate/sweep.csv"
 	f, err := os.Open(file)
@@ -23,7 +23,7 @@ func TestPublishedDebateCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(head, Header) {
-		t.Fatalf("%s: columns %v, but sim sweep writes %v: play the debate sweep again (README, The debate chart)", file, head, Header)
+		t.Fatalf("%s: columns %v, but sim sweep writes %v: play the debate sweep again (docs/rates.md, The debate chart)", file, head, Header)
 	}
 	if _, err := f.Seek(0, 0); err != nil {
 		t.Fatal(err)

@@ -38,13 +38,6 @@ type Client struct {
 	hello Hello
 }
 
-// Start re-executes this binary as a worker for client id, records its
-// events in rec, and sends it init. Its stderr goes to stderr (a file).
-// StartWith (protocol.go) starts another client program.
-func Start(ctx context.Context, id int, rec *history.Recorder, init Init, stderr io.Writer) (*Client, error) {
-	return StartWith(ctx, id, rec, init, stderr, StartOptions{})
-}
-
 // Stalls are the spans, on CLOCK_MONOTONIC (history.Monotonic), in which
 // the worker reported it did not run: the machine too busy, or a pause on
 // purpose.

@@ -30,7 +30,8 @@ const EnvVar = "LOCKSIM_WORKER"
 type Command struct {
 	// ID ties replies to the command.
 	ID int64 `json:"id"`
-	// Op is init, acquire, release, extend or write.
+	// Op is init, acquire, release, extend, write, loop (a generator
+	// loop, Loop) or stop-loop (ends the running loop after its cycle).
 	Op string `json:"op"`
 	// Key is the lock key.
 	Key string `json:"key,omitempty"`
@@ -65,7 +66,8 @@ type Init struct {
 	Config clients.Config `json:"config"`
 	// Storage is the protected resource's connection string ("": none).
 	Storage string `json:"storage,omitempty"`
-	// StorageMode is plain, fenced, token-cas or idempotent.
+	// StorageMode is one of storage.Modes: plain, fenced, fenced-write,
+	// token-cas or idempotent.
 	StorageMode storage.Mode `json:"storage_mode,omitempty"`
 	// Fence names the fencing-token source: "" (none), or one of
 	// clients.FencePostgres (a sequence, through Storage), FenceRedisIncr

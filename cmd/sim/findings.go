@@ -418,7 +418,7 @@ func huntSubject(ctx context.Context, s findings.Subject, out string, o findings
 		h.Error = err.Error()
 		return h
 	}
-	h.Found, h.Summary, h.Runs, h.Seconds = res.Found, res.Summary, res.Runs, res.Seconds
+	h.Found, h.Summary, h.Runs, h.Seconds = res.Found, res.Summary, res.Candidates, res.Seconds
 	if res.Found {
 		if y, err := os.ReadFile(filepath.Join(out, "found.yaml")); err == nil {
 			h.Story = string(y)

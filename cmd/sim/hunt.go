@@ -246,13 +246,13 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return interrupted("interrupted after %d candidate(s); %s keeps what the hunt had", res.Runs, filepath.Join(o.out, "hunt.json"))
+			return interrupted("interrupted after %s; %s keeps what the hunt had", huntRuns(res), filepath.Join(o.out, "hunt.json"))
 		}
 		return err
 	}
 	if !res.Found {
-		fmt.Fprintf(stdout, "nothing found: %d candidate(s) (%d run(s), %d classic shape(s), then swarm draws) of %s against %s (%s) in %.0fs; %s\n",
-			res.Runs, res.CandidateRuns, min(res.Shapes, res.Runs), searched, o.lock, sp.CheckedWords(), res.Seconds, filepath.Join(o.out, "hunt.json"))
+		fmt.Fprintf(stdout, "nothing found: %s (%d classic shape(s), then swarm draws) of %s against %s (%s) in %.0fs; %s\n",
+			huntRuns(res), min(res.Shapes, res.Candidates), searched, o.lock, sp.CheckedWords(), res.Seconds, filepath.Join(o.out, "hunt.json"))
 		return nil
 	}
 	for name, s := range map[string]*hunt.Story{"found.yaml": found, "original.yaml": original} {
@@ -272,8 +272,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	}
 	out, perr := play(ctx, sc, runner.Options{Out: filepath.Join(o.out, "run"), Seed: o.seed, Counterfactual: true, Host: o.backend})
 	fmt.Fprintf(stdout, "FOUND %s: %s\n", o.lock, res.Summary)
-	fmt.Fprintf(stdout, "  after %d candidate(s) in %.0fs; shrunk from %d fault(s) to %d in %d run(s); reproduced %d of %d\n",
-		res.Runs, res.SecondsToFind, res.FaultsFound, res.FaultsFinal, res.ShrinkRuns, res.Reproduced, res.ReproducedOf)
+	fmt.Fprintf(stdout, "  %s\n", huntFound(res))
 	if res.FellBack != "" {
 		fmt.Fprintf(stdout, "  the shrunk story did not reproduce in 2 of 3 runs: found.yaml is %s\n", res.FellBack)
 	}
@@ -295,6 +294,20 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "  replayed: %s%s; %s\n", out.Check.Verdict, cf, filepath.Join(out.Dir, "report.html"))
 	}
 	return errMismatch // a finding, as --expect safe fails
+}
+
+// huntRuns says how many candidates a hunt played and the story runs
+// they took, in hunt.json's terms ("3 candidate(s) (5 run(s))").
+func huntRuns(res *hunt.Result) string {
+	return fmt.Sprintf("%d candidate(s) (%d run(s))", res.Candidates, res.CandidateRuns)
+}
+
+// huntFound is the line of counts under a finding, each of hunt.json's
+// counts of story runs by phase, and their sum.
+func huntFound(res *hunt.Result) string {
+	return fmt.Sprintf("after %s in %.0fs; shrunk from %d fault(s) to %d in %d run(s); reproduced %d of %d in %d run(s); %d story run(s) in all",
+		huntRuns(res), res.SecondsToFind, res.FaultsFound, res.FaultsFinal, res.ShrinkRuns, res.Reproduced, res.ReproducedOf,
+		res.ReproductionRuns, res.StoryRuns)
 }
 
 // writeJSON writes v, indented, to the file name in dir.
@@ -367,7 +380,7 @@ func cmdHuntMerge(dirs []string, out string, stdout io.Writer) error {
 		return err
 	}
 	if !res.Found {
-		fmt.Fprintf(stdout, "nothing found in %s: %d candidate(s) (%d run(s)); %s\n", res.Shard, res.Runs, res.CandidateRuns, filepath.Join(out, "hunt.json"))
+		fmt.Fprintf(stdout, "nothing found in %s: %s; %s\n", res.Shard, huntRuns(res), filepath.Join(out, "hunt.json"))
 		return nil
 	}
 	fmt.Fprintf(stdout, "FOUND %s in %s (shard directory %s): %s; %s\n", res.Lock, res.Shard, dirs[best], res.Summary, filepath.Join(out, "found.yaml"))

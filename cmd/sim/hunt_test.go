@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"locksim/scenarios"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"locksim/checker"
 	"locksim/hunt"
+	"locksim/scenarios"
 )
 
 // TestHuntFindsAStorySimRunPlays: sim hunt against single-node Redis
@@ -59,7 +64,7 @@ func TestHuntMerge(t *testing.T) {
 	for i, found := range []bool{false, true} {
 		dir := t.TempDir()
 		res := hunt.Result{Found: found, Lock: "redis", Storage: "plain", Faults: []string{"pause"}, TTL: "1s", Seed: 1,
-			Shard: []string{"1/2", "2/2"}[i], Runs: 3, Summary: "unsafe: lost update"}
+			Shard: []string{"1/2", "2/2"}[i], Candidates: 3, Summary: "unsafe: lost update"}
 		if found {
 			res.Final = &hunt.Plan{Faults: []hunt.Fault{{Kind: "pause", Client: 1, X: 1.1}}}
 			for _, f := range []string{"found.yaml", "original.yaml", "schema.json"} {
@@ -77,7 +82,7 @@ func TestHuntMerge(t *testing.T) {
 	}
 	var merged hunt.Result
 	b, _ := os.ReadFile(filepath.Join(out, "hunt.json"))
-	if json.Unmarshal(b, &merged) != nil || merged.Runs != 6 || !merged.Found {
+	if json.Unmarshal(b, &merged) != nil || merged.Candidates != 6 || !merged.Found {
 		t.Errorf("merged hunt.json: %s", b)
 	}
 	if _, err := os.Stat(filepath.Join(out, "found.yaml")); err != nil {
@@ -177,5 +182,45 @@ func TestHuntStorageDefault(t *testing.T) {
 		if got, why := storageFor(c.p); got != c.want || (got == "plain") != (why != "") {
 			t.Errorf("%s: storage %q (%q), want %q", c.name, got, why, c.want)
 		}
+	}
+}
+
+// TestHuntPrintsHuntJSONsCounts: the counts sim hunt prints under a
+// finding are hunt.json's, field for field (a hunt played by a stand-in
+// for the servers: unsafe when client 1 is paused for 1.04 TTL or more).
+func TestHuntPrintsHuntJSONsCounts(t *testing.T) {
+	sp, err := hunt.NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	play := func(_ context.Context, s *hunt.Story) (hunt.Played, error) {
+		for _, f := range s.Plan.Faults {
+			if f.Kind == "pause" && f.Client == 1 && f.X >= 1.04 && f.At.Client == 1 && (f.At.Event == hunt.Granted || f.At.Event == hunt.Read) {
+				return hunt.Played{Verdict: checker.Unsafe, Summary: "a lost update"}, nil
+			}
+		}
+		return hunt.Played{Verdict: checker.Safe}, nil
+	}
+	res, _, _, err := hunt.Run(context.Background(), hunt.Options{Space: sp, Seed: 3, Runs: 20, Play: play})
+	if err != nil || !res.Found {
+		t.Fatalf("found %v, %v", res != nil && res.Found, err)
+	}
+	b, _ := json.Marshal(res)
+	var fields map[string]any
+	json.Unmarshal(b, &fields)
+	line := huntFound(res)
+	m := regexp.MustCompile(`^after (\d+) candidate\(s\) \((\d+) run\(s\)\) in \d+s; shrunk from (\d+) fault\(s\) to (\d+) in (\d+) run\(s\); ` +
+		`reproduced (\d+) of (\d+) in (\d+) run\(s\); (\d+) story run\(s\) in all$`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("sim hunt prints %q", line)
+	}
+	for i, k := range []string{"candidates", "candidate_runs", "faults_before", "faults_after", "shrink_runs", "reproduced", "reproduced_of",
+		"reproduction_runs", "story_runs"} {
+		if n, _ := strconv.Atoi(m[i+1]); float64(n) != fields[k] {
+			t.Errorf("sim hunt prints %d for hunt.json's %s, %v: %q", n, k, fields[k], line)
+		}
+	}
+	if got, want := huntRuns(res), strconv.Itoa(res.Candidates)+" candidate(s) ("+strconv.Itoa(res.CandidateRuns)+" run(s))"; got != want {
+		t.Errorf("huntRuns: %q, want %q", got, want)
 	}
 }
