@@ -394,7 +394,7 @@ func storyLock(name string) string {
 // huntSubject hunts s as sim hunt would, told its name (and, for a
 // program, the lock it stands in for as its baseline), into out.
 func huntSubject(ctx context.Context, s findings.Subject, out string, o findingsOptions) *findings.Hunt {
-	ho := huntOptions{lock: s.Lock, ttl: 500 * time.Millisecond, clients: 3, runs: o.huntRuns, budget: o.huntBudget, seed: o.seed, out: out}
+	ho := huntOptions{lock: s.Lock, clients: 3, runs: o.huntRuns, budget: o.huntBudget, seed: o.seed, out: out}
 	cmd := fmt.Sprintf("bin/sim hunt %s --budget %v --runs %d --seed %d", s.Lock, o.huntBudget, o.huntRuns, o.seed)
 	if s.Program != nil {
 		ho.clientCmd, ho.baseline = strings.Join(s.Program, " "), s.Lock

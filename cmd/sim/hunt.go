@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"locksim/clients"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,7 +109,7 @@ interrupted (hunt.json keeps what it had).`,
 	f.StringVar(&o.clientCmd, "client-cmd", "", "hunt the lock as the client program `PROG` implements it (split on spaces; worker protocol v2, docs/protocol.md): only what its hello covers is searched, and found.yaml names it in client_cmd")
 	f.StringVar(&o.baselineCmd, "baseline-cmd", "", "play --baseline's lock with the client program `PROG` instead of the harness's own worker (the maintained fork against the original, say)")
 	f.IntVar(&o.clients, "clients", 3, "the most clients a candidate has (`N`: 2 or 3)")
-	f.DurationVar(&o.ttl, "ttl", 500*time.Millisecond, "the lease time clients ask for (`D`)")
+	f.DurationVar(&o.ttl, "ttl", 0, "the lease time clients ask for (`D`; default 500ms, or the lock's shortest lease when longer: etcd's 2s)")
 	f.IntVar(&o.runs, "runs", 40, "candidates to play at most (`N`)")
 	f.DurationVar(&o.budget, "budget", 0, "stop searching after `D` of wall time (default: only --runs bounds it)")
 	f.Int64Var(&o.seed, "seed", 1, "seed `S` of every candidate")
@@ -147,6 +148,17 @@ func storageFor(p *scenarios.ClientProgram) (mode, why string) {
 	return "none", ""
 }
 
+// defaultHuntTTL is the lease a hunt's clients ask for when --ttl is not
+// given: 500ms, or the lock's shortest lease when that is longer (etcd
+// grants none under 2s, and faults are sized relative to the lease).
+func defaultHuntTTL(lock string) time.Duration {
+	ttl := 500 * time.Millisecond
+	if spec, err := clients.Lookup(lock); err == nil && spec.MinTTL > ttl {
+		ttl = spec.MinTTL
+	}
+	return ttl
+}
+
 func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error {
 	var kinds []string
 	if o.faults != "" {
@@ -155,6 +167,9 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	program, err := probeProgram(ctx, o.clientCmd)
 	if err != nil {
 		return err
+	}
+	if o.ttl == 0 {
+		o.ttl = defaultHuntTTL(o.lock)
 	}
 	storageWhy := ""
 	if o.storage == "" {

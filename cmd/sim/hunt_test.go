@@ -224,3 +224,14 @@ func TestHuntPrintsHuntJSONsCounts(t *testing.T) {
 		t.Errorf("huntRuns: %q, want %q", got, want)
 	}
 }
+
+// TestHuntTTLDefault: told no --ttl, a hunt asks for 500ms, or for the
+// lock's shortest lease when that is longer (etcd's 2s), so that sim hunt
+// etcd runs as told nothing but its name.
+func TestHuntTTLDefault(t *testing.T) {
+	for lock, want := range map[string]time.Duration{"redis": 500 * time.Millisecond, "etcd": 2 * time.Second, "etcd-lock-service": 2 * time.Second} {
+		if got := defaultHuntTTL(lock); got != want {
+			t.Errorf("%s: %v, want %v", lock, got, want)
+		}
+	}
+}
