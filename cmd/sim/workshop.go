@@ -15,12 +15,6 @@ import (
 	"locksim/runner"
 )
 
-// stepMargin is how long before the first lease or TTL runs out a waiting
-// step goes on by itself: the servers' clocks do not stop while the
-// audience reads, and a lease that expires during the pause would tell
-// another story than the scenario's.
-const stepMargin = 500 * time.Millisecond
-
 // workshop shows the steps on log and waits for Enter on stdin, through
 // one reader that lives as long as the command: a step that went on by
 // itself leaves no read behind to take the next Enter.
@@ -98,8 +92,7 @@ func (w *workshop) beforeStep(ctx context.Context, v runner.StepView) {
 	}
 	prompt := "  [Enter] to go on"
 	var timeout <-chan time.Time
-	if when, what := reports.NextExpiry(v.Events, nodes, v.Now); when > 0 {
-		left := max(time.Duration(when-v.Now)-stepMargin, 0)
+	if left, what, ok := reports.StepWait(v.Events, nodes, v.Now); ok {
 		prompt += fmt.Sprintf(" (goes on by itself in %s, before %s runs out: the servers' clocks do not stop)", left.Round(100*time.Millisecond), what)
 		timeout = time.After(left)
 	}
