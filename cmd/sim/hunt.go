@@ -20,6 +20,7 @@ import (
 
 	"locksim/hunt"
 	"locksim/outdir"
+	"locksim/reports"
 	"locksim/runner"
 	"locksim/scenarios"
 	"locksim/sweep"
@@ -270,7 +271,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	out, perr := play(ctx, sc, runner.Options{Out: filepath.Join(o.out, "run"), Seed: o.seed, Counterfactual: true, Host: o.backend})
+	out, perr := reports.Play(ctx, sc, runner.Options{Out: filepath.Join(o.out, "run"), Seed: o.seed, Counterfactual: true, Host: o.backend})
 	fmt.Fprintf(stdout, "FOUND %s: %s\n", o.lock, res.Summary)
 	fmt.Fprintf(stdout, "  after %d candidate(s) in %.0fs; shrunk from %d fault(s) to %d in %d run(s); reproduced %d of %d\n",
 		res.Runs, res.SecondsToFind, res.FaultsFound, res.FaultsFinal, res.ShrinkRuns, res.Reproduced, res.ReproducedOf)
