@@ -99,9 +99,14 @@ func TestWorkshopInChromium(t *testing.T) {
 		t.Helper()
 		must(what, chromedp.Do(ctx, steps...))
 	}
-	shot := func(name string) {
+	// shot saves the whole page, or with viewport what the screen shows.
+	shot := func(name string, viewport bool) {
 		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		a := chromedp.FullScreenshot(100)
+		if viewport {
+			a = chromedp.CaptureScreenshot()
+		}
+		png, err := chromedp.Run(ctx, a)
 		must("screenshot", err)
 		path := filepath.Join(dir, name)
 		if *shots != "" {
@@ -134,7 +139,7 @@ func TestWorkshopInChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#side-antirez .claim blockquote`)),
 		key("p"), // predict on
 		chromedp.WaitVisible(chromedp.CSS(`.badge.hidden-verdict`)))
-	shot("workshop-debate.png")
+	shot("workshop-debate.png", true)
 	if q := text(`#side-kleppmann`); !strings.Contains(q, "“The clock on node C jumps forward, causing the lock to expire.”") {
 		t.Errorf("Kleppmann's column lacks his clock-jump sentence:\n%s", q)
 	}
@@ -157,7 +162,7 @@ func TestWorkshopInChromium(t *testing.T) {
 	if n := eval(`document.querySelectorAll("#steps li.done").length === 3`); !n {
 		t.Errorf("after three presses the steps done are not 3 (status %q)", text("#status"))
 	}
-	shot("workshop-story-step.png")
+	shot("workshop-story-step.png", false)
 	if len(children(t, "redis-server")) == 0 {
 		t.Errorf("no redis-server while the story waits at a step")
 	}
@@ -171,7 +176,7 @@ func TestWorkshopInChromium(t *testing.T) {
 		until(`document.querySelector("#status").textContent.includes("running") && document.querySelector("#timeline svg .tl-belief") !== null`))
 	liveSeen := eval(`document.querySelector("#verdict") === null`)
 	do("the verdict", chromedp.WaitVisible(chromedp.CSS(`#verdict`)), chromedp.ScrollIntoView(chromedp.CSS(`#verdict`)))
-	shot("workshop-story.png")
+	shot("workshop-story.png", false)
 	if !liveSeen {
 		t.Errorf("no live timeline before the verdict")
 	}
@@ -184,4 +189,9 @@ func TestWorkshopInChromium(t *testing.T) {
 	if !holds1 || !holds2 || !overlap {
 		t.Errorf("the timeline: client 1's holds %v, client 2's %v, their overlap %v", holds1, holds2, overlap)
 	}
+	if !eval(`document.querySelector("#expected .badge.unsafe") !== null`) {
+		t.Errorf("the expected verdict is still hidden after the run")
+	}
+	do("high contrast", key("h"), chromedp.WaitVisible(chromedp.CSS(`body.contrast`)), chromedp.ScrollIntoView(chromedp.CSS(`#verdict`)))
+	shot("workshop-story-contrast.png", true)
 }

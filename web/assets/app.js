@@ -108,7 +108,7 @@ function renderStory(main, name) {
     main.append(el("p", { class: "error", text: "No story named " + name + " in the catalogue." }));
     return;
   }
-  main.append(el("div", { class: "story-head" }, el("h1", {}, el("code", { text: s.name })), el("span", { class: "muted" }, "expected ", expectedBadge(s.name))));
+  main.append(el("div", { class: "story-head" }, el("h1", {}, el("code", { text: s.name })), el("span", { class: "muted", id: "expected" }, "expected ", expectedBadge(s.name))));
   main.append(el("p", { id: "title", text: s.title }));
   const btn = (id, label, key, cls, fn) => el("button", { id, class: cls || "", onclick: fn, title: "key " + key }, label, el("kbd", { text: key }));
   main.append(el("div", { class: "buttons" },
@@ -145,6 +145,7 @@ function updateStory() {
   const running = m && m.run && !["done", "failed", "stopped"].includes(m.run.state);
   const status = $("#status");
   if (!status) return;
+  $("#expected").replaceChildren("expected ", expectedBadge(name), " ", ranBadge(name) || "");
   for (const id of ["run", "step", "cf"]) $("#" + id).disabled = running;
   $("#cf").disabled = running || !ui.stories.get(name).counterfactual;
   $("#stop").disabled = !running;
