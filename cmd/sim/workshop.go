@@ -1,7 +1,9 @@
 // workshop.go is workshop mode (`sim run NAME --step`) on the runner's
 // step hook: before each step of a scripted story it says what the step
 // will do, shows who holds the lock on which node and what each client
-// believes (derived from the history so far), and waits for Enter.
+// believes (derived from the history so far), and waits for Enter; it goes
+// on by itself reports.StepMargin before a lease would run out. It is the
+// terminal fallback of `sim workshop`'s page (package web).
 
 package main
 
