@@ -192,6 +192,32 @@ func TestWorkshopInChromium(t *testing.T) {
 	if !eval(`document.querySelector("#expected .badge.unsafe") !== null`) {
 		t.Errorf("the expected verdict is still hidden after the run")
 	}
+	// Counterfactual: the story without the jump, its timeline under the
+	// first; meanwhile a second tab sees the run and cannot start another.
+	do("counterfactual", key("c"), until(`document.querySelector("#status").textContent.includes("running")`))
+	tab, closeTab := chromedp.NewContext(ctx)
+	defer closeTab()
+	if err := chromedp.Do(tab,
+		chromedp.Navigate(ts.URL+"/#/story/redis-ttl-expiry"),
+		chromedp.WaitVisible(chromedp.CSS(`#live-banner a`)),
+		chromedp.Poll[chromedp.Void](`document.querySelector("#status").textContent.startsWith("Another story is running: redlock-clock-jump")`),
+	); err != nil {
+		t.Fatalf("a second tab: %v", err)
+	}
+	if disabled, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.querySelector("#run").disabled`)); err != nil || !disabled {
+		t.Errorf("a second tab's Run button is enabled (%v) during another run", err)
+	}
+	if err := chromedp.Do(tab, chromedp.Evaluate[chromedp.Void](`fetch("/api/run", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({story: "redis-ttl-expiry", mode: "run"})}).then(r => document.title = "status " + r.status)`),
+		chromedp.Poll[chromedp.Void](`document.title === "status 409"`)); err != nil {
+		t.Errorf("a second tab started a second run: %v", err)
+	}
+	closeTab()
+	do("the counterfactual's verdict", until(`document.querySelector("#cf-sentence") !== null && document.querySelector("#cf-timeline svg .tl-belief") !== null`))
+	if s := text("#cf-sentence"); !strings.Contains(s, "without the clock jump on C: safe (the verdict flips, as it must)") {
+		t.Errorf("the counterfactual says %q", s)
+	}
+	shot("workshop-story-counterfactual.png", false)
+
 	do("high contrast", key("h"), chromedp.WaitVisible(chromedp.CSS(`body.contrast`)), chromedp.ScrollIntoView(chromedp.CSS(`#verdict`)))
 	shot("workshop-story-contrast.png", true)
 }
