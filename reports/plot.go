@@ -49,6 +49,47 @@ type RatePlot struct {
 
 // WriteRatePlot writes name+".png" and name+".svg" into d.
 func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
+	p, err := ratePlot(rp)
+	if err != nil {
+		return err
+	}
+	for _, ext := range []string{".png", ".svg"} {
+		b, err := render(p, ext[1:])
+		if err == nil {
+			err = d.WriteFile(name+ext, b)
+		}
+		if err != nil {
+			return fmt.Errorf("plot %s: %v", name+ext, err)
+		}
+	}
+	return nil
+}
+
+// RatePlotSVG is the rate plot as WriteRatePlot's .svg draws it (sim
+// workshop's sweep page).
+func RatePlotSVG(rp RatePlot) ([]byte, error) {
+	p, err := ratePlot(rp)
+	if err != nil {
+		return nil, err
+	}
+	return render(p, "svg")
+}
+
+// render draws p in format (png, svg) at the size of the sweep's plots.
+func render(p *plot.Plot, format string) ([]byte, error) {
+	w, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, format)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if _, err := w.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// ratePlot builds the rate plot rp.
+func ratePlot(rp RatePlot) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = rp.Title
 	p.Title.Padding = vg.Points(10)
@@ -88,7 +129,7 @@ func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 			}
 			poly, err := plotter.NewPolygon(band)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			r, g, b, _ := c.RGBA()
 			poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 40}
@@ -99,7 +140,7 @@ func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 				pts[k] = plotter.XY{X: s.X[j], Y: s.Y[j]}
 			}
 			if line, marks, err = plotter.NewLinePoints(pts); err != nil {
-				return err
+				return nil, err
 			}
 			line.Color, marks.Color = c, c
 			line.Width = vg.Points(1.8)
@@ -126,7 +167,7 @@ func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 		}
 		sc, err := plotter.NewScatter(pts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sc.Shape = draw.RingGlyph{}
 		sc.Color = plotutil.Color(i)
@@ -145,7 +186,7 @@ func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 	if rp.Mark > 0 {
 		rule, err := plotter.NewLine(plotter.XYs{{X: rp.Mark, Y: -2}, {X: rp.Mark, Y: 100}})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rule.Color = color.Gray{Y: 40}
 		rule.Width = vg.Points(1.5)
@@ -154,7 +195,7 @@ func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 		if rp.MarkLabel != "" {
 			labels, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: rp.Mark, Y: 101}}, Labels: []string{rp.MarkLabel}})
 			if err != nil {
-				return err
+				return nil, err
 			}
 			labels.TextStyle[0].Color = color.Gray{Y: 40}
 			labels.TextStyle[0].XAlign = draw.XCenter
@@ -162,20 +203,7 @@ func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 			p.Add(labels)
 		}
 	}
-	for _, ext := range []string{".png", ".svg"} {
-		w, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, ext[1:])
-		var b bytes.Buffer
-		if err == nil {
-			_, err = w.WriteTo(&b)
-		}
-		if err == nil {
-			err = d.WriteFile(name+ext, b.Bytes())
-		}
-		if err != nil {
-			return fmt.Errorf("plot %s: %v", name+ext, err)
-		}
-	}
-	return nil
+	return p, nil
 }
 
 // runs splits a series' points (indexes into X, in order) where a point
