@@ -133,6 +133,7 @@ type link struct {
 // the session so far.
 type runMessage struct {
 	Run      *runSnapshot      `json:"run"`
+	Sweep    *sweepSnapshot    `json:"sweep,omitempty"`
 	Verdicts map[string]string `json:"verdicts"`
 }
 
@@ -349,8 +350,8 @@ func (s *Server) start(sc *scenarios.Scenario, mode string) (*liveRun, error) {
 	if s.closed {
 		return nil, errors.New("the server is stopping")
 	}
-	if c := s.cur; c != nil && !c.ended() {
-		return nil, fmt.Errorf("%w: %s (%s); stop it first", errBusy, c.sc.Name, c.mode)
+	if b := s.busy(); b != "" {
+		return nil, fmt.Errorf("%w: %s; stop it first", errBusy, b)
 	}
 	s.nextID++
 	ctx, cancel := context.WithCancel(context.Background())
@@ -446,13 +447,16 @@ func (s *Server) broadcast() {
 // message is the live stream's message now.
 func (s *Server) message() runMessage {
 	s.mu.Lock()
-	r := s.cur
+	r, sw := s.cur, s.sweep
 	verdicts := make(map[string]string, len(s.verdicts))
 	for k, v := range s.verdicts {
 		verdicts[k] = v
 	}
 	s.mu.Unlock()
 	m := runMessage{Verdicts: verdicts}
+	if sw != nil {
+		m.Sweep = sw.snapshot()
+	}
 	if r != nil {
 		m.Run = r.snapshot()
 		r.mu.Lock()
@@ -525,13 +529,17 @@ func (s *Server) handleNext(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) handleStop(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
-	r := s.cur
+	r, sw := s.cur, s.sweep
 	s.mu.Unlock()
-	if r == nil || r.ended() {
+	switch {
+	case r != nil && !r.ended():
+		r.cancel()
+	case sw != nil && !sw.ended():
+		sw.cancel()
+	default:
 		refuse(w, http.StatusConflict, "no run in progress")
 		return
 	}
-	r.cancel()
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 

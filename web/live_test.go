@@ -143,3 +143,50 @@ func TestWorkshopLive(t *testing.T) {
 	slices.Sort(lat)
 	t.Logf("an event reached the live stream %v after it was recorded (median of %d; max %v)", lat[len(lat)/2].Round(time.Millisecond/10), len(lat), lat[len(lat)-1].Round(time.Millisecond/10))
 }
+
+// TestWorkshopSweepLive plays the page's sweep preset on real servers:
+// its points reach the live stream as their trials finish, each time
+// with the plots drawn (reports.RatePlotSVG), before the sweep ends with
+// every point; a story cannot start while it runs.
+func TestWorkshopSweepLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server and PostgreSQL")
+	}
+	_, ts := startReal(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	msgs := stream(t, ctx, ts.URL)
+	if code, body := postJSON(t, ts.URL+"/api/sweep", `{"preset":"pause"}`); code != http.StatusAccepted {
+		t.Fatalf("sweep: %d %s", code, body)
+	}
+	if code, body := postJSON(t, ts.URL+"/api/run", `{"story":"redis-ttl-expiry","mode":"run"}`); code != http.StatusConflict || !strings.Contains(body, "the sweep pause") {
+		t.Errorf("a story during the sweep: %d %s", code, body)
+	}
+	var partial []int // the points drawn while the sweep ran
+	var last *sweepSnapshot
+	for m := range msgs {
+		w := m.Sweep
+		if w == nil {
+			continue
+		}
+		if w.State == StateRunning && len(w.Rows) > 0 {
+			if len(w.Plots) != 2 || !strings.Contains(w.Plots[0], "<svg") {
+				t.Fatalf("%d points drawn as %d plots", len(w.Rows), len(w.Plots))
+			}
+			if len(partial) == 0 || partial[len(partial)-1] != len(w.Rows) {
+				partial = append(partial, len(w.Rows))
+			}
+		}
+		if w.State != StateRunning {
+			last = w
+			break
+		}
+	}
+	if last == nil || last.State != StateDone {
+		t.Fatalf("the sweep ended %+v", last)
+	}
+	if len(last.Rows) != last.Total || len(partial) < 2 {
+		t.Errorf("%d of %d points at the end; drawn live at %v points", len(last.Rows), last.Total, partial)
+	}
+	t.Logf("points drawn live: %v of %d", partial, last.Total)
+}

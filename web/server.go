@@ -63,6 +63,9 @@ type Server struct {
 	// cur is the run in progress or the last one; nil before the first.
 	cur    *liveRun
 	nextID int
+	// sweep is the sweep in progress or the last one; nil before the
+	// first. A sweep and a story run never run at once.
+	sweep *liveSweep
 	// verdicts are the verdicts of the runs played since the server
 	// started, by story (the debate page's "predict" switch shows a
 	// story's expected verdict once it has run).
@@ -209,6 +212,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/run", s.post(s.handleRun))
 	mux.HandleFunc("POST /api/next", s.post(s.handleNext))
 	mux.HandleFunc("POST /api/stop", s.post(s.handleStop))
+	mux.HandleFunc("GET /api/sweeps", s.handleSweeps)
+	mux.HandleFunc("POST /api/sweep", s.post(s.handleSweep))
 	mux.HandleFunc("GET /runs/{dir}/{file...}", s.handleRunFile)
 	return s.guard(mux)
 }
@@ -256,6 +261,9 @@ func (s *Server) Close() {
 		close(s.done)
 		if r := s.cur; r != nil {
 			r.cancel()
+		}
+		if w := s.sweep; w != nil {
+			w.cancel()
 		}
 	}
 	s.mu.Unlock()

@@ -22,7 +22,8 @@ const ui = {
   stories: new Map(), // name -> story
   debate: null,
   live: null, // the last message of the live stream
-  view: null, // "debate" or a story's name
+  view: null, // "debate", "sweep" or a story's name
+  sweeps: [], // the sweep presets
   countdown: null,
 };
 
@@ -142,9 +143,10 @@ function updateStory() {
   const name = ui.view;
   const m = ui.live;
   const r = m && m.run && m.run.story === name ? m.run : null;
-  const running = m && m.run && !["done", "failed", "stopped"].includes(m.run.state);
+  const busy = busyWith();
+  const running = busy !== "";
   const status = $("#status");
-  if (!status) return;
+  if (!status || !ui.stories.has(name)) return;
   $("#expected").replaceChildren("expected ", expectedBadge(name), " ", ranBadge(name) || "");
   for (const id of ["run", "step", "cf"]) $("#" + id).disabled = running;
   $("#cf").disabled = running || !ui.stories.get(name).counterfactual;
@@ -152,6 +154,10 @@ function updateStory() {
   $("#next").disabled = !(r && r.state === "waiting");
   clearInterval(ui.countdown);
   status.className = "";
+  if (busy === "sweep") {
+    status.textContent = "The sweep is running. Stop it there first.";
+    return;
+  }
   if (running && !r) {
     status.textContent = "Another story is running: " + m.run.story + " (" + m.run.mode + "). Stop it there first.";
     return;
@@ -227,6 +233,61 @@ function renderResult(r) {
   }
 }
 
+// busyWith says what is in progress: a run of a story, the sweep, or
+// nothing ("").
+function busyWith() {
+  const m = ui.live;
+  if (!m) return "";
+  if (m.run && !["done", "failed", "stopped"].includes(m.run.state)) return m.run.story;
+  if (m.sweep && m.sweep.state === "running") return "sweep";
+  return "";
+}
+
+// ---- the sweep page ----
+
+function renderSweep(main) {
+  const p = ui.sweeps[0];
+  if (!p) return;
+  main.append(el("h1", { text: "Sweep: " + p.title }), el("p", { text: p.about }),
+    el("p", { class: "muted", text: `${p.scenario}, ${p.param}, ${p.points} points × ${p.trials} trials, locks ${p.locks.join(", ")}.` }));
+  main.append(el("div", { class: "buttons" },
+    el("button", { id: "sweep-start", class: "primary", onclick: startSweep, title: "key r" }, "Start the sweep", el("kbd", { text: "r" })),
+    el("button", { id: "stop", onclick: stop, title: "key Esc" }, "Stop", el("kbd", { text: "Esc" }))));
+  main.append(el("div", { id: "status" }), el("div", { class: "plots", id: "plots" }), el("div", { id: "rows" }));
+  updateSweep();
+}
+
+function updateSweep() {
+  const status = $("#status");
+  if (!status || ui.view !== "sweep") return;
+  const busy = busyWith();
+  $("#sweep-start").disabled = busy !== "";
+  $("#stop").disabled = busy !== "sweep";
+  const w = ui.live && ui.live.sweep;
+  if (busy && busy !== "sweep") {
+    status.textContent = "A story is running: " + busy + ". Stop it there first.";
+    return;
+  }
+  if (!w) {
+    status.textContent = "Each point appears as its trials finish: one line per lock, with its 95% interval.";
+    return;
+  }
+  const n = (w.rows || []).length;
+  status.textContent = { running: `Sweeping… ${n} of ${w.total} points played.`, done: `Done: ${n} points.`, stopped: "Stopped: " + w.error + ".", failed: "The sweep failed: " + w.error }[w.state] || w.state;
+  $("#plots").innerHTML = (w.plots || []).join(""); // drawn by the server (reports.RatePlotSVG): no text from the page
+  const t = el("table", { class: "rows" }, el("tr", {}, ...["lock", "point", "trials", "unknown", "damaged", "violated"].map((h) => el("th", { text: h }))));
+  for (const r of w.rows || []) t.append(el("tr", {}, ...[r.lock, r.value, r.trials, r.unknown, r.damaged, r.violated].map((v) => el("td", { text: String(v) }))));
+  $("#rows").replaceChildren(t);
+}
+
+async function startSweep() {
+  try {
+    await api("/api/sweep", { preset: ui.sweeps[0].id });
+  } catch (e) {
+    flash(e.message);
+  }
+}
+
 // ---- actions ----
 
 async function start(mode) {
@@ -260,18 +321,16 @@ function connect() {
     ui.live = JSON.parse(ev.data);
     banner();
     if (ui.view === "debate" && first) render();
+    else if (ui.view === "sweep") updateSweep();
     else if (ui.view !== "debate") updateStory();
   };
 }
 
 function banner() {
   const b = $("#live-banner");
-  const r = ui.live && ui.live.run;
-  const running = r && !["done", "failed", "stopped"].includes(r.state);
-  b.hidden = !running;
-  if (running) {
-    b.replaceChildren("● running ", el("a", { href: "#/story/" + r.story, text: r.story }));
-  }
+  const busy = busyWith();
+  b.hidden = busy === "";
+  if (busy) b.replaceChildren("● running ", el("a", { href: busy === "sweep" ? "#/sweep" : "#/story/" + busy, text: busy }));
 }
 
 // ---- views ----
@@ -280,7 +339,10 @@ function render() {
   const main = $("#page");
   main.replaceChildren();
   const h = location.hash;
-  if (h.startsWith("#/story/")) {
+  if (h === "#/sweep") {
+    ui.view = "sweep";
+    renderSweep(main);
+  } else if (h.startsWith("#/story/")) {
     ui.view = decodeURIComponent(h.slice(8));
     renderStory(main, ui.view);
   } else {
@@ -292,12 +354,12 @@ function render() {
 
 document.addEventListener("keydown", (e) => {
   if (e.ctrlKey || e.metaKey || e.altKey || e.target.tagName === "INPUT") return;
-  const onStory = ui.view !== "debate";
+  const onStory = ui.stories.has(ui.view);
   switch (e.key) {
     case " ": case "ArrowRight":
       if (onStory) { e.preventDefault(); next(); }
       break;
-    case "r": if (onStory) start("run"); break;
+    case "r": if (onStory) start("run"); else if (ui.view === "sweep") startSweep(); break;
     case "s": if (onStory) start("step"); break;
     case "c": if (onStory) start("counterfactual"); break;
     case "Escape": stop(); break;
@@ -310,7 +372,8 @@ document.addEventListener("keydown", (e) => {
 async function main() {
   setting("predict");
   setting("contrast", "contrast");
-  const [stories, debate] = await Promise.all([api("/api/stories"), api("/api/debate")]);
+  const [stories, debate, sweeps] = await Promise.all([api("/api/stories"), api("/api/debate"), api("/api/sweeps")]);
+  ui.sweeps = sweeps;
   for (const s of stories) ui.stories.set(s.name, s);
   ui.debate = debate;
   window.addEventListener("hashchange", render);
