@@ -66,8 +66,11 @@ func children(t *testing.T, name string) []int {
 // waits; three presses of space advance exactly three steps; Escape stops
 // the run and leaves no redis-server behind; `r` runs the story, the live
 // timeline is drawn before the verdict, and the verdict `unsafe` appears
-// with both clients' holds and their overlap in the timeline. It saves a
-// screenshot of each stage (-screenshots DIR keeps them).
+// with both clients' holds and their overlap in the timeline;
+// Counterfactual draws the story without its cause under it, and a second
+// tab cannot start a run meanwhile; the sweep page draws its points live
+// and stops on Escape. It saves a screenshot of each stage
+// (-screenshots DIR keeps them).
 func TestWorkshopInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts Chromium, redis-server and PostgreSQL")
@@ -220,4 +223,15 @@ func TestWorkshopInChromium(t *testing.T) {
 
 	do("high contrast", key("h"), chromedp.WaitVisible(chromedp.CSS(`body.contrast`)), chromedp.ScrollIntoView(chromedp.CSS(`#verdict`)))
 	shot("workshop-story-contrast.png", true)
+	do("normal contrast", key("h"))
+
+	// The sweep page: `r` starts the preset, its points appear as their
+	// trials finish; Esc stops it and leaves no redis-server behind.
+	do("the sweep page", chromedp.Navigate(ts.URL+"/#/sweep"), chromedp.WaitVisible(chromedp.CSS(`#sweep-start`)),
+		key("r"), until(`document.querySelectorAll("#rows tr").length > 9 && document.querySelectorAll("#plots svg").length === 2`))
+	shot("workshop-sweep.png", true)
+	do("stop the sweep", key(kb.Escape), until(`document.querySelector("#status").textContent.startsWith("Stopped")`))
+	if left := children(t, "redis-server"); len(left) > 0 {
+		t.Errorf("Stop left redis-server processes behind: %v", left)
+	}
 }
