@@ -18,7 +18,8 @@ all: build
 # deps installs what the harness drives, when missing: the servers
 # (redis-server, PostgreSQL, pgbouncer, etcd) and the C compiler the clock
 # shim is built with. test-deps adds Chromium, which only the report test
-# needs (it renders report.html headless), ZooKeeper (Debian's 3.8, which
+# and the workshop page's test need (they render report.html and drive
+# sim workshop's page headless), ZooKeeper (Debian's 3.8, which
 # pulls a Java runtime) and redis-sentinel, which env's and clients' tests
 # start, the Python example clients' packages (Debian's python3-psycopg2,
 # with python3-redis for examples/redis-py, python3-kazoo for

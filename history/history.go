@@ -212,6 +212,18 @@ type Recorder struct {
 	events []Event
 	out    *bufio.Writer
 	err    error
+	// watch, when set, sees each event as it is recorded (Watch).
+	watch func(Event)
+}
+
+// Watch has f called with each event as it is recorded, in recording
+// order, from the goroutine that records it; f must return quickly (it
+// holds up the recording) and must not call the Recorder. Set it before
+// the first event.
+func (r *Recorder) Watch(f func(Event)) {
+	r.mu.Lock()
+	r.watch = f
+	r.mu.Unlock()
 }
 
 // NewRecorder starts a record whose time zero is base (a Monotonic reading).
@@ -249,6 +261,9 @@ func (r *Recorder) Add(e Event) Event {
 			_, err = r.out.Write(b)
 		}
 		r.err = err
+	}
+	if r.watch != nil {
+		r.watch(e)
 	}
 	return e
 }

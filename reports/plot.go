@@ -27,7 +27,8 @@ import (
 type Series struct {
 	// Name is the legend's label ("redis", "redlock+fenced").
 	Name string
-	// X and Y are the points; Low and High bound Y's interval (the band).
+	// X and Y are the points; Low and High bound Y's interval (its error
+	// bar).
 	X, Y, Low, High []float64
 	// NoData are the x values at which the series has no rate (every
 	// trial unknown): the line and band break there, and an open ring on
@@ -49,27 +50,77 @@ type RatePlot struct {
 
 // WriteRatePlot writes name+".png" and name+".svg" into d.
 func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
+	p, err := ratePlot(rp)
+	if err != nil {
+		return err
+	}
+	for _, ext := range []string{".png", ".svg"} {
+		b, err := render(p, ext[1:])
+		if err == nil {
+			err = d.WriteFile(name+ext, b)
+		}
+		if err != nil {
+			return fmt.Errorf("plot %s: %v", name+ext, err)
+		}
+	}
+	return nil
+}
+
+// RatePlotSVG is the rate plot as WriteRatePlot's .svg draws it (sim
+// workshop's sweep page).
+func RatePlotSVG(rp RatePlot) ([]byte, error) {
+	p, err := ratePlot(rp)
+	if err != nil {
+		return nil, err
+	}
+	return render(p, "svg")
+}
+
+// legendWidth is the room right of a rate plot that its legend takes.
+const legendWidth = 2.4 * vg.Inch
+
+// render draws p in format (png, svg) at the size of the sweep's plots,
+// its legend outside the plot, on the right, where it covers no line.
+func render(p *plot.Plot, format string) ([]byte, error) {
+	const w, h = 9.8 * vg.Inch, 5 * vg.Inch
+	c, err := draw.NewFormattedCanvas(w, h, format)
+	if err != nil {
+		return nil, err
+	}
+	dc := draw.New(c)
+	legend := p.Legend
+	p.Legend = plot.NewLegend()
+	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
+	p.Legend = legend
+	legend.YOffs = -p.Title.Padding - p.Title.TextStyle.Height(p.Title.Text) - vg.Points(14)
+	legend.Draw(draw.Crop(dc, w-legendWidth+vg.Points(8), 0, 0, 0))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// ratePlot builds the rate plot rp.
+func ratePlot(rp RatePlot) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = rp.Title
 	p.Title.Padding = vg.Points(10)
 	p.X.Label.Text = rp.XLabel
 	p.Y.Label.Text = rp.YLabel
-	// The rates run from 0 to 100%; the headroom above 100 holds the
-	// legend and the mark's label, so neither covers a line or a band.
+	// The rates run from 0 to 100%; the legend sits outside the plot
+	// (render), so the axis needs only room for the mark's label.
 	p.Y.Tick.Marker = plot.ConstantTicks(percentTicks())
 	p.X.Tick.Marker = plot.TickerFunc(niceTicks)
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs = vg.Points(6)
 	p.Legend.ThumbnailWidth = vg.Points(24)
-	entries := len(rp.Series)
-	for _, s := range rp.Series {
-		if len(s.NoData) > 0 {
-			entries++ // the ring's entry
-			break
-		}
-	}
-	p.Y.Min, p.Y.Max = -2, 100+legendHeadroom(entries)
+	p.Y.Min, p.Y.Max = -3, 108
+	// Lines that coincide (four locks on the 0% line) are told apart by
+	// their markers and by a small offset along x, each its own; each
+	// point's 95% interval is an error bar at the same offset, so that
+	// no interval covers another.
+	offset := seriesOffsets(rp.Series)
 	for i, s := range rp.Series {
 		c := plotutil.Color(i)
 		if len(s.X) == 0 {
@@ -78,32 +129,31 @@ func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 		var line *plotter.Line
 		var marks *plotter.Scatter
 		for _, run := range runs(s) {
-			// The band: the upper bound left to right, the lower right to left.
-			band := make(plotter.XYs, 0, 2*len(run))
-			for _, j := range run {
-				band = append(band, plotter.XY{X: s.X[j], Y: s.High[j]})
+			pts := make(plotter.XYs, len(run))
+			errs := make(plotter.YErrors, len(run))
+			for k, j := range run {
+				pts[k] = plotter.XY{X: s.X[j] + offset[i], Y: s.Y[j]}
+				errs[k].Low, errs[k].High = s.Y[j]-s.Low[j], s.High[j]-s.Y[j]
 			}
-			for k := len(run) - 1; k >= 0; k-- {
-				band = append(band, plotter.XY{X: s.X[run[k]], Y: s.Low[run[k]]})
-			}
-			poly, err := plotter.NewPolygon(band)
+			bars, err := plotter.NewYErrorBars(struct {
+				plotter.XYs
+				plotter.YErrors
+			}{pts, errs})
 			if err != nil {
-				return err
+				return nil, err
 			}
 			r, g, b, _ := c.RGBA()
-			poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 40}
-			poly.LineStyle.Width = 0
-			p.Add(poly)
-			pts := make(plotter.XYs, len(run))
-			for k, j := range run {
-				pts[k] = plotter.XY{X: s.X[j], Y: s.Y[j]}
-			}
+			bars.LineStyle.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 150}
+			bars.LineStyle.Width = vg.Points(1.2)
+			bars.CapWidth = vg.Points(5)
+			p.Add(bars)
 			if line, marks, err = plotter.NewLinePoints(pts); err != nil {
-				return err
+				return nil, err
 			}
 			line.Color, marks.Color = c, c
 			line.Width = vg.Points(1.8)
 			marks.Shape = plotutil.Shape(i)
+			marks.Radius = vg.Points(3.5)
 			if s.Dashed {
 				line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 			}
@@ -126,7 +176,7 @@ func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 		}
 		sc, err := plotter.NewScatter(pts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sc.Shape = draw.RingGlyph{}
 		sc.Color = plotutil.Color(i)
@@ -145,7 +195,7 @@ func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 	if rp.Mark > 0 {
 		rule, err := plotter.NewLine(plotter.XYs{{X: rp.Mark, Y: -2}, {X: rp.Mark, Y: 100}})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rule.Color = color.Gray{Y: 40}
 		rule.Width = vg.Points(1.5)
@@ -154,7 +204,7 @@ func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 		if rp.MarkLabel != "" {
 			labels, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: rp.Mark, Y: 101}}, Labels: []string{rp.MarkLabel}})
 			if err != nil {
-				return err
+				return nil, err
 			}
 			labels.TextStyle[0].Color = color.Gray{Y: 40}
 			labels.TextStyle[0].XAlign = draw.XCenter
@@ -162,20 +212,7 @@ func WriteRatePlot(rp RatePlot, d *outdir.Dir, name string) error {
 			p.Add(labels)
 		}
 	}
-	for _, ext := range []string{".png", ".svg"} {
-		w, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, ext[1:])
-		var b bytes.Buffer
-		if err == nil {
-			_, err = w.WriteTo(&b)
-		}
-		if err == nil {
-			err = d.WriteFile(name+ext, b.Bytes())
-		}
-		if err != nil {
-			return fmt.Errorf("plot %s: %v", name+ext, err)
-		}
-	}
-	return nil
+	return p, nil
 }
 
 // runs splits a series' points (indexes into X, in order) where a point
@@ -196,11 +233,27 @@ func runs(s Series) [][]int {
 	return out
 }
 
-// legendHeadroom is how far above 100% the y axis runs so that a legend
-// of n entries fits above the data.
-func legendHeadroom(n int) float64 { return 8 + 6.5*float64(n) }
+// seriesOffsets are the x offsets of each series, centred on the true
+// x: 1% of the x range between neighbours, so that lines that coincide
+// lie side by side and none hides another.
+func seriesOffsets(series []Series) []float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for _, x := range append(append([]float64(nil), s.X...), s.NoData...) {
+			lo, hi = math.Min(lo, x), math.Max(hi, x)
+		}
+	}
+	out := make([]float64, len(series))
+	if hi <= lo {
+		return out
+	}
+	for i := range out {
+		out[i] = (float64(i) - float64(len(series)-1)/2) * 0.01 * (hi - lo)
+	}
+	return out
+}
 
-// percentTicks labels 0 to 100% every 25, and nothing in the headroom.
+// percentTicks labels 0 to 100% every 25.
 func percentTicks() []plot.Tick {
 	var ts []plot.Tick
 	for v := 0; v <= 100; v += 5 {

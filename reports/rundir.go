@@ -7,7 +7,9 @@ package reports
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -101,6 +103,26 @@ func NewResult(r *runner.Outcome) Result {
 		}
 	}
 	return res
+}
+
+// Play runs sc and writes its run directory from the runner's record: a
+// run as sim run, sim hunt and sim workshop play it. An interrupted run's
+// directory says so, and its error is returned.
+func Play(ctx context.Context, sc *scenarios.Scenario, o runner.Options) (*runner.Outcome, error) {
+	out, err := runner.Run(ctx, sc, o)
+	if out == nil {
+		return nil, err
+	}
+	werr := Write(out)
+	switch {
+	case err != nil && werr != nil:
+		return nil, errors.Join(err, werr)
+	case err != nil:
+		return nil, err
+	case werr != nil:
+		return nil, werr
+	}
+	return out, nil
 }
 
 // Write writes out's run directory from the runner's record: its

@@ -27,8 +27,11 @@ const (
 	svgGroupGap = 20
 )
 
-// clientColors tells clients apart; red is kept for the checker's evidence.
-var clientColors = []string{"#2563eb", "#059669", "#7c3aed", "#d97706", "#0891b2", "#db2777", "#4b5563"}
+// clientColors tells clients apart. Red is kept for the checker's
+// evidence and refused writes, green for accepted writes, amber and orange
+// for clock and network faults: no client is drawn in them, so a key held
+// by client 2 never reads as "write accepted".
+var clientColors = []string{"#2563eb", "#7c3aed", "#0891b2", "#db2777", "#854d0e", "#4b5563"}
 
 func clientColor(c int) string {
 	if c <= 0 {

@@ -784,6 +784,25 @@ func NextExpiry(events []history.Event, nodes []string, at int64) (when int64, w
 	return when, what
 }
 
+// StepMargin is how long before the first lease or TTL runs out a step
+// that waits for the presenter (sim run --step, sim workshop's Step) goes
+// on by itself: the servers' clocks do not stop while the audience reads,
+// and a lease that expires during the pause would tell another story
+// than the scenario's.
+const StepMargin = 500 * time.Millisecond
+
+// StepWait is how long a step that waits for the presenter at time at may
+// wait before it goes on by itself (StepMargin before NextExpiry), and
+// what would run out; ok is false when nothing runs out by time and the
+// step may wait for ever.
+func StepWait(events []history.Event, nodes []string, at int64) (left time.Duration, what string, ok bool) {
+	when, what := NextExpiry(events, nodes, at)
+	if when == 0 {
+		return 0, "", false
+	}
+	return max(time.Duration(when-at)-StepMargin, 0), what, true
+}
+
 // until keeps the events recorded by time at: the history so far.
 func until(events []history.Event, at int64) []history.Event {
 	var out []history.Event

@@ -291,3 +291,17 @@ func TestTickStep(t *testing.T) {
 		}
 	}
 }
+
+// TestClientColorsAreNotTheLegends: no client is drawn in a colour the
+// legend gives a meaning (write accepted, refused, evidence, clock jump,
+// network fault), so a key held by client 2 on C, D and E does not read
+// as a write accepted.
+func TestClientColorsAreNotTheLegends(t *testing.T) {
+	legend := map[string]string{"#16a34a": "write accepted", "#dc2626": "refused and evidence", "#d97706": "clock jump",
+		"#f59e0b": "clock jump", "#f97316": "network fault", "#059669": "green"}
+	for c := 1; c <= len(clientColors); c++ {
+		if what, ok := legend[clientColor(c)]; ok {
+			t.Errorf("client %d is drawn in %s, the legend's %s", c, clientColor(c), what)
+		}
+	}
+}

@@ -45,6 +45,12 @@ type Options struct {
 	// it. AfterStep, when set, is called once the step has been carried
 	// out. Neither is called for a counterfactual or a generator.
 	BeforeStep, AfterStep func(ctx context.Context, v StepView)
+	// Recorded, when set, sees each event of a scripted story's history
+	// as it is recorded (history.Recorder.Watch: it must return quickly),
+	// with the story it belongs to: the counterfactual's events come with
+	// the counterfactual story (IsCounterfactual), the reference's with
+	// the reference's. `sim workshop` draws the timeline live from them.
+	Recorded func(sc *scenarios.Scenario, e history.Event)
 	// Counterfactual plays the story a second time without its cause
 	// (the scenario's counterfactual block), into Out/counterfactual, and
 	// requires the verdict to flip.
@@ -273,6 +279,9 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	}
 	if r.log == nil {
 		r.log = io.Discard
+	}
+	if f := o.Recorded; f != nil {
+		r.rec.Watch(func(e history.Event) { f(sc, e) })
 	}
 	r.say("%s: %s (seed %d)", sc.Name, sc.Title, o.Seed)
 	runErr := r.play(ctx)

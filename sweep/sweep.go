@@ -46,6 +46,9 @@ type Options struct {
 	// Unknown, when not nil, is told of each trial that ended without a
 	// verdict, with its lock, point and why (the check's summary).
 	Unknown func(lock, point string, trial int, why string)
+	// Row, when not nil, is told of each lock's row at a point once that
+	// point's trials are played (sim workshop draws the sweep live).
+	Row func(Row)
 }
 
 // Row is one line of the CSV: one lock at one point.
@@ -316,6 +319,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 				}
 			}
 			rows = append(rows, row)
+			if o.Row != nil {
+				o.Row(row)
+			}
 		}
 		if t != nil {
 			t.Close()

@@ -25,6 +25,7 @@ import (
 	"locksim/hunt"
 	"locksim/matrix"
 	"locksim/outdir"
+	"locksim/reports"
 	"locksim/runner"
 	"locksim/scenarios"
 	"locksim/worker"
@@ -301,7 +302,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	for _, p := range plan {
 		s, m := p.s, p.m
 		started := time.Now()
-		m.Play(ctx, play, runner.Options{Seed: o.seed, ClientCmd: s.Program}, func(n, _ int, c *matrix.Cell) {
+		m.Play(ctx, reports.Play, runner.Options{Seed: o.seed, ClientCmd: s.Program}, func(n, _ int, c *matrix.Cell) {
 			bar.step(s.Name + ": " + c.Scenario)
 		})
 		if ctx.Err() != nil {

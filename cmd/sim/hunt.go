@@ -21,6 +21,7 @@ import (
 
 	"locksim/hunt"
 	"locksim/outdir"
+	"locksim/reports"
 	"locksim/runner"
 	"locksim/scenarios"
 	"locksim/sweep"
@@ -285,7 +286,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	out, perr := play(ctx, sc, runner.Options{Out: filepath.Join(o.out, "run"), Seed: o.seed, Counterfactual: true, Host: o.backend})
+	out, perr := reports.Play(ctx, sc, runner.Options{Out: filepath.Join(o.out, "run"), Seed: o.seed, Counterfactual: true, Host: o.backend})
 	fmt.Fprintf(stdout, "FOUND %s: %s\n", o.lock, res.Summary)
 	fmt.Fprintf(stdout, "  %s\n", huntFound(res))
 	if res.FellBack != "" {

@@ -175,7 +175,7 @@ func cmdMatrix(ctx context.Context, o matrixOptions, stdout, stderr io.Writer) e
 	ctx, stop := untilStopped(ctx)
 	defer stop()
 	fmt.Fprintf(stderr, "sim matrix: %d run(s) of %d scenario(s) with %d lock(s) (seed %d) into %s\n", len(cells), len(list), len(locks), o.seed, o.out)
-	m.Play(ctx, play, runner.Options{Seed: o.seed, ClientCmd: strings.Fields(o.clientCmd), Host: o.backend}, func(n, total int, c *matrix.Cell) {
+	m.Play(ctx, reports.Play, runner.Options{Seed: o.seed, ClientCmd: strings.Fields(o.clientCmd), Host: o.backend}, func(n, total int, c *matrix.Cell) {
 		if !o.quiet && !c.Interrupted {
 			fmt.Fprintf(stderr, "[%d/%d] %s with %s: %s (%v)\n", n, total, c.Scenario, c.Lock, c.Text(0), c.Duration.Round(100*time.Millisecond))
 		}

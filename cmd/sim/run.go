@@ -319,7 +319,7 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 			if o.repeat > 1 {
 				out, name = repeatDir(out, i, o.repeat), fmt.Sprintf("%s#%d", p.name, i)
 			}
-			res, err := play(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, BeforeStep: beforeStep,
+			res, err := reports.Play(ctx, sc, runner.Options{Out: out, Seed: o.seed + int64(i-1), Log: log, Expected: o.expect, BeforeStep: beforeStep,
 				Counterfactual: o.counterfactual && p.skipCF == "", ClientCmd: strings.Fields(o.clientCmd), Host: o.backend,
 				Reference: p.ref, Departures: p.ref != nil})
 			if err != nil {

@@ -50,7 +50,7 @@ sections, trials with damage, damage rate and interval, writes refused by
 the fence, and the counts behind the rates; a trial the machine was too
 slow for is counted apart, in trials_unknown, and in no rate), sweep.json (what was swept, and the servers each lock ran on)
 and damage.png/.svg and violations.png/.svg, one line per lock with its
-interval as a band; a point where every trial was unknown has no rate
+interval as an error bar beside the other locks' and the legend outside the plot; a point where every trial was unknown has no rate
 (empty in sweep.csv, "no data" in the table, an open ring in the plots).
 It exits 1 when more than 10% of the trials ended unknown: rerun it on a
 quieter machine. --backend docker runs the servers in containers. A

@@ -1,7 +1,9 @@
 // workshop.go is workshop mode (`sim run NAME --step`) on the runner's
 // step hook: before each step of a scripted story it says what the step
 // will do, shows who holds the lock on which node and what each client
-// believes (derived from the history so far), and waits for Enter.
+// believes (derived from the history so far), and waits for Enter; it goes
+// on by itself reports.StepMargin before a lease would run out. It is the
+// terminal fallback of `sim workshop`'s page (package web).
 
 package main
 
@@ -14,12 +16,6 @@ import (
 	"locksim/reports"
 	"locksim/runner"
 )
-
-// stepMargin is how long before the first lease or TTL runs out a waiting
-// step goes on by itself: the servers' clocks do not stop while the
-// audience reads, and a lease that expires during the pause would tell
-// another story than the scenario's.
-const stepMargin = 500 * time.Millisecond
 
 // workshop shows the steps on log and waits for Enter on stdin, through
 // one reader that lives as long as the command: a step that went on by
@@ -98,8 +94,7 @@ func (w *workshop) beforeStep(ctx context.Context, v runner.StepView) {
 	}
 	prompt := "  [Enter] to go on"
 	var timeout <-chan time.Time
-	if when, what := reports.NextExpiry(v.Events, nodes, v.Now); when > 0 {
-		left := max(time.Duration(when-v.Now)-stepMargin, 0)
+	if left, what, ok := reports.StepWait(v.Events, nodes, v.Now); ok {
 		prompt += fmt.Sprintf(" (goes on by itself in %s, before %s runs out: the servers' clocks do not stop)", left.Round(100*time.Millisecond), what)
 		timeout = time.After(left)
 	}

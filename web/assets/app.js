@@ -1,0 +1,384 @@
+// app.js: the workshop page. Two views, by the address's hash: the debate
+// (#/) and a story (#/story/NAME). The live stream (/api/live) sends the
+// run in progress, its timeline drawn by the server with report.html's
+// code; this script only places it. Every string from the server goes in
+// as text, except the timeline's SVG, which the server escapes itself.
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+const el = (tag, attrs = {}, ...kids) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids) if (k != null) e.append(k);
+  return e;
+};
+
+const ui = {
+  stories: new Map(), // name -> story
+  debate: null,
+  live: null, // the last message of the live stream
+  view: null, // "debate", "sweep" or a story's name
+  sweeps: [], // the sweep presets
+  countdown: null,
+};
+
+async function api(path, body) {
+  const opt = body === undefined ? {} : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+  const r = await fetch(path, opt);
+  const data = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(data.error || r.statusText);
+  return data;
+}
+
+// ---- switches: predict and high contrast, kept across reloads ----
+
+function setting(id, cls) {
+  const box = $("#" + id);
+  box.checked = localStorage.getItem("locksim." + id) === "1";
+  const apply = () => {
+    localStorage.setItem("locksim." + id, box.checked ? "1" : "0");
+    if (cls) document.body.classList.toggle(cls, box.checked);
+    render();
+  };
+  box.addEventListener("change", apply);
+  if (cls) document.body.classList.toggle(cls, box.checked);
+  return box;
+}
+
+// ---- verdict badges ----
+
+// expectedBadge shows a story's expected verdict, or "?" while the
+// predict switch hides it and the story has not run in this session.
+function expectedBadge(name) {
+  const s = ui.stories.get(name);
+  const ran = ui.live && ui.live.verdicts && ui.live.verdicts[name];
+  if ($("#predict").checked && !ran) return el("span", { class: "badge hidden-verdict", title: "predict: the expected verdict shows once the story has run", text: "?" });
+  const b = el("span", { class: "badge " + s.expected, title: "expected verdict", text: s.expected });
+  return b;
+}
+
+function ranBadge(name) {
+  const v = ui.live && ui.live.verdicts && ui.live.verdicts[name];
+  return v ? el("span", { class: "badge ran " + v, title: "the verdict of its run here", text: "ran: " + v }) : null;
+}
+
+// ---- the debate page ----
+
+function renderDebate(main) {
+  const d = ui.debate;
+  main.append(el("h1", { text: "The Redlock debate, claim by claim" }),
+    el("p", { class: "muted", text: "Each claim with its exact words and where they are; beside it, the stories that show it on real servers. Click a story to run it." }));
+  const cols = el("div", { class: "columns" });
+  for (const side of d.sides) {
+    const col = el("section", { class: "column", id: "side-" + side.id }, el("h2", { text: side.title }), el("p", { class: "who", text: side.who }));
+    for (const c of d.claims.filter((c) => c.side === side.id)) {
+      const card = el("article", { class: "claim" }, el("h3", { text: c.claim }));
+      if (c.quote) card.append(el("blockquote", { text: "“" + c.quote + "”" }));
+      else card.append(el("div", { class: "summary" }, el("small", { text: "the catalogue's summary (not a quotation):" }), c.summary));
+      const cite = el("cite", {}, c.source || side.who);
+      if (c.section) cite.append(", section “" + c.section + "”");
+      if (c.address) cite.append(", ", el("a", { href: c.address, rel: "noreferrer", text: c.address }));
+      card.append(cite);
+      const list = el("div", { class: "stories" });
+      for (const name of c.stories) {
+        list.append(el("a", { class: "story-link", href: "#/story/" + name }, name, expectedBadge(name), ranBadge(name)));
+      }
+      card.append(list);
+      col.append(card);
+    }
+    cols.append(col);
+  }
+  main.append(cols);
+  const others = [...ui.stories.values()].filter((s) => s.scripted);
+  main.append(el("h2", { text: "Every story" }));
+  const ul = el("ul", { class: "story-list" });
+  for (const s of others) ul.append(el("li", {}, el("a", { href: "#/story/" + s.name, text: s.name }), " ", expectedBadge(s.name)));
+  main.append(ul);
+}
+
+// ---- the story page ----
+
+function renderStory(main, name) {
+  const s = ui.stories.get(name);
+  if (!s) {
+    main.append(el("p", { class: "error", text: "No story named " + name + " in the catalogue." }));
+    return;
+  }
+  main.append(el("div", { class: "story-head" }, el("h1", {}, el("code", { text: s.name })), el("span", { class: "muted", id: "expected" }, "expected ", expectedBadge(s.name))));
+  main.append(el("p", { id: "title", text: s.title }));
+  const btn = (id, label, key, cls, fn) => el("button", { id, class: cls || "", onclick: fn, title: "key " + key }, label, el("kbd", { text: key }));
+  main.append(el("div", { class: "buttons" },
+    btn("run", "Run", "r", "primary", () => start("run")),
+    btn("step", "Step", "s", "", () => start("step")),
+    btn("next", "Next step", "space", "", next),
+    btn("cf", "Counterfactual", "c", "", () => start("counterfactual")),
+    btn("stop", "Stop", "Esc", "", stop)));
+  main.append(el("div", { id: "status" }));
+  const grid = el("div", { class: "grid" });
+  const left = el("div", { class: "card" }, el("h3", { text: "The story" }));
+  for (const p of s.explain.split(/\n\s*\n/)) if (p.trim()) left.append(el("p", { text: p.trim() }));
+  left.append(el("p", { class: "source" }, el("b", { text: "Source: " }), s.source));
+  if (s.counterfactual) left.append(el("p", { class: "source" }, el("b", { text: "Counterfactual: " }), s.counterfactual + " (it must end " + s.counterfactual_expected + ")"));
+  const right = el("div", { class: "card" }, el("h3", { text: "Steps" }));
+  const ol = el("ol", { class: "steps", id: "steps" });
+  s.steps.forEach((st, i) => ol.append(el("li", { "data-i": String(i) }, st.say ? st.say + " " : "", el("span", { class: "do", text: st.do }))));
+  right.append(ol, el("pre", { id: "state" }));
+  grid.append(left, right);
+  main.append(grid);
+  main.append(el("div", { id: "result" }));
+  main.append(el("h2", { text: "Timeline" }), el("div", { class: "timeline-wrap", id: "timeline" }, el("p", { class: "muted", text: "Run the story: the timeline is drawn as the events are recorded." })));
+  main.append(el("div", { id: "cf-block", hidden: "" }, el("h2", { text: "Counterfactual: " + (s.counterfactual || "") }), el("div", { class: "timeline-wrap", id: "cf-timeline" })));
+  main.append(el("h2", { text: "Narration" }), el("pre", { id: "narration" }));
+  updateStory();
+}
+
+// updateStory places the live run on the story page, when it is this
+// story's.
+function updateStory() {
+  const name = ui.view;
+  const m = ui.live;
+  const r = m && m.run && m.run.story === name ? m.run : null;
+  const busy = busyWith();
+  const running = busy !== "";
+  const status = $("#status");
+  if (!status || !ui.stories.has(name)) return;
+  $("#expected").replaceChildren("expected ", expectedBadge(name), " ", ranBadge(name) || "");
+  for (const id of ["run", "step", "cf"]) $("#" + id).disabled = running;
+  $("#cf").disabled = running || !ui.stories.get(name).counterfactual;
+  $("#stop").disabled = !running;
+  $("#next").disabled = !(r && r.state === "waiting");
+  clearInterval(ui.countdown);
+  status.className = "";
+  if (busy === "sweep") {
+    status.textContent = "The sweep is running. Stop it there first.";
+    return;
+  }
+  if (running && !r) {
+    status.textContent = "Another story is running: " + m.run.story + " (" + m.run.mode + "). Stop it there first.";
+    return;
+  }
+  if (!r) return;
+  status.textContent = describe(r);
+  if (r.state === "waiting" && r.step) {
+    status.className = "waiting";
+    if (r.step.auto_ms) {
+      const until = Date.now() + r.step.auto_ms;
+      const tick = () => {
+        const left = Math.max(0, (until - Date.now()) / 1000);
+        status.textContent = `Step ${r.step.index + 1} of ${r.step.count} waits: press space or → (goes on by itself in ${left.toFixed(1)} s, before ${r.step.auto_what} runs out: the servers' clocks do not stop)`;
+      };
+      tick();
+      ui.countdown = setInterval(tick, 100);
+    }
+  }
+  const steps = document.querySelectorAll("#steps li");
+  steps.forEach((li, i) => {
+    const at = r.step ? r.step.index : (r.state === "done" ? steps.length : -1);
+    li.classList.toggle("done", i < at);
+    li.classList.toggle("current", i === at && running);
+  });
+  $("#state").textContent = r.step && r.step.state ? r.step.state.join("\n") : "";
+  if (r.timeline) $("#timeline").innerHTML = r.timeline; // drawn and escaped by the server (reports/svg.go)
+  const cf = $("#cf-block");
+  if (r.cf_timeline) {
+    cf.hidden = false;
+    $("#cf-timeline").innerHTML = r.cf_timeline;
+  } else cf.hidden = true;
+  const n = $("#narration");
+  n.textContent = (r.narration || []).join("\n");
+  n.scrollTop = n.scrollHeight;
+  renderResult(r);
+}
+
+function describe(r) {
+  const mode = { run: "Run", step: "Step mode", counterfactual: "Run with its counterfactual" }[r.mode];
+  switch (r.state) {
+    case "running":
+      return `${mode}: running… ${r.events} events${r.cf_events ? `, counterfactual ${r.cf_events}` : ""}` + (r.step ? ` (step ${r.step.index + 1} of ${r.step.count})` : "");
+    case "waiting":
+      return `Step ${r.step.index + 1} of ${r.step.count} waits: press space or →`;
+    case "done":
+      return `${mode}: done, ${r.events} events.`;
+    case "stopped":
+      return "Stopped: " + r.error + ".";
+    case "failed":
+      return "The harness failed: no verdict.";
+  }
+  return r.state;
+}
+
+function renderResult(r) {
+  const box = $("#result");
+  box.replaceChildren();
+  if (r.state === "failed") box.append(el("p", { class: "error", text: r.error }));
+  const res = r.result;
+  if (!res) return;
+  const v = el("section", { class: "verdict " + res.verdict, id: "verdict" }, el("span", { class: "badge " + res.verdict, text: res.verdict }));
+  const words = el("div", {}, el("p", { text: res.summary }),
+    el("p", { class: "muted", text: res.verdict === res.expected ? "As expected: this story should end " + res.expected + "." : "NOT as expected: this story should end " + res.expected + "." }));
+  if (res.counterfactual) words.append(el("p", { id: "cf-sentence", text: res.counterfactual.sentence + ". " + res.counterfactual.summary }));
+  const links = el("p", {}, "Files: ");
+  res.links.forEach((l, i) => links.append(i ? " · " : "", el("a", { href: l.href, target: "_blank", text: l.text })));
+  words.append(links);
+  v.append(words);
+  box.append(v);
+  for (const f of res.evidence || []) {
+    box.append(el("div", { class: "evidence" + (f.bad ? "" : " good") }, el("div", { class: "kind", text: f.kind }), el("div", { text: f.sentence }),
+      f.events && f.events.length ? el("pre", { text: f.events.join("\n") }) : null));
+  }
+}
+
+// busyWith says what is in progress: a run of a story, the sweep, or
+// nothing ("").
+function busyWith() {
+  const m = ui.live;
+  if (!m) return "";
+  if (m.run && !["done", "failed", "stopped"].includes(m.run.state)) return m.run.story;
+  if (m.sweep && m.sweep.state === "running") return "sweep";
+  return "";
+}
+
+// ---- the sweep page ----
+
+function renderSweep(main) {
+  const p = ui.sweeps[0];
+  if (!p) return;
+  main.append(el("h1", { text: "Sweep: " + p.title }), el("p", { text: p.about }),
+    el("p", { class: "muted", text: `${p.scenario}, ${p.param}, ${p.points} points × ${p.trials} trials, locks ${p.locks.join(", ")}.` }));
+  main.append(el("div", { class: "buttons" },
+    el("button", { id: "sweep-start", class: "primary", onclick: startSweep, title: "key r" }, "Start the sweep", el("kbd", { text: "r" })),
+    el("button", { id: "stop", onclick: stop, title: "key Esc" }, "Stop", el("kbd", { text: "Esc" }))));
+  main.append(el("div", { id: "status" }), el("div", { class: "plots", id: "plots" }), el("div", { id: "rows" }));
+  updateSweep();
+}
+
+function updateSweep() {
+  const status = $("#status");
+  if (!status || ui.view !== "sweep") return;
+  const busy = busyWith();
+  $("#sweep-start").disabled = busy !== "";
+  $("#stop").disabled = busy !== "sweep";
+  const w = ui.live && ui.live.sweep;
+  if (busy && busy !== "sweep") {
+    status.textContent = "A story is running: " + busy + ". Stop it there first.";
+    return;
+  }
+  if (!w) {
+    status.textContent = "Each point appears as its trials finish: one line per lock, with its 95% interval.";
+    return;
+  }
+  const n = (w.rows || []).length;
+  status.textContent = { running: `Sweeping… ${n} of ${w.total} points played.`, done: `Done: ${n} points.`, stopped: "Stopped: " + w.error + ".", failed: "The sweep failed: " + w.error }[w.state] || w.state;
+  $("#plots").innerHTML = (w.plots || []).join(""); // drawn by the server (reports.RatePlotSVG): no text from the page
+  const t = el("table", { class: "rows" }, el("tr", {}, ...["lock", "point", "trials", "unknown", "damaged", "violated"].map((h) => el("th", { text: h }))));
+  for (const r of w.rows || []) t.append(el("tr", {}, ...[r.lock, r.value, r.trials, r.unknown, r.damaged, r.violated].map((v) => el("td", { text: String(v) }))));
+  $("#rows").replaceChildren(t);
+}
+
+async function startSweep() {
+  try {
+    await api("/api/sweep", { preset: ui.sweeps[0].id });
+  } catch (e) {
+    flash(e.message);
+  }
+}
+
+// ---- actions ----
+
+async function start(mode) {
+  if (!ui.stories.has(ui.view)) return;
+  try {
+    await api("/api/run", { story: ui.view, mode });
+  } catch (e) {
+    flash(e.message);
+  }
+}
+
+async function next() {
+  try { await api("/api/next", {}); } catch (e) { /* no step waits: nothing to do */ }
+}
+
+async function stop() {
+  try { await api("/api/stop", {}); } catch (e) { flash(e.message); }
+}
+
+function flash(msg) {
+  const s = $("#status");
+  if (s) { s.className = "error"; s.textContent = msg; } else alert(msg);
+}
+
+// ---- the live stream ----
+
+function connect() {
+  const es = new EventSource("/api/live");
+  es.onmessage = (ev) => {
+    const first = ui.live === null;
+    ui.live = JSON.parse(ev.data);
+    banner();
+    if (ui.view === "debate" && first) render();
+    else if (ui.view === "sweep") updateSweep();
+    else if (ui.view !== "debate") updateStory();
+  };
+}
+
+function banner() {
+  const b = $("#live-banner");
+  const busy = busyWith();
+  b.hidden = busy === "";
+  if (busy) b.replaceChildren("● running ", el("a", { href: busy === "sweep" ? "#/sweep" : "#/story/" + busy, text: busy }));
+}
+
+// ---- views ----
+
+function render() {
+  const main = $("#page");
+  main.replaceChildren();
+  const h = location.hash;
+  if (h === "#/sweep") {
+    ui.view = "sweep";
+    renderSweep(main);
+  } else if (h.startsWith("#/story/")) {
+    ui.view = decodeURIComponent(h.slice(8));
+    renderStory(main, ui.view);
+  } else {
+    ui.view = "debate";
+    if (ui.debate) renderDebate(main);
+  }
+  window.scrollTo(0, 0);
+}
+
+document.addEventListener("keydown", (e) => {
+  if (e.ctrlKey || e.metaKey || e.altKey || e.target.tagName === "INPUT") return;
+  const onStory = ui.stories.has(ui.view);
+  switch (e.key) {
+    case " ": case "ArrowRight":
+      if (onStory) { e.preventDefault(); next(); }
+      break;
+    case "r": if (onStory) start("run"); else if (ui.view === "sweep") startSweep(); break;
+    case "s": if (onStory) start("step"); break;
+    case "c": if (onStory) start("counterfactual"); break;
+    case "Escape": stop(); break;
+    case "d": location.hash = "#/"; break;
+    case "h": $("#contrast").click(); break;
+    case "p": $("#predict").click(); break;
+  }
+});
+
+async function main() {
+  setting("predict");
+  setting("contrast", "contrast");
+  const [stories, debate, sweeps] = await Promise.all([api("/api/stories"), api("/api/debate"), api("/api/sweeps")]);
+  ui.sweeps = sweeps;
+  for (const s of stories) ui.stories.set(s.name, s);
+  ui.debate = debate;
+  window.addEventListener("hashchange", render);
+  render();
+  connect();
+}
+
+main().catch((e) => { $("#page").textContent = "The page could not load: " + e.message; });
