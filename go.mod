@@ -1,4 +1,4 @@
-module locksim
+module github.com/locksim/locksim
 
 go 1.26.0
 

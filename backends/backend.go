@@ -17,9 +17,9 @@ import (
 	"sort"
 	"time"
 
-	"locksim/clients"
-	"locksim/env"
-	"locksim/nemesis"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // Backend is a lock backend: the servers its locks run on.

@@ -3,7 +3,7 @@ package backends
 import (
 	"testing"
 
-	"locksim/clients"
+	"github.com/locksim/locksim/clients"
 )
 
 // Every registered lock names a registered backend, and every backend

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"locksim/clients"
-	"locksim/env"
-	"locksim/nemesis"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // etcdBackend is an etcd cluster whose members are the scenario's nodes,

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"locksim/clients"
-	"locksim/env"
-	"locksim/nemesis"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // redisBackend is the scenario's Redis nodes, A, B, C..., each a

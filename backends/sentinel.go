@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"locksim/clients"
-	"locksim/env"
-	"locksim/nemesis"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // sentinelBackend is one Redis primary, node A, with an asynchronous

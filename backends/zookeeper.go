@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"locksim/clients"
-	"locksim/env"
-	"locksim/nemesis"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // zookeeperBackend is a ZooKeeper ensemble whose members are the

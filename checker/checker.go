@@ -13,7 +13,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // Builders for hand-written histories. Times are milliseconds.

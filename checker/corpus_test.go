@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // corpusWant is a corpus entry's NAME.want: the verdict and the counts of

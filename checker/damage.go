@@ -8,7 +8,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // DamageResult is the check of the protected counter: did the storage

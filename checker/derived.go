@@ -6,7 +6,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // Derived is what a check derived from the history on its way to the

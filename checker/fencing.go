@@ -3,7 +3,7 @@ package checker
 import (
 	"sort"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // FencingResult is the fencing check: stale writes refused (the fence

@@ -3,7 +3,7 @@ package checker
 import (
 	"fmt"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // Finding is one piece of evidence of a check: its kind, a sentence that

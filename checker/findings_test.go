@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // TestFindings: every finding of a Result comes out once, worst first,

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"locksim/checker"
-	"locksim/history"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
 )
 
 const (

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // ExpirySlack is added to a lease's TTL before the checker counts the lock

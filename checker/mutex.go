@@ -10,7 +10,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // MutexResult is the mutual-exclusion check: the lock as its clients saw it.

@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // op is one client operation: an Invoke event and the next completing event

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"testing"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // model is a random history generated from who believes they hold the

@@ -22,7 +22,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // EtcdBackend is etcd: a cluster of the scenario's nodes as members (A,

@@ -29,7 +29,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 func init() {

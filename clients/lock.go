@@ -8,7 +8,7 @@ import (
 	"errors"
 	"time"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // ErrNotAcquired says the lock is held by someone else: a certain failure,

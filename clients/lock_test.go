@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // TestStillValid: a lease is valid while its time runs, by the monotonic

@@ -17,7 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // PostgresBackend is PostgreSQL: one server (a scenario's nodes do not

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"locksim/env"
-	"locksim/env/envtest"
-	"locksim/storage"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/env/envtest"
+	"github.com/locksim/locksim/storage"
 )
 
 // testPG is the one cluster the package's PostgreSQL tests share.

@@ -13,7 +13,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 func init() {

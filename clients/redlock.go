@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // unlockScript deletes the key only while it still holds this lease's

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 func newRedlock(t *testing.T, nodes []Node, plainDel bool) *Redlock {

@@ -14,7 +14,7 @@ import (
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 func init() {

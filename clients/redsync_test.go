@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"locksim/env"
-	"locksim/history"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/history"
 )
 
 // startRedisNodes starts n real redis-servers named A, B, C... and

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // Refusal is a certain refusal with its reason (one of history's Reason

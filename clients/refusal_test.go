@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 func TestReasonOf(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 func init() {

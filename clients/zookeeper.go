@@ -64,7 +64,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // ZooKeeperBackend is a ZooKeeper ensemble (package backends starts it).

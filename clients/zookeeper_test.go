@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"locksim/clients"
-	"locksim/clients/locktest"
-	"locksim/env"
-	"locksim/history"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/clients/locktest"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/history"
 )
 
 func startZooKeeper(t *testing.T, members int) *env.ZooKeeper {

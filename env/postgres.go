@@ -20,7 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"locksim/storage"
+	"github.com/locksim/locksim/storage"
 )
 
 // ErrPostgresNotFound says the PostgreSQL server binaries are not installed.
@@ -28,7 +28,7 @@ var ErrPostgresNotFound = errors.New("PostgreSQL not found: apt-get install post
 
 // DefaultPostgresImage is the docker backend's default PostgreSQL image
 // (built by `make docker`, as DefaultRedisImage is).
-const DefaultPostgresImage = "locksim/postgres:bookworm"
+const DefaultPostgresImage = "github.com/locksim/locksim/postgres:bookworm"
 
 // PostgresOptions tunes a throwaway cluster.
 type PostgresOptions struct {

@@ -19,7 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"locksim/clockshim"
+	"github.com/locksim/locksim/clockshim"
 )
 
 // Persistence is how a Redis server keeps its data across a crash.
@@ -41,7 +41,7 @@ const (
 // locally by `make docker` (docker/build-images) from Debian's packages:
 // the same server version as the local backend on this Debian (so are
 // DefaultPostgresImage and DefaultEtcdImage).
-const DefaultRedisImage = "locksim/redis:bookworm"
+const DefaultRedisImage = "github.com/locksim/locksim/redis:bookworm"
 
 // RedisOptions says how to start one redis-server.
 type RedisOptions struct {

@@ -76,7 +76,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"locksim/clockshim"
+	"github.com/locksim/locksim/clockshim"
 )
 
 // ErrZooKeeperNotFound says ZooKeeper (its jar) or a Java runtime is not
@@ -117,7 +117,7 @@ const zkHeap = "64m"
 // DefaultZooKeeperImage is the docker backend's default ZooKeeper image
 // (built by `make docker` from Debian's zookeeper package, as
 // DefaultRedisImage is).
-const DefaultZooKeeperImage = "locksim/zookeeper:bookworm"
+const DefaultZooKeeperImage = "github.com/locksim/locksim/zookeeper:bookworm"
 
 // ZooKeeperOptions says how to start an ensemble.
 type ZooKeeperOptions struct {

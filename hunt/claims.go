@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // claim is what one step of a played story came to, to be written into

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"locksim/checker"
-	"locksim/history"
-	"locksim/nemesis"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // Played is what one run of a story came to.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/runner"
+	"github.com/locksim/locksim/runner"
 )
 
 // BenchmarkHunt measures a hunt on real servers: single-node Redis with

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"locksim/checker"
-	"locksim/history"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestCandidatesAreStories: every candidate of a hunt, on each kind of

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"locksim/clients"
-	"locksim/scenarios"
-	"locksim/sweep"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/sweep"
 )
 
 // TestEveryLockRunsOnTheSameServers: every registered lock, resolved as a

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"locksim/env"
-	"locksim/worker"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/worker"
 )
 
 // The test binary doubles as the worker binary (LOCKSIM_WORKER=1).

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"locksim/sweep"
+	"github.com/locksim/locksim/sweep"
 )
 
 // Merge joins the results of the shards of one hunt (the same lock,

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"locksim/clients"
-	"locksim/runner"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/runner"
 )
 
 // mutants are the locks `sim locks --mutants` lists, each hunted with the

@@ -28,11 +28,11 @@ import (
 	"strings"
 	"time"
 
-	"locksim/backends"
-	"locksim/clients"
-	"locksim/history"
-	"locksim/nemesis"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // Plan is one candidate schedule.

@@ -6,8 +6,8 @@ import (
 
 	"path/filepath"
 
-	"locksim/outdir"
-	"locksim/runner"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/runner"
 )
 
 // OnServers plays each story with the runner on real servers, each run

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestHuntOnServers: on real servers, a hunt against single-node Redis

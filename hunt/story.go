@@ -10,8 +10,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"locksim/nemesis"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // file is a scenario file as a hunt writes it: the catalogue's fields,

@@ -14,7 +14,7 @@ import (
 	"slices"
 	"time"
 
-	"locksim/nemesis"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // item is a step or steps of the timeline at time t (in TTLs); at one

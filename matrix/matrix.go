@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"locksim/checker"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // Cell is one lock and one scenario: not applicable, not run, or run with

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/checker"
-	"locksim/history"
-	"locksim/runner"
-	"locksim/scenarios"
-	"locksim/worker"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/worker"
 )
 
 // TestMatrixClientProgramNA: with a client program, a story that writes to

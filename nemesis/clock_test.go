@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"locksim/clockshim"
-	"locksim/env"
+	"github.com/locksim/locksim/clockshim"
+	"github.com/locksim/locksim/env"
 )
 
 // TestClockJumpExpiresKey: a +60s ClockJump on a server moves its TIME by

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // ClockJump moves one server's or one client's wall clock by By at once.

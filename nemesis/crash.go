@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"locksim/env"
+	"github.com/locksim/locksim/env"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // Crash kills one Redis server with SIGKILL: no shutdown, no final fsync,

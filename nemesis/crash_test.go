@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"locksim/env"
+	"github.com/locksim/locksim/env"
 )
 
 // TestCrashRestartPersistence: kill -9 and restart at once. With

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // ClockDrift makes one server's or one client's wall clock run fast or

@@ -3,7 +3,7 @@ package nemesis
 import (
 	"context"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // ConnDrop closes one client's connections to some nodes at once, both

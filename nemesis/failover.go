@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"locksim/env"
+	"github.com/locksim/locksim/env"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // Failover does what Sentinel or an operator does when a Redis primary

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"locksim/env"
+	"github.com/locksim/locksim/env"
 )
 
 func waitReplicated(t *testing.T, primary, replica *env.Redis, key string) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/env"
+	"github.com/locksim/locksim/env"
 )
 
 // TestRefusesForeignTargets: every fault refuses a node, client or link

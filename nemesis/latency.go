@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // Latency delays the bytes on one client's links to some nodes (a

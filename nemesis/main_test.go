@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"locksim/clients"
-	"locksim/env"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
 )
 
 // envRenew puts the test binary in helper mode: a stand-in for a worker's

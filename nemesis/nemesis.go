@@ -11,10 +11,10 @@ import (
 	"strings"
 	"sync"
 
-	"locksim/clockshim"
-	"locksim/env"
+	"github.com/locksim/locksim/clockshim"
+	"github.com/locksim/locksim/env"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // Target is everything a fault may touch: what this run started.

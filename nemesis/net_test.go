@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"locksim/env"
+	"github.com/locksim/locksim/env"
 )
 
 func pingRTTs(t *testing.T, addr string, n int) []time.Duration {

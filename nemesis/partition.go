@@ -3,9 +3,9 @@ package nemesis
 import (
 	"context"
 
-	"locksim/env"
+	"github.com/locksim/locksim/env"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // Partition cuts one client off from some nodes: every byte on those links

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // Pause freezes a process with SIGSTOP, as a long GC pause, a VM

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/env"
+	"github.com/locksim/locksim/env"
 )
 
 // TestPauseClientStopsRenewing: a child process renews a key's TTL to 1s

@@ -3,7 +3,7 @@ package nemesis
 import (
 	"context"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // ConnReset resets one client's connections to some nodes (a toxiproxy

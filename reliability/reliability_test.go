@@ -20,14 +20,14 @@ import (
 	"testing"
 	"time"
 
-	"locksim/scenarios"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // build compiles bin/sim into a temp dir.
 func build(b *testing.B) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "sim")
-	out, err := exec.Command("go", "build", "-o", bin, "locksim/cmd/sim").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/locksim/locksim/cmd/sim").CombinedOutput()
 	if err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}

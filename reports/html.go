@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"locksim/checker"
-	"locksim/history"
-	"locksim/runner"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/runner"
 )
 
 // MaxHTMLEvents bounds the rows of the history table; history.jsonl has

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"locksim/history"
-	"locksim/outdir"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 var screenshot = flag.String("screenshot", "", "also save TestReportInChromium's screenshot here (e.g. ../docs/report.png)")

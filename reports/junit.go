@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"locksim/runner"
+	"github.com/locksim/locksim/runner"
 )
 
 // Case is one scenario run of a batch: a finished run, or the harness

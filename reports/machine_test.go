@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/history"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestMachineInResult: the timing guard's readings reach result.json and

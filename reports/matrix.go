@@ -11,7 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"locksim/matrix"
+	"github.com/locksim/locksim/matrix"
 )
 
 // MatrixTable prints the table for a terminal: a row per scenario, a

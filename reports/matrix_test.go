@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/matrix"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/matrix"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // fakeMatrix is a table with one cell of each kind, made up: nothing runs.

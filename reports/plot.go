@@ -20,7 +20,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"locksim/outdir"
+	"github.com/locksim/locksim/outdir"
 )
 
 // Series is one line of a rate plot.

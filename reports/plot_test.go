@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/outdir"
+	"github.com/locksim/locksim/outdir"
 )
 
 // TestNiceTicks: the x axis of a sweep over 0.2..3 TTLs gets labels every

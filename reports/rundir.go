@@ -18,11 +18,11 @@ import (
 	"strings"
 	"time"
 
-	"locksim/checker"
-	"locksim/history"
-	"locksim/outdir"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // MachineLine says in one line how the machine behaved: the CPU pressure,

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"locksim/history"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestResultIsTheRecord: result.json is the runner's record with what is

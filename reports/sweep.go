@@ -10,8 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"locksim/outdir"
-	"locksim/sweep"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/sweep"
 )
 
 // WriteSweep writes a sweep's sweep.csv and its two plots

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/sweep"
+	"github.com/locksim/locksim/sweep"
 )
 
 // TestSweepPlots: a sweep's rows become two plots, a line per lock (the

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"locksim/checker"
-	"locksim/history"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // Lane kinds.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/checker"
-	"locksim/history"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
 )
 
 // load reads a recorded history from testdata/ and checks it.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"locksim/checker"
-	"locksim/history"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
 )
 
 // unattributed says, for a generator trial whose check found the lock or

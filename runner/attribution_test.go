@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"locksim/checker"
-	"locksim/history"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
 )
 
 // lostUpdate is a trial's history in which client 1's hold (granted at

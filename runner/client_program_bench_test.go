@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/scenarios"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // BenchmarkClientProgramVsGoWorker plays one story of its servers with

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"locksim/clockshim"
-	"locksim/scenarios"
-	"locksim/worker"
+	"github.com/locksim/locksim/clockshim"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/worker"
 )
 
 // clientCmd is the program every client runs: Options.ClientCmd, else the

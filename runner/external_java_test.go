@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/checker"
-	"locksim/history"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
 )
 
 const (

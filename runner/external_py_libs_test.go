@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"locksim/checker"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // pyClient is the example client examples/<example>/client.py as a

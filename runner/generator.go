@@ -15,14 +15,14 @@ import (
 	"sync"
 	"time"
 
-	"locksim/checker"
-	"locksim/clients"
-	"locksim/env"
-	"locksim/history"
-	"locksim/nemesis"
-	"locksim/scenarios"
-	"locksim/storage"
-	"locksim/worker"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/storage"
+	"github.com/locksim/locksim/worker"
 )
 
 // settle is how long the clients go on looping after a fault has run its

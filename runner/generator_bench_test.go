@@ -19,9 +19,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"locksim/clients"
-	"locksim/history"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // benchLoop is how long each side of BenchmarkGeneratorThroughput loops.

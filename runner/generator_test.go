@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"locksim/checker"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestTrialsJudgedByTheirOwnPauses plays gen-pause's schedule (a client

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"locksim/history"
-	"locksim/worker"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/worker"
 )
 
 // MinTrialMargin is the smallest margin a generator trial is held to. The

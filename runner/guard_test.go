@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"locksim/scenarios"
-	"locksim/worker"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/worker"
 )
 
 // TestGuardSeesAStall stops this very process for 300ms (a child sends

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"locksim/scenarios"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestStepHooksAndOutcome plays redis-unsafe-release with both step hooks:

@@ -13,8 +13,8 @@ import (
 	"slices"
 	"sync"
 
-	"locksim/backends"
-	"locksim/env"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/env"
 )
 
 // Kept are servers kept between runs, a set for each shape of servers

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/scenarios"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestKeptServers: stories played one after another on kept servers end

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"locksim/checker"
-	"locksim/history"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // Outcome is one run's record: the history, what the checkers found in

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/checker"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestJudgedAgainstReference: a lock judged against its reference matches

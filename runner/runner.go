@@ -17,16 +17,16 @@ import (
 	"sync"
 	"time"
 
-	"locksim/checker"
-	"locksim/clients"
-	"locksim/clockshim"
-	"locksim/env"
-	"locksim/history"
-	"locksim/nemesis"
-	"locksim/outdir"
-	"locksim/scenarios"
-	"locksim/storage"
-	"locksim/worker"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/clockshim"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/storage"
+	"github.com/locksim/locksim/worker"
 )
 
 // Options tune one run.

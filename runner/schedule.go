@@ -10,8 +10,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"locksim/nemesis"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // Planned is one fault of a trial's schedule.

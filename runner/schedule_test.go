@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/scenarios"
+	"github.com/locksim/locksim/scenarios"
 )
 
 func gen(fault string, faults int) scenarios.Generator {

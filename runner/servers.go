@@ -7,10 +7,10 @@ import (
 	"strings"
 	"sync"
 
-	"locksim/backends"
-	"locksim/clients"
-	"locksim/env"
-	"locksim/storage"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/storage"
 )
 
 // Host says where a run's servers run: the scenario's backend field, or

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/backends"
-	"locksim/clients"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // noImage is a lock backend without a docker image (every registered one

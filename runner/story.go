@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"locksim/history"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // claim is a step's statement of what must have happened to its

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/history"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestClaimsMatchOutcomes: each fact a step states must hold, and a fact

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"locksim/history"
-	"locksim/nemesis"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // ClientProgram is what a client program's hello line says it covers

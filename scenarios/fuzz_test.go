@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/clients"
+	"github.com/locksim/locksim/clients"
 )
 
 // fuzzMaxInput bounds a fuzz input: a scenario file is a few KiB.

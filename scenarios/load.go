@@ -15,9 +15,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"locksim/backends"
-	"locksim/clients"
-	"locksim/nemesis"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/nemesis"
 )
 
 //go:embed *.yaml

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/clients"
+	"github.com/locksim/locksim/clients"
 )
 
 func TestCatalogueLoads(t *testing.T) {

@@ -6,8 +6,8 @@ package scenarios
 // that changes the lock, and sim hunt all ask LockNodes.
 
 import (
-	"locksim/backends"
-	"locksim/clients"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/clients"
 )
 
 // LockNodes is how many servers of its backend lock runs on when it

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"locksim/backends"
-	"locksim/clients"
-	"locksim/history"
-	"locksim/nemesis"
-	"locksim/storage"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/storage"
 )
 
 // Verdicts a scenario can expect.

@@ -21,8 +21,8 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"locksim/clients"
-	"locksim/nemesis"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // SchemaJSON is the scenario file's JSON Schema (schema.json).
@@ -45,10 +45,10 @@ func generateSchema(dir string) ([]byte, error) {
 			return nil
 		}}
 	if dir != "" {
-		if err := r.AddGoComments("locksim/scenarios", dir); err != nil {
+		if err := r.AddGoComments("github.com/locksim/locksim/scenarios", dir); err != nil {
 			return nil, err
 		}
-		if err := r.AddGoComments("locksim/nemesis", filepath.Join(dir, "..", "nemesis")); err != nil {
+		if err := r.AddGoComments("github.com/locksim/locksim/nemesis", filepath.Join(dir, "..", "nemesis")); err != nil {
 			return nil, err
 		}
 	}

@@ -7,8 +7,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"locksim/clients"
-	"locksim/history"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/history"
 )
 
 // Counterfactual is a scenario's cause, named so that it can be taken

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 
-	"locksim/clients"
+	"github.com/locksim/locksim/clients"
 )
 
 // Variant is a story played with another lock than its own.

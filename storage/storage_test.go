@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"locksim/env"
-	"locksim/env/envtest"
-	"locksim/storage"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/env/envtest"
+	"github.com/locksim/locksim/storage"
 )
 
 // testPG is the one cluster the package's tests share.

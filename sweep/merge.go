@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 
-	"locksim/backends"
-	"locksim/clients"
-	"locksim/outdir"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // Description is sweep.json: what a sweep, or one shard of it, played,

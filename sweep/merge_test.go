@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/scenarios"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // trialOutcome is a made-up trial: counts drawn from its place in the sweep.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"locksim/nemesis"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // Key is a parameter a sweep can vary: the size a generator draws for

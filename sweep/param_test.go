@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/scenarios"
+	"github.com/locksim/locksim/scenarios"
 )
 
 func TestParseParam(t *testing.T) {

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"locksim/checker"
-	"locksim/clients"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // Options configure a sweep.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/scenarios"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // BenchmarkSweep10x30 times a whole sweep of gen-pause on single Redis:

@@ -19,11 +19,11 @@ import (
 	"sync"
 	"time"
 
-	"locksim/checker"
-	"locksim/history"
-	"locksim/reports"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // Modes of a run, as the page's buttons start them.

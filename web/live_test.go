@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/reports"
+	"github.com/locksim/locksim/reports"
 )
 
 // startReal serves a Server that plays runs on real servers

@@ -24,8 +24,8 @@ import (
 	"sync"
 	"time"
 
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 //go:embed assets

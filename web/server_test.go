@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"locksim/env"
-	"locksim/runner"
-	"locksim/scenarios"
-	"locksim/worker"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/worker"
 )
 
 // The test binary doubles as the worker binary (LOCKSIM_WORKER=1) of the

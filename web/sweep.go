@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"locksim/reports"
-	"locksim/sweep"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/sweep"
 )
 
 // SweepPreset is a sweep the page can start.

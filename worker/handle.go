@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"locksim/env"
-	"locksim/history"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/history"
 )
 
 // Client is the harness's handle on one worker process.

@@ -13,7 +13,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"locksim/history"
+	"github.com/locksim/locksim/history"
 )
 
 // OpLoop is the command that runs a generator loop (Command.Loop);

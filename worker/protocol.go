@@ -21,10 +21,10 @@ import (
 	"strings"
 	"time"
 
-	"locksim/clients"
-	"locksim/env"
-	"locksim/history"
-	"locksim/storage"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/storage"
 )
 
 // ProtocolVersion is the newest version of the worker protocol this

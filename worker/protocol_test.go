@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"locksim/clients"
-	"locksim/history"
-	"locksim/storage"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/storage"
 )
 
 // TestGoWorkerHello: the harness's own worker opens the protocol as any

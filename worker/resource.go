@@ -10,10 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"locksim/clients"
-	"locksim/clockshim"
-	"locksim/history"
-	"locksim/storage"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/clockshim"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/storage"
 )
 
 // setup builds the lock client, its fencing-token source and the handle on

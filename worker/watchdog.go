@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"locksim/clients"
-	"locksim/history"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/history"
 )
 
 // PlainExpirer is a lock that can renew a key with a plain PEXPIRE, whoever

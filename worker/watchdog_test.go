@@ -3,7 +3,7 @@ package worker
 import (
 	"testing"
 
-	"locksim/clients"
+	"github.com/locksim/locksim/clients"
 )
 
 // TestPlainExpireSpec: a Redis lock's Spec says PlainExpire exactly when

@@ -18,9 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"locksim/clients"
-	"locksim/history"
-	"locksim/storage"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/storage"
 )
 
 // EnvVar marks a process as a worker.

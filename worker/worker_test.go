@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"locksim/clients"
-	"locksim/history"
-	"locksim/storage"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/storage"
 )
 
 // memLock is an in-memory lock for testing the worker's protocol alone:

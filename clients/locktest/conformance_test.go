@@ -11,10 +11,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"locksim/backends"
-	"locksim/clients"
-	"locksim/clients/locktest"
-	"locksim/env"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/clients/locktest"
+	"github.com/locksim/locksim/env"
 )
 
 func TestMain(m *testing.M) {

@@ -81,8 +81,8 @@ import (
 	"testing"
 	"time"
 
-	"locksim/clients"
-	"locksim/history"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/history"
 )
 
 // Options describes the lock under test and the hooks the suite needs.

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"locksim/backends"
-	"locksim/clients"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // backendFlags adds --backend (the host: where the servers run) and, for

@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"locksim/backends"
-	"locksim/clients"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // listWidth is the width sim list and sim locks fit by default: their

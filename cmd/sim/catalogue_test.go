@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/clients"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestListFitsHundredColumns: sim list and sim locks fit 100 columns,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"locksim/env"
+	"github.com/locksim/locksim/env"
 )
 
 func cleanCmd() *cobra.Command {

@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"locksim/clients"
-	"locksim/env"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // overview heads sim help; footer ends it.

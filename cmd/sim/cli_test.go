@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"locksim/env"
-	"locksim/history"
-	"locksim/scenarios"
-	"locksim/worker"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/worker"
 )
 
 // The test binary doubles as the sim binary: as a worker when

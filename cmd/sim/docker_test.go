@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/env"
+	"github.com/locksim/locksim/env"
 )
 
 // TestCatalogueDocker plays stories of every kind of fault on the docker

@@ -20,15 +20,15 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"locksim/clients"
-	"locksim/findings"
-	"locksim/hunt"
-	"locksim/matrix"
-	"locksim/outdir"
-	"locksim/reports"
-	"locksim/runner"
-	"locksim/scenarios"
-	"locksim/worker"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/findings"
+	"github.com/locksim/locksim/hunt"
+	"github.com/locksim/locksim/matrix"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/worker"
 )
 
 type findingsOptions struct {

@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/locksim/locksim/clients"
 	"io"
-	"locksim/clients"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,12 +19,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"locksim/hunt"
-	"locksim/outdir"
-	"locksim/reports"
-	"locksim/runner"
-	"locksim/scenarios"
-	"locksim/sweep"
+	"github.com/locksim/locksim/hunt"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/sweep"
 )
 
 // huntOptions are sim hunt's flags.

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"locksim/checker"
-	"locksim/hunt"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/hunt"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestHuntFindsAStorySimRunPlays: sim hunt against single-node Redis

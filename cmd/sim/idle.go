@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"locksim/backends"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // idleFlag is a flag that changes nothing where it is given: refused, so

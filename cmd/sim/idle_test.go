@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/scenarios"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // TestIdleFlagsRefused: a flag given where it has no effect is refused

@@ -14,9 +14,9 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"locksim/checker"
-	"locksim/env"
-	"locksim/worker"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/worker"
 )
 
 func main() {

@@ -19,12 +19,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"locksim/clients"
-	"locksim/matrix"
-	"locksim/outdir"
-	"locksim/reports"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/matrix"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // matrixOptions are sim matrix's flags.

@@ -11,7 +11,7 @@ import (
 	"os"
 	"time"
 
-	"locksim/outdir"
+	"github.com/locksim/locksim/outdir"
 )
 
 // checkOutDir says whether dir may become kind's --out, writing nothing.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/outdir"
+	"github.com/locksim/locksim/outdir"
 )
 
 // usersFiles are what a user keeps in a folder, under the names locksim

@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"locksim/checker"
-	"locksim/outdir"
-	"locksim/reports"
-	"locksim/runner"
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/runner"
 )
 
 // offlineOptions are the flags of sim report and sim check.

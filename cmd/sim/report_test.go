@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/outdir"
+	"github.com/locksim/locksim/outdir"
 )
 
 // junitDoc is the part of a JUnit file the tests read.

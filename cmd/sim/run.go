@@ -18,11 +18,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"locksim/clients"
-	"locksim/outdir"
-	"locksim/reports"
-	"locksim/runner"
-	"locksim/scenarios"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // runOptions are sim run's flags.

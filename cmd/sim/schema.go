@@ -5,7 +5,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"locksim/scenarios"
+	"github.com/locksim/locksim/scenarios"
 )
 
 func schemaCmd() *cobra.Command {

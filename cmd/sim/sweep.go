@@ -12,11 +12,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"locksim/outdir"
-	"locksim/reports"
-	"locksim/runner"
-	"locksim/scenarios"
-	"locksim/sweep"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/sweep"
 )
 
 // sweepOptions are sim sweep's flags.

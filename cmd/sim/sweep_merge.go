@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"locksim/outdir"
-	"locksim/reports"
-	"locksim/sweep"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/sweep"
 )
 
 func sweepMergeCmd() *cobra.Command {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/env"
-	"locksim/sweep"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/sweep"
 )
 
 // TestSweepShardsMerge plays a small sweep whole and as two shards of the

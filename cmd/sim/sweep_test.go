@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"locksim/env"
-	"locksim/reports"
-	"locksim/sweep"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/sweep"
 )
 
 // TestSweepShape runs `sim sweep` at a small size (the debate chart in

@@ -13,8 +13,8 @@ import (
 	"io"
 	"time"
 
-	"locksim/reports"
-	"locksim/runner"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/runner"
 )
 
 // workshop shows the steps on log and waits for Enter on stdin, through

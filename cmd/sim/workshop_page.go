@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"locksim/reports"
-	"locksim/runner"
-	"locksim/web"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/web"
 )
 
 // workshopOptions are sim workshop's flags.

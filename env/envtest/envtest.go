@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"locksim/env"
+	"github.com/locksim/locksim/env"
 )
 
 // RunWithPostgres starts one throwaway PostgreSQL cluster, stores it in
