@@ -37,7 +37,7 @@ func BenchmarkCheck100kRSS(b *testing.B) {
 }
 
 // TestMain runs the package's tests and benchmarks under the soft memory
-// limit the sim binary sets (cmd/sim/main.go), so that the peak RSS a
+// limit the sim binary sets (cli/main.go), so that the peak RSS a
 // benchmark reports is the harness's, whichever benchmark ran first.
 func TestMain(m *testing.M) {
 	debug.SetMemoryLimit(MemoryLimit)

@@ -1,0 +1,465 @@
+// findings.go: `sim findings`, what the stories and a hunt show about
+// every lock: each registered lock and each client program's lock under
+// examples/, written to docs/findings.md (package findings).
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/findings"
+	"github.com/locksim/locksim/hunt"
+	"github.com/locksim/locksim/matrix"
+	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/reports"
+	"github.com/locksim/locksim/runner"
+	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/worker"
+)
+
+type findingsOptions struct {
+	only       []string
+	doc        string
+	out        string
+	examples   string
+	huntBudget time.Duration
+	huntRuns   int
+	seed       int64
+	flags      *pflag.FlagSet
+}
+
+func findingsCmd() *cobra.Command {
+	var o findingsOptions
+	cmd := &cobra.Command{
+		Use:   "findings [--only NAME,...] [--doc FILE] [--out DIR]",
+		Short: "play every lock, and every client program's, against the stories of its servers and a hunt; write docs/findings.md",
+		Long: `For every registered lock (sim locks) and every lock of every client
+program under examples/ (a folder holding client.js, client.py or an
+executable client): play each scripted story of its servers, as sim
+matrix does, judged against the lock it stands in for where it replaces
+the story's own; then hunt it (sim hunt told nothing but its name; a
+program's hunt has the lock it stands in for as --baseline, so that what
+it finds is what the program does worse). Write FILE (default
+docs/findings.md), FILE's .html and .json beside it: the library
+versions, each cell with the command that plays it again, what each hunt
+found (its shrunk story) and what that means for the lock's users.
+
+--only refreshes the named locks (a lock, a program's folder, or a
+subject's name as the page gives it) and keeps the others from FILE's
+.json, for when one library releases a new version. The runs go to DIR
+(default runs/findings-<time>). A progress bar on stderr counts the
+stories and hunts done.
+
+Exit codes: 0 written (findings about the locks are the page's content,
+not errors), 2 bad input, or a cell the harness could not run (the page
+is written, that cell saying why), 130 interrupted (nothing is written
+to FILE).`,
+		Example: `  sim findings                              # every lock and program: about 40 minutes on 2 cores
+  sim findings --only sesamecare-redlock    # one program, when it releases a new version
+  sim findings --only redsync,rueidislock --hunt-budget 2m`,
+		Args: usage(cobra.NoArgs, "findings: takes no arguments; name locks with --only"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.flags = cmd.Flags()
+			return cmdFindings(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringSliceVar(&o.only, "only", nil, "refresh only these locks (`NAME,...`: a lock, a program's folder under examples/, or a subject's name)")
+	f.StringVar(&o.doc, "doc", filepath.Join("docs", "findings.md"), "the Markdown page to write (`FILE`; FILE's .html and .json beside it)")
+	f.StringVar(&o.out, "out", "", "where the runs go (`DIR`; default runs/findings-<time>)")
+	f.StringVar(&o.examples, "examples", "examples", "the folder whose client programs are played (`DIR`)")
+	f.DurationVar(&o.huntBudget, "hunt-budget", 45*time.Second, "each hunt's search time (`D`; its shrinking comes after)")
+	f.IntVar(&o.huntRuns, "hunt-runs", 40, "each hunt's most candidates (`N`)")
+	f.Int64Var(&o.seed, "seed", 1, "seed `S` of the hunts")
+	return cmd
+}
+
+// subject is a lock sim findings plays: registered, or a program's.
+type subject struct {
+	findings.Subject
+	backend clients.Backend
+	// hello is the program's hello line (nil: locksim's own lock).
+	hello *worker.Hello
+	// err is why a program could not be read (its hello); nothing of it
+	// is played.
+	err error
+}
+
+// subjects lists every registered lock that is not a mutant, then every
+// lock of every client program under dir.
+func subjects(ctx context.Context, dir string) ([]subject, error) {
+	var out []subject
+	for _, n := range clients.Names() {
+		s, _ := clients.Lookup(n)
+		if s.Mutant != "" || strings.HasPrefix(n, "test-") {
+			continue
+		}
+		out = append(out, subject{Subject: findings.Subject{Name: n, Lock: n, About: s.Doc, Servers: string(s.Backend)}, backend: s.Backend})
+	}
+	progs, err := clientPrograms(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, argv := range progs {
+		folder := filepath.Base(filepath.Dir(argv[len(argv)-1]))
+		h, err := runner.ProbeClientProgram(ctx, argv)
+		if err != nil {
+			out = append(out, subject{Subject: findings.Subject{Name: folder, Program: argv, About: "could not be started"}, err: err})
+			continue
+		}
+		for _, l := range h.Locks {
+			spec, err := clients.Lookup(l)
+			if err != nil {
+				continue
+			}
+			name := folder
+			if len(h.Locks) > 1 {
+				name = fmt.Sprintf("%s (%s)", folder, l)
+			}
+			about := h.Name
+			if own := h.OwnName(l); own != "" {
+				about = fmt.Sprintf("%s: its own lock %s, like %s", h.Name, own, l)
+			}
+			out = append(out, subject{Subject: findings.Subject{Name: name, Lock: l, Program: argv, About: about, Servers: string(spec.Backend)}, backend: spec.Backend, hello: &h})
+		}
+	}
+	return out, nil
+}
+
+// clientPrograms finds the client programs under dir: each folder's
+// client.js (run by node), client.py or executable client.
+func clientPrograms(dir string) ([][]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--examples %s: %v", dir, err)
+	}
+	var out [][]string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		for _, c := range []struct{ file, run string }{{"client.js", "node"}, {"client.py", ""}, {"client", ""}} {
+			p := filepath.Join(dir, e.Name(), c.file)
+			if st, err := os.Stat(p); err != nil || st.IsDir() {
+				continue
+			}
+			if c.run != "" {
+				out = append(out, []string{c.run, p})
+			} else {
+				out = append(out, []string{p})
+			}
+			break
+		}
+	}
+	return out, nil
+}
+
+// only keeps the subjects --only names, and refuses a name none has.
+func only(all []subject, names []string) ([]subject, error) {
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []subject
+	for _, n := range names {
+		hit := false
+		for _, s := range all {
+			folder := ""
+			if s.Program != nil {
+				folder = filepath.Base(filepath.Dir(s.Program[len(s.Program)-1]))
+			}
+			if s.Name == n || (s.Program == nil && s.Lock == n) || folder == n {
+				hit = true
+				if !slices.ContainsFunc(out, func(o subject) bool { return o.Name == s.Name }) {
+					out = append(out, s)
+				}
+			}
+		}
+		if !hit {
+			var names []string
+			for _, s := range all {
+				names = append(names, s.Name)
+			}
+			return nil, fmt.Errorf("--only %s: no lock or client program of that name (%s)", n, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
+
+func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Writer) error {
+	if o.huntBudget <= 0 || o.huntRuns < 1 {
+		return errors.New("--hunt-budget: expected a positive duration; --hunt-runs: expected 1 or more")
+	}
+	if !strings.HasSuffix(o.doc, ".md") {
+		return fmt.Errorf("--doc %s: expected a Markdown file (.md); its .html and .json are written beside it", o.doc)
+	}
+	base := strings.TrimSuffix(o.doc, ".md")
+	report, err := findings.Load(base + ".json")
+	if err != nil {
+		return asFlag("--doc", err)
+	}
+	for _, p := range []string{o.doc, base + ".html"} {
+		if err := outdir.CheckFile(p); err != nil {
+			return asFlag("--doc", err)
+		}
+	}
+	all, err := subjects(ctx, o.examples)
+	if err != nil {
+		return err
+	}
+	subs, err := only(all, o.only)
+	if err != nil {
+		return err
+	}
+	var stories []*scenarios.Scenario
+	list, err := scenarios.Select(true, nil)
+	if err != nil {
+		return err
+	}
+	for _, sc := range list {
+		if sc.Generator == nil {
+			stories = append(stories, sc)
+		}
+	}
+	if o.out == "" {
+		o.out = filepath.Join("runs", "findings-"+time.Now().Format("20060102-150405"))
+	}
+	dir, err := claimOut(o.out, outdir.Runs, outID("sim findings"))
+	if err != nil {
+		return err
+	}
+	ctx, stop := untilStopped(ctx)
+	defer stop()
+
+	// Plan every subject's matrix first, so that the bar knows the work.
+	type planned struct {
+		s *subject
+		m *matrix.Matrix
+	}
+	var plan []planned
+	refs := map[string]*runner.Outcome{} // one reference run per lock and story, for all
+	total := 0
+	for i := range subs {
+		s := &subs[i]
+		if s.err != nil {
+			continue
+		}
+		var mine []*scenarios.Scenario
+		for _, sc := range stories { // the stories its lock can be put in
+			if _, err := scenarios.WithLock(sc, s.Lock); err == nil {
+				mine = append(mine, sc)
+			}
+		}
+		var program func(*scenarios.Scenario) error
+		if h := s.hello; h != nil {
+			argv := s.Program
+			program = func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, *h) }
+		}
+		sub, err := dir.Sub(slug(s.Name), outdir.Matrix, outID("sim findings"))
+		if err != nil {
+			return asFlag("--out", err)
+		}
+		m := matrix.Plan([]string{s.Lock}, mine, sub.Path(), program)
+		m.Refs = refs
+		for _, c := range m.Playable() {
+			// A finding is a lock's verdict against its reference; the
+			// counterfactuals are the stories' own business (sim run).
+			cp := *c.Played
+			cp.Counterfactual = nil
+			c.Played, c.CFSkipped = &cp, "sim findings plays no counterfactual"
+		}
+		total += len(m.Playable()) + 1 // its cells and its hunt
+		plan = append(plan, planned{s, m})
+	}
+	// locksim's own locks first: their cells are the references of the
+	// programs' cells.
+	slices.SortStableFunc(plan, func(a, b planned) int {
+		if (a.s.Program == nil) == (b.s.Program == nil) {
+			return 0
+		}
+		if a.s.Program == nil {
+			return -1
+		}
+		return 1
+	})
+	bar := newProgress(stderr, total)
+	var failed []string // the cells the harness could not run
+	fmt.Fprintf(stderr, "sim findings: %d lock(s), %d story run(s) and hunt(s), into %s\n", len(plan), total, o.out)
+	for _, p := range plan {
+		s, m := p.s, p.m
+		started := time.Now()
+		m.Play(ctx, reports.Play, runner.Options{Seed: o.seed, ClientCmd: s.Program}, func(n, _ int, c *matrix.Cell) {
+			bar.step(s.Name + ": " + c.Scenario)
+		})
+		if ctx.Err() != nil {
+			return interrupted("interrupted; nothing written to %s; the runs so far are in %s", o.doc, o.out)
+		}
+		if f := m.Failed(); f != nil { // its cell says so; the others go on
+			failed = append(failed, fmt.Sprintf("%s on %s: %s", s.Name, f.Scenario, f.Err))
+		}
+		for _, c := range m.Ordered() {
+			s.Cells = append(s.Cells, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: replay(s.Subject, c)})
+		}
+		bar.say(s.Name + ": hunting")
+		s.Hunt = huntSubject(ctx, s.Subject, filepath.Join(o.out, slug(s.Name), "hunt"), o)
+		if ctx.Err() != nil {
+			return interrupted("interrupted; nothing written to %s; the runs so far are in %s", o.doc, o.out)
+		}
+		bar.step(s.Name + ": hunt " + huntShort(s.Hunt))
+		s.Seconds = time.Since(started).Seconds()
+		s.Date = time.Now().Format("2006-01-02")
+	}
+	bar.done()
+	var done []findings.Subject
+	for _, s := range subs {
+		if s.err != nil {
+			s.Hunt = &findings.Hunt{Error: s.err.Error()}
+		}
+		done = append(done, s.Subject)
+	}
+	report.Replace(done)
+	report.Command = "bin/sim findings"
+	report.Seed = o.seed
+	report.Modules = lockModules()
+	report.Machine = fmt.Sprintf("Played on %d cores, %s.", runtime.NumCPU(), runtime.Version())
+	if err := writeFindings(report, o.doc, base, stdout); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("written, but the harness could not run %d cell(s) (each says why): %s", len(failed), strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// writeFindings writes the report's Markdown, HTML and JSON.
+func writeFindings(r *findings.Report, doc, base string, stdout io.Writer) error {
+	if err := writeOutFile("--doc", doc, r.Markdown()); err != nil {
+		return err
+	}
+	h, err := r.HTML()
+	if err != nil {
+		return err
+	}
+	if err := writeOutFile("--doc", base+".html", h); err != nil {
+		return err
+	}
+	j, err := r.JSON()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".json", j, 0o644); err != nil {
+		return fmt.Errorf("--doc: %v", err)
+	}
+	for _, s := range r.Subjects {
+		fmt.Fprintf(stdout, "%-32s %2d stories, %d worse than its reference; hunt: %s\n", s.Name, len(s.Cells), s.Count("finding"), huntShort(s.Hunt))
+	}
+	fmt.Fprintf(stdout, "written: %s, %s.html, %s.json\n", doc, base, base)
+	return nil
+}
+
+// replay is the command that plays cell c of subject s again.
+func replay(s findings.Subject, c *matrix.Cell) string {
+	cmd := "bin/sim run " + c.Scenario
+	if c.Played != nil && c.Played.Lock != storyLock(c.Scenario) || (c.Played == nil && s.Lock != storyLock(c.Scenario)) {
+		cmd += " --lock " + s.Lock
+	}
+	if s.Program != nil {
+		cmd += fmt.Sprintf(" --client-cmd %q", strings.Join(s.Program, " "))
+	}
+	return cmd
+}
+
+// storyLock is the lock scenario name is written for.
+func storyLock(name string) string {
+	sc, err := scenarios.Find(name)
+	if err != nil {
+		return ""
+	}
+	return sc.Lock
+}
+
+// huntSubject hunts s as sim hunt would, told its name (and, for a
+// program, the lock it stands in for as its baseline), into out.
+func huntSubject(ctx context.Context, s findings.Subject, out string, o findingsOptions) *findings.Hunt {
+	ho := huntOptions{lock: s.Lock, clients: 3, runs: o.huntRuns, budget: o.huntBudget, seed: o.seed, out: out}
+	cmd := fmt.Sprintf("bin/sim hunt %s --budget %v --runs %d --seed %d", s.Lock, o.huntBudget, o.huntRuns, o.seed)
+	if s.Program != nil {
+		ho.clientCmd, ho.baseline = strings.Join(s.Program, " "), s.Lock
+		cmd = fmt.Sprintf("bin/sim hunt %s --client-cmd %q --baseline %s --budget %v --runs %d --seed %d", s.Lock, ho.clientCmd, s.Lock, o.huntBudget, o.huntRuns, o.seed)
+	}
+	h := &findings.Hunt{Command: cmd}
+	log, err := os.Create(out + ".log")
+	if err != nil {
+		h.Error = err.Error()
+		return h
+	}
+	defer log.Close()
+	herr := cmdHunt(ctx, ho, log, log)
+	b, err := os.ReadFile(filepath.Join(out, "hunt.json"))
+	if err != nil {
+		h.Error = fmt.Sprintf("%v (the hunt's log: %s.log)", herr, out)
+		return h
+	}
+	var res hunt.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		h.Error = err.Error()
+		return h
+	}
+	h.Found, h.Summary, h.Runs, h.Seconds = res.Found, res.Summary, res.Candidates, res.Seconds
+	if res.Found {
+		if y, err := os.ReadFile(filepath.Join(out, "found.yaml")); err == nil {
+			h.Story = string(y)
+		}
+	}
+	return h
+}
+
+func huntShort(h *findings.Hunt) string {
+	switch {
+	case h == nil:
+		return "not run"
+	case h.Error != "":
+		return "could not run"
+	case h.Found:
+		return "found: " + h.Summary
+	}
+	return fmt.Sprintf("nothing in %d candidates", h.Runs)
+}
+
+// slug is a subject's name as a folder name.
+func slug(name string) string {
+	return strings.NewReplacer(" (", "-", ")", "", " ", "-").Replace(name)
+}
+
+// lockModules lists the Go modules of the registered locks' libraries,
+// with the versions the binary was built with.
+func lockModules() []string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, d := range bi.Deps {
+		for _, p := range []string{"github.com/go-redsync/redsync", "github.com/bsm/redislock", "github.com/redis/rueidis", "github.com/redis/go-redis",
+			"go.etcd.io/etcd/client/v3", "github.com/go-zookeeper/zk", "github.com/jackc/pgx"} {
+			if strings.HasPrefix(d.Path, p) {
+				out = append(out, d.Path+" "+d.Version)
+			}
+		}
+	}
+	return out
+}
