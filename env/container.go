@@ -121,7 +121,7 @@ func CheckImage(ctx context.Context, image string) error {
 	}
 	if _, err := cli.ImageInspect(ctx, image); err != nil {
 		how := "build it or load it into this engine"
-		if strings.HasPrefix(image, "github.com/locksim/locksim/") {
+		if strings.HasPrefix(image, "locksim/") {
 			how = "run `make docker` to build the default images"
 		}
 		return fmt.Errorf("docker image %s not found: %s", image, how)

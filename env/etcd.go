@@ -25,7 +25,7 @@ const EtcdStartTimeout = 15 * time.Second
 
 // DefaultEtcdImage is the docker backend's default etcd image (built by
 // `make docker`, as DefaultRedisImage is).
-const DefaultEtcdImage = "github.com/locksim/locksim/etcd:bookworm"
+const DefaultEtcdImage = "locksim/etcd:bookworm"
 
 // EtcdOptions says how to start an etcd cluster.
 type EtcdOptions struct {

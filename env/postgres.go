@@ -28,7 +28,7 @@ var ErrPostgresNotFound = errors.New("PostgreSQL not found: apt-get install post
 
 // DefaultPostgresImage is the docker backend's default PostgreSQL image
 // (built by `make docker`, as DefaultRedisImage is).
-const DefaultPostgresImage = "github.com/locksim/locksim/postgres:bookworm"
+const DefaultPostgresImage = "locksim/postgres:bookworm"
 
 // PostgresOptions tunes a throwaway cluster.
 type PostgresOptions struct {

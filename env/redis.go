@@ -41,7 +41,7 @@ const (
 // locally by `make docker` (docker/build-images) from Debian's packages:
 // the same server version as the local backend on this Debian (so are
 // DefaultPostgresImage and DefaultEtcdImage).
-const DefaultRedisImage = "github.com/locksim/locksim/redis:bookworm"
+const DefaultRedisImage = "locksim/redis:bookworm"
 
 // RedisOptions says how to start one redis-server.
 type RedisOptions struct {

@@ -52,7 +52,7 @@ const SentinelStartTimeout = 15 * time.Second
 // DefaultSentinelImage is the docker backend's default Sentinel image
 // (built by `make docker` from Debian's redis-sentinel package, as
 // DefaultRedisImage is).
-const DefaultSentinelImage = "github.com/locksim/locksim/sentinel:bookworm"
+const DefaultSentinelImage = "locksim/sentinel:bookworm"
 
 // Defaults of SentinelOptions.
 const (

@@ -117,7 +117,7 @@ const zkHeap = "64m"
 // DefaultZooKeeperImage is the docker backend's default ZooKeeper image
 // (built by `make docker` from Debian's zookeeper package, as
 // DefaultRedisImage is).
-const DefaultZooKeeperImage = "github.com/locksim/locksim/zookeeper:bookworm"
+const DefaultZooKeeperImage = "locksim/zookeeper:bookworm"
 
 // ZooKeeperOptions says how to start an ensemble.
 type ZooKeeperOptions struct {
