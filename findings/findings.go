@@ -135,8 +135,12 @@ func (s Subject) Meaning() string {
 	case h == nil:
 	case h.Error != "":
 		fmt.Fprintf(&b, "The hunt could not run: %s.", h.Error)
+	case h.Found && s.Program != nil:
+		fmt.Fprintf(&b, "The hunt, with the lock it stands in for as its baseline, found a schedule on which it ends worse than that lock in %d candidate(s): %s.", h.Runs, h.Summary)
 	case h.Found:
 		fmt.Fprintf(&b, "The hunt found a schedule that breaks it in %d candidate(s): %s.", h.Runs, h.Summary)
+	case s.Program != nil:
+		fmt.Fprintf(&b, "The hunt, with the lock it stands in for as its baseline, found no schedule on which it ends worse than that lock in %d candidate(s) (%.0f s).", h.Runs, h.Seconds)
 	default:
 		fmt.Fprintf(&b, "The hunt found nothing in %d candidate(s) (%.0f s).", h.Runs, h.Seconds)
 	}

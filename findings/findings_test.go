@@ -14,11 +14,15 @@ func TestMeaning(t *testing.T) {
 	worse := Subject{Name: "p", Program: []string{"p"}, Cells: []Cell{{Story: "a", Kind: "finding"}, {Story: "b", Kind: "match"}, {Story: "c", Kind: "na"}},
 		Hunt: &Hunt{Found: true, Runs: 3, Summary: "unsafe: lost update"}}
 	if m := worse.Meaning(); !strings.Contains(m, "Of 2 stories played, it ended worse than the lock it stands in for on 1: a.") ||
-		!strings.Contains(m, "1 story could not be played") || !strings.Contains(m, "found a schedule that breaks it in 3 candidate(s): unsafe: lost update") {
+		!strings.Contains(m, "1 story could not be played") || !strings.Contains(m, "with the lock it stands in for as its baseline, found a schedule on which it ends worse than that lock in 3 candidate(s): unsafe: lost update") {
 		t.Errorf("meaning %q", m)
 	}
 	fine := Subject{Name: "redis", Cells: []Cell{{Story: "a", Kind: "match"}}, Hunt: &Hunt{Runs: 9, Seconds: 40}}
 	if m := fine.Meaning(); strings.Contains(m, "worse") || !strings.Contains(m, "every one ended as the story") || !strings.Contains(m, "found nothing in 9") {
+		t.Errorf("meaning %q", m)
+	}
+	own := Subject{Name: "redlock", Cells: []Cell{{Story: "a", Kind: "match"}}, Hunt: &Hunt{Found: true, Runs: 2, Summary: "unsafe"}}
+	if m := own.Meaning(); strings.Contains(m, "baseline") || !strings.Contains(m, "found a schedule that breaks it in 2 candidate(s)") {
 		t.Errorf("meaning %q", m)
 	}
 }
