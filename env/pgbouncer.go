@@ -31,6 +31,14 @@ type PgbouncerOptions struct {
 	StartTimeout time.Duration
 }
 
+// PgbouncerQueryWait is query_wait_timeout: how long a client waits for
+// a server connection before pgbouncer gives up and closes it. pgbouncer
+// ships 120 s; a lock whose lease is an open transaction (postgres-xact)
+// keeps the pool's one server connection, and the next client's acquire
+// would hang for two minutes, past the harness's bound on a reply. 5 s
+// is far longer than any story's wait for a free server connection.
+const PgbouncerQueryWait = 5 * time.Second
+
 // Pgbouncer is one pgbouncer listening on 127.0.0.1 in front of a
 // Postgres the harness started, run by the harness and killed with it.
 type Pgbouncer struct {
@@ -182,9 +190,10 @@ pool_mode = %s
 default_pool_size = %d
 min_pool_size = 0
 reserve_pool_size = 0
+query_wait_timeout = %d
 max_client_conn = 1000
 ignore_startup_parameters = extra_float_digits
-`, pg.port, b.port, pgbouncerUsers, pgbouncerLog, b.opts.PoolMode, b.opts.PoolSize)
+`, pg.port, b.port, pgbouncerUsers, pgbouncerLog, b.opts.PoolMode, b.opts.PoolSize, int(PgbouncerQueryWait/time.Second))
 }
 
 func (b *Pgbouncer) start(ctx context.Context, bin string, pg *Postgres, cred *syscall.Credential) error {
