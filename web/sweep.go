@@ -152,6 +152,9 @@ func (s *Server) busy() string {
 	if w := s.sweep; w != nil && !w.ended() {
 		return "the sweep " + w.preset.ID
 	}
+	if h := s.hunt; h != nil && !h.ended() {
+		return "the hunt " + h.preset.ID
+	}
 	return ""
 }
 
@@ -209,15 +212,7 @@ func (s *Server) startSweep(p SweepPreset) error {
 	}()
 	go func() {
 		defer s.runs.Done()
-		for {
-			select {
-			case <-changed:
-				s.broadcast()
-			case <-done:
-				s.broadcast()
-				return
-			}
-		}
+		s.pushEach(changed, done)
 	}()
 	return nil
 }
