@@ -361,7 +361,9 @@ func coldStart(t *testing.T, b *browser, bin string) time.Duration {
 	// Epoch milliseconds: when the navigation began, and the paint.
 	at, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]float64](`[performance.timeOrigin, performance.timeOrigin + performance.getEntriesByName("first-contentful-paint")[0].startTime]`))
 	b.must("first-contentful-paint", err)
-	epoch := func(ms float64) time.Duration { return time.UnixMicro(int64(ms * 1000)).Sub(t0).Round(time.Millisecond) }
+	epoch := func(ms float64) time.Duration {
+		return time.UnixMicro(int64(ms * 1000)).Sub(t0).Round(time.Millisecond)
+	}
 	paint := epoch(at[1])
 	t.Logf("from starting sim workshop: address printed %v, navigation began %v, first contentful paint %v, the debate's columns drawn by %v",
 		listening.Round(time.Millisecond), epoch(at[0]), paint, drawn.Round(time.Millisecond))
