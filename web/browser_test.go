@@ -4,18 +4,24 @@ import (
 	"bufio"
 	"context"
 	"flag"
+	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/locksim/locksim/reports"
 )
 
 var shots = flag.String("screenshots", "", "also save TestWorkshopInChromium's screenshots into `DIR` (e.g. ../docs)")
@@ -71,8 +77,9 @@ type browser struct {
 	dir string
 }
 
-// newBrowser starts Chromium for test t, stopped at its end.
-func newBrowser(t *testing.T, timeout time.Duration) *browser {
+// newBrowser starts Chromium for test t, stopped at its end, with
+// flags added to the usual ones.
+func newBrowser(t *testing.T, timeout time.Duration, flags ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	bin := chromium()
 	if bin == "" {
@@ -80,6 +87,7 @@ func newBrowser(t *testing.T, timeout time.Duration) *browser {
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.WindowSize(1600, 1000), chromedp.UserDataDir(t.TempDir()))
+	opts = append(opts, flags...)
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -368,4 +376,73 @@ func coldStart(t *testing.T, b *browser, bin string) time.Duration {
 	t.Logf("from starting sim workshop: address printed %v, navigation began %v, first contentful paint %v, the debate's columns drawn by %v",
 		listening.Round(time.Millisecond), epoch(at[0]), paint, drawn.Round(time.Millisecond))
 	return paint
+}
+
+// TestWorkshopRefusesForeignOriginInChromium: a page of another origin
+// cannot drive the workshop. Chromium, told that rebind.test is
+// 127.0.0.1 (what DNS rebinding makes a name say), opens the workshop's
+// port under that name and gets the refusal, not the page, and its
+// same-origin POST of a run is refused too; a page served from another
+// port posts a run to the workshop and is refused (403, on the Origin).
+// No run starts.
+func TestWorkshopRefusesForeignOriginInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts Chromium")
+	}
+	s, err := New(Config{Out: t.TempDir(), Play: reports.Play})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var refused []string // "METHOD PATH" of each request answered 403
+	h := s.Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code == http.StatusForbidden {
+			mu.Lock()
+			refused = append(refused, r.Method+" "+r.URL.Path)
+			mu.Unlock()
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	}))
+	defer ts.Close()
+	s.Allow(ts.Listener.Addr().String())
+	defer s.Close()
+	post := `fetch(%q, {method: "POST", headers: {"Content-Type": "application/json"}, body: '{"story":"redis-ttl-expiry","mode":"run"}'}).then(r => document.title = "status " + r.status, e => document.title = "failed")`
+	foreign := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!DOCTYPE html><title>elsewhere</title><script>`+post+`</script>`, ts.URL+"/api/run")
+	}))
+	defer foreign.Close()
+
+	b := newBrowser(t, time.Minute, chromedp.Flag("host-resolver-rules", "MAP rebind.test 127.0.0.1"))
+	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+	rebound := "http://rebind.test:" + port
+	b.do("the workshop under another name", chromedp.Navigate(rebound+"/"))
+	if body := b.text("body"); !strings.Contains(body, "refused: Host rebind.test:"+port) {
+		t.Errorf("the workshop under another name answered %q", body)
+	}
+	b.do("a run posted under another name", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(post, rebound+"/api/run")), until(`document.title.startsWith("status") || document.title === "failed"`))
+	if !b.eval(`document.title === "status 403"`) {
+		t.Errorf("a run posted under another name was not refused")
+	}
+	b.do("a page elsewhere", chromedp.Navigate(foreign.URL+"/"), until(`document.title !== "elsewhere"`))
+	mu.Lock()
+	got := slices.Clone(refused)
+	mu.Unlock()
+	for _, want := range []string{"GET /", "POST /api/run", "OPTIONS /api/run"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("refused %q: not %q", got, want)
+		}
+	}
+	s.mu.Lock()
+	ran := s.cur != nil
+	s.mu.Unlock()
+	if ran {
+		t.Errorf("a run started")
+	}
 }

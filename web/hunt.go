@@ -270,14 +270,7 @@ func (s *Server) startHunt(p HuntPreset) error {
 		res, err := s.playHunt(ctx, h, sp)
 		h.mu.Lock()
 		h.result, h.playing, h.sc, h.events = res, "", nil, nil
-		switch {
-		case ctx.Err() != nil:
-			h.state, h.err = StateStopped, "every server and client of the hunt was stopped"
-		case err != nil:
-			h.state, h.err = StateFailed, err.Error()
-		default:
-			h.state = StateDone
-		}
+		h.state, h.err = ending(ctx, err, "hunt")
 		h.mu.Unlock()
 		fmt.Fprintf(s.cfg.Log, "sim workshop: the hunt %s: %s\n", p.ID, h.state)
 	}()
@@ -377,6 +370,18 @@ func (s *Server) playSide(ctx context.Context, heading string, sc *scenarios.Sce
 	side.Timeline = reports.NewTimeline(sc.Name+": "+sc.Title, out.Events, c, reports.LockNodes(sc), sc.Clients).SVG()
 	side.Links = []link{{"report.html", href + "report.html"}, {"history.html", href + "history.html"}}
 	return side
+}
+
+// ending is the state a sweep's or a hunt's goroutine ends in, and why
+// when it did not end done.
+func ending(ctx context.Context, err error, what string) (state, why string) {
+	switch {
+	case ctx.Err() != nil:
+		return StateStopped, "every server and client of the " + what + " was stopped"
+	case err != nil:
+		return StateFailed, err.Error()
+	}
+	return StateDone, ""
 }
 
 // pushEach tells the pages each time changed fires (at most every

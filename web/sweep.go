@@ -199,14 +199,7 @@ func (s *Server) startSweep(p SweepPreset) error {
 				touch()
 			}})
 		lw.mu.Lock()
-		switch {
-		case ctx.Err() != nil:
-			lw.state, lw.err = StateStopped, "every server and client of the sweep was stopped"
-		case err != nil:
-			lw.state, lw.err = StateFailed, err.Error()
-		default:
-			lw.state = StateDone
-		}
+		lw.state, lw.err = ending(ctx, err, "sweep")
 		lw.mu.Unlock()
 		fmt.Fprintf(s.cfg.Log, "sim workshop: the sweep %s: %s\n", p.ID, lw.state)
 	}()
