@@ -208,10 +208,9 @@ func TestWorkshopInChromium(t *testing.T) {
 	}
 
 	// Run: the live timeline, then the verdict.
-	do("run", key("r"),
-		until(`document.querySelector("#status").textContent.includes("running") && document.querySelector("#timeline svg .tl-belief") !== null`))
-	liveSeen := eval(`document.querySelector("#verdict") === null`)
+	do("run", key("r"), until(`ui.live.run.mode === "run"`))
 	do("the verdict", chromedp.WaitVisible(chromedp.CSS(`#verdict`)), chromedp.ScrollIntoView(chromedp.CSS(`#verdict`)))
+	liveSeen := eval(`ui.liveDrawn === ui.live.run.id`)
 	shot("workshop-story.png", false)
 	if !liveSeen {
 		t.Errorf("no live timeline before the verdict")
@@ -287,6 +286,9 @@ func TestWorkshopHuntInChromium(t *testing.T) {
 		chromedp.KeyEvent("r"),
 		until(`document.querySelector("#hunt-timeline svg .tl-belief") !== null && document.querySelector("#hunt-lines").textContent.includes("candidate 1:")`))
 	b.shot("workshop-hunt-live.png", true)
+	if status := b.text("#status"); !strings.HasPrefix(status, "Hunting") {
+		t.Fatalf("the hunt ended early: %s", status)
+	}
 	if code, body := postJSON(t, ts.URL+"/api/run", `{"story":"redis-ttl-expiry","mode":"run"}`); code != http.StatusConflict || !strings.Contains(body, "the hunt redlock") {
 		t.Errorf("a story during the hunt: %d %s", code, body)
 	}

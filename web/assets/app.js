@@ -186,6 +186,9 @@ function updateStory() {
   });
   $("#state").textContent = r.step && r.step.state ? r.step.state.join("\n") : "";
   if (r.timeline) $("#timeline").innerHTML = r.timeline; // drawn and escaped by the server (reports/svg.go)
+  // liveDrawn names the last run whose timeline was drawn with a hold
+  // while it ran (the browser test reads it).
+  if (r.timeline && !r.result && r.timeline.includes("tl-belief")) ui.liveDrawn = r.id;
   const cf = $("#cf-block");
   if (r.cf_timeline) {
     cf.hidden = false;
