@@ -44,6 +44,29 @@ type Options struct {
 	Play      Player
 	// Say receives a line of progress (nil: none).
 	Say func(format string, args ...any)
+	// Progress is told of each story run as it ends (nil: none), for a
+	// view that follows the hunt (sim workshop's hunt page).
+	Progress func(Progress)
+}
+
+// Phase is the part of a hunt a story run belongs to.
+type Phase string
+
+// The phases of a hunt, in order.
+const (
+	PhaseCandidates   Phase = "candidates"
+	PhaseShrink       Phase = "shrink"
+	PhaseReproduction Phase = "reproduction"
+)
+
+// Progress is one story run of a hunt, as it ends.
+type Progress struct {
+	Phase Phase
+	// Played is the run: its story, verdict and history.
+	Played Played
+	// Candidates, StoryRuns and the runs of the current phase are the
+	// hunt's counts so far (Result's).
+	Candidates, StoryRuns, PhaseRuns int
 }
 
 // Result is hunt.json: what was searched, what was found, how it was
@@ -250,7 +273,21 @@ func (h *hunter) run(ctx context.Context, s *Story) (Played, error) {
 	if out.Reused {
 		h.res.ServersReused++
 	}
+	if f := h.o.Progress; f != nil && h.phase != nil {
+		f(Progress{Phase: h.phaseName(), Played: out, Candidates: h.res.Candidates, StoryRuns: h.res.StoryRuns, PhaseRuns: *h.phase})
+	}
 	return out, nil
+}
+
+// phaseName names the phase whose count h.phase is.
+func (h *hunter) phaseName() Phase {
+	switch h.phase {
+	case &h.res.ShrinkRuns:
+		return PhaseShrink
+	case &h.res.ReproductionRuns:
+		return PhaseReproduction
+	}
+	return PhaseCandidates
 }
 
 // fails says whether plan p fails: unsafe in at least 2 of 3 runs (a

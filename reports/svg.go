@@ -335,24 +335,14 @@ func (d *drawing) span(s Span) {
 		}
 		d.f(`<rect x="%.1f" y="%d" width="%.1f" height="16" rx="3" fill="#ffffff"/>`, x0, mid-8, w)
 		d.f(`<rect class="tl-belief" x="%.1f" y="%d" width="%.1f" height="16" rx="3" fill="%s" fill-opacity="0.18" stroke="%s" stroke-width="%.1f">%s</rect>`+"\n", x0, mid-8, w, c, stroke, sw, d.tip(s.Note))
-		if d.roomFor(s, x0+4+textWidth(s.Label)) {
-			d.f(`<text class="tl-h" x="%.1f" y="%d" fill="%s" font-weight="600" dominant-baseline="middle">%s</text>`+"\n", x0+4, mid, c, esc(s.Label))
-		}
-		if clipped {
-			d.f(`<text x="%.1f" y="%d" fill="%s" text-anchor="end" dominant-baseline="middle">lease until %.2f s →</text>`+"\n", x1-4, mid, c, float64(s.To)/1e9)
-		}
+		d.boxLabels(s, x0, w, mid, c, "600", clipped, fmt.Sprintf("lease until %.2f s →", float64(s.To)/1e9))
 	case SpanHold:
 		c := clientColor(s.Client)
 		if stroke == "" {
 			stroke = c
 		}
 		d.f(`<rect class="tl-hold" x="%.1f" y="%d" width="%.1f" height="%d" rx="2" fill="%s" fill-opacity="0.30" stroke="%s" stroke-width="%.1f">%s</rect>`+"\n", x0, y+6, w, h-12, c, stroke, sw, d.tip(s.Note))
-		if d.roomFor(s, x0+4+textWidth(s.Label)) {
-			d.f(`<text class="tl-h" x="%.1f" y="%d" fill="%s" font-weight="700" dominant-baseline="middle">%s</text>`+"\n", x0+4, mid, c, esc(s.Label))
-		}
-		if clipped {
-			d.f(`<text x="%.1f" y="%d" fill="%s" text-anchor="end" dominant-baseline="middle">TTL %.2f s →</text>`+"\n", x1-4, mid, c, float64(s.To)/1e9)
-		}
+		d.boxLabels(s, x0, w, mid, c, "700", clipped, fmt.Sprintf("TTL %.2f s →", float64(s.To)/1e9))
 	case SpanClock:
 		d.f(`<rect class="tl-clock" x="%.1f" y="%d" width="%.1f" height="%d" fill="#f59e0b" fill-opacity="0.10" stroke="#d97706" stroke-dasharray="4 3">%s</rect>`+"\n", x0, y+2, w, h-4, d.tip(s.Note))
 		d.f(`<path d="M%.1f %d l-4 9 h5 l-3 9 l8 -12 h-5 l3 -6 z" fill="#d97706"/>`+"\n", x0+1, y+6)
@@ -363,6 +353,23 @@ func (d *drawing) span(s Span) {
 	default:
 		d.f(`<rect class="tl-fault" x="%.1f" y="%d" width="%.1f" height="%d" fill="#f87171" fill-opacity="0.15" stroke="#f87171">%s</rect>`+"\n", x0, y+3, w, h-6, d.tip(s.Note))
 		d.label(s.Lane, y+13, x0+4, `fill="#b91c1c" font-style="italic"`, s.Label)
+	}
+}
+
+// boxLabels writes a belief's or a hold's labels: its own at its left,
+// and, when the window cuts it (clipped), where it ends at its right.
+// Each is written only where it fits inside the box, the label only
+// beside the end: a box that has only just begun (a live timeline's
+// latest grant) shows neither rather than both over each other.
+func (d *drawing) boxLabels(s Span, x0, w float64, mid int, c, weight string, clipped bool, end string) {
+	lw, ew := textWidth(s.Label), textWidth(end)
+	showEnd := clipped && ew+8 <= w
+	showLabel := d.roomFor(s, x0+4+lw) && (!clipped || lw+8 <= w) && (!showEnd || lw+ew+16 <= w)
+	if showLabel {
+		d.f(`<text class="tl-h" x="%.1f" y="%d" fill="%s" font-weight="%s" dominant-baseline="middle">%s</text>`+"\n", x0+4, mid, c, weight, esc(s.Label))
+	}
+	if showEnd {
+		d.f(`<text x="%.1f" y="%d" fill="%s" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", x0+w-4, mid, c, end)
 	}
 }
 

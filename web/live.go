@@ -134,6 +134,7 @@ type link struct {
 type runMessage struct {
 	Run      *runSnapshot      `json:"run"`
 	Sweep    *sweepSnapshot    `json:"sweep,omitempty"`
+	Hunt     *huntSnapshot     `json:"hunt,omitempty"`
 	Verdicts map[string]string `json:"verdicts"`
 }
 
@@ -447,7 +448,7 @@ func (s *Server) broadcast() {
 // message is the live stream's message now.
 func (s *Server) message() runMessage {
 	s.mu.Lock()
-	r, sw := s.cur, s.sweep
+	r, sw, h := s.cur, s.sweep, s.hunt
 	verdicts := make(map[string]string, len(s.verdicts))
 	for k, v := range s.verdicts {
 		verdicts[k] = v
@@ -456,6 +457,9 @@ func (s *Server) message() runMessage {
 	m := runMessage{Verdicts: verdicts}
 	if sw != nil {
 		m.Sweep = sw.snapshot()
+	}
+	if h != nil {
+		m.Hunt = h.snapshot()
 	}
 	if r != nil {
 		m.Run = r.snapshot()
@@ -529,13 +533,15 @@ func (s *Server) handleNext(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) handleStop(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
-	r, sw := s.cur, s.sweep
+	r, sw, h := s.cur, s.sweep, s.hunt
 	s.mu.Unlock()
 	switch {
 	case r != nil && !r.ended():
 		r.cancel()
 	case sw != nil && !sw.ended():
 		sw.cancel()
+	case h != nil && !h.ended():
+		h.cancel()
 	default:
 		refuse(w, http.StatusConflict, "no run in progress")
 		return

@@ -66,6 +66,9 @@ type Server struct {
 	// sweep is the sweep in progress or the last one; nil before the
 	// first. A sweep and a story run never run at once.
 	sweep *liveSweep
+	// hunt is the hunt in progress or the last one; nil before the
+	// first. It too is the one run at a time.
+	hunt *liveHunt
 	// verdicts are the verdicts of the runs played since the server
 	// started, by story (the debate page's "predict" switch shows a
 	// story's expected verdict once it has run).
@@ -214,6 +217,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/stop", s.post(s.handleStop))
 	mux.HandleFunc("GET /api/sweeps", s.handleSweeps)
 	mux.HandleFunc("POST /api/sweep", s.post(s.handleSweep))
+	mux.HandleFunc("GET /api/hunts", s.handleHunts)
+	mux.HandleFunc("POST /api/hunt", s.post(s.handleHunt))
 	mux.HandleFunc("GET /runs/{dir}/{file...}", s.handleRunFile)
 	return s.guard(mux)
 }
@@ -264,6 +269,9 @@ func (s *Server) Close() {
 		}
 		if w := s.sweep; w != nil {
 			w.cancel()
+		}
+		if h := s.hunt; h != nil {
+			h.cancel()
 		}
 	}
 	s.mu.Unlock()

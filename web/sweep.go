@@ -152,6 +152,9 @@ func (s *Server) busy() string {
 	if w := s.sweep; w != nil && !w.ended() {
 		return "the sweep " + w.preset.ID
 	}
+	if h := s.hunt; h != nil && !h.ended() {
+		return "the hunt " + h.preset.ID
+	}
 	return ""
 }
 
@@ -196,28 +199,13 @@ func (s *Server) startSweep(p SweepPreset) error {
 				touch()
 			}})
 		lw.mu.Lock()
-		switch {
-		case ctx.Err() != nil:
-			lw.state, lw.err = StateStopped, "every server and client of the sweep was stopped"
-		case err != nil:
-			lw.state, lw.err = StateFailed, err.Error()
-		default:
-			lw.state = StateDone
-		}
+		lw.state, lw.err = ending(ctx, err, "sweep")
 		lw.mu.Unlock()
 		fmt.Fprintf(s.cfg.Log, "sim workshop: the sweep %s: %s\n", p.ID, lw.state)
 	}()
 	go func() {
 		defer s.runs.Done()
-		for {
-			select {
-			case <-changed:
-				s.broadcast()
-			case <-done:
-				s.broadcast()
-				return
-			}
-		}
+		s.pushEach(changed, done)
 	}()
 	return nil
 }

@@ -1,5 +1,6 @@
-// app.js: the workshop page. Two views, by the address's hash: the debate
-// (#/) and a story (#/story/NAME). The live stream (/api/live) sends the
+// app.js: the workshop page. Four views, by the address's hash: the
+// debate (#/), a story (#/story/NAME), the sweep (#/sweep) and the hunt
+// (#/hunt). The live stream (/api/live) sends the
 // run in progress, its timeline drawn by the server with report.html's
 // code; this script only places it. Every string from the server goes in
 // as text, except the timeline's SVG, which the server escapes itself.
@@ -24,6 +25,7 @@ const ui = {
   live: null, // the last message of the live stream
   view: null, // "debate", "sweep" or a story's name
   sweeps: [], // the sweep presets
+  hunts: [], // the hunt presets
   countdown: null,
 };
 
@@ -154,8 +156,8 @@ function updateStory() {
   $("#next").disabled = !(r && r.state === "waiting");
   clearInterval(ui.countdown);
   status.className = "";
-  if (busy === "sweep") {
-    status.textContent = "The sweep is running. Stop it there first.";
+  if (busy === "sweep" || busy === "hunt") {
+    status.textContent = "The " + busy + " is running. Stop it there first.";
     return;
   }
   if (running && !r) {
@@ -184,6 +186,9 @@ function updateStory() {
   });
   $("#state").textContent = r.step && r.step.state ? r.step.state.join("\n") : "";
   if (r.timeline) $("#timeline").innerHTML = r.timeline; // drawn and escaped by the server (reports/svg.go)
+  // liveDrawn names the last run whose timeline was drawn with a hold
+  // while it ran (the browser test reads it).
+  if (r.timeline && !r.result && r.timeline.includes("tl-belief")) ui.liveDrawn = r.id;
   const cf = $("#cf-block");
   if (r.cf_timeline) {
     cf.hidden = false;
@@ -240,6 +245,7 @@ function busyWith() {
   if (!m) return "";
   if (m.run && !["done", "failed", "stopped"].includes(m.run.state)) return m.run.story;
   if (m.sweep && m.sweep.state === "running") return "sweep";
+  if (m.hunt && m.hunt.state === "running") return "hunt";
   return "";
 }
 
@@ -264,6 +270,10 @@ function updateSweep() {
   $("#sweep-start").disabled = busy !== "";
   $("#stop").disabled = busy !== "sweep";
   const w = ui.live && ui.live.sweep;
+  if (busy === "hunt") {
+    status.textContent = "The hunt is running. Stop it there first.";
+    return;
+  }
   if (busy && busy !== "sweep") {
     status.textContent = "A story is running: " + busy + ". Stop it there first.";
     return;
@@ -283,6 +293,113 @@ function updateSweep() {
 async function startSweep() {
   try {
     await api("/api/sweep", { preset: ui.sweeps[0].id });
+  } catch (e) {
+    flash(e.message);
+  }
+}
+
+// ---- the hunt page ----
+
+function renderHunt(main) {
+  const p = ui.hunts[0];
+  if (!p) return;
+  main.append(el("h1", { text: "Hunt: " + p.title }), el("p", { text: p.about }),
+    el("p", { class: "muted" }, "The same as ", el("code", { text: p.command }), ` (the shrink bounded to ${p.shrink_runs} runs). The hand-written story it should find again: `,
+      el("a", { href: "#/story/" + p.story, text: p.story }), "."));
+  main.append(el("div", { class: "buttons" },
+    el("button", { id: "hunt-start", class: "primary", onclick: startHunt, title: "key r" }, "Start the hunt", el("kbd", { text: "r" })),
+    el("button", { id: "stop", onclick: stop, title: "key Esc" }, "Stop", el("kbd", { text: "Esc" }))));
+  main.append(el("div", { id: "status" }), el("div", { class: "dots-row" }, el("span", { class: "muted", text: "story runs (red: unsafe, green: safe, amber: unknown):" }), el("div", { id: "hunt-dots", class: "dots" })));
+  const said = el("div", { class: "card" }, el("h3", { text: "What sim hunt says" }), el("pre", { id: "hunt-lines", class: "hunt-lines" }));
+  const playing = el("div", { class: "card", id: "hunt-now" }, el("h3", { id: "hunt-playing", text: "The story run being played" }), el("div", { class: "timeline-wrap", id: "hunt-timeline" },
+    el("p", { class: "muted", text: "Start the hunt: each story it plays is drawn here as its events are recorded." })));
+  main.append(el("div", { class: "grid hunt-live", id: "hunt-live" }, said, playing), el("div", { id: "hunt-result" }));
+  updateHunt();
+}
+
+function updateHunt() {
+  const status = $("#status");
+  if (!status || ui.view !== "hunt") return;
+  const busy = busyWith();
+  $("#hunt-start").disabled = busy !== "";
+  $("#stop").disabled = busy !== "hunt";
+  status.className = "";
+  const h = ui.live && ui.live.hunt;
+  if (busy && busy !== "hunt") {
+    status.textContent = (busy === "sweep" ? "The sweep" : "A story (" + busy + ")") + " is running. Stop it there first.";
+    return;
+  }
+  if (!h) {
+    status.textContent = "Each candidate is played on real servers; the first that breaks the lock is shrunk, then shown beside the story written by hand.";
+    return;
+  }
+  const runs = h.phase_runs || {};
+  const phase = { candidates: "playing the candidates", shrink: "shrinking the first finding", reproduction: "playing the shrunk story three more times", replay: "playing the found story and the hand-written one" }[h.phase] || "starting the servers";
+  const counts = `${h.candidates} candidate(s) in ${runs.candidates || 0} run(s)` + (runs.shrink ? `, shrink ${runs.shrink} run(s)` : "") + (runs.reproduction ? `, reproduction ${runs.reproduction}` : "");
+  status.textContent = { running: `Hunting: ${phase}. ${counts}.`, done: `Done: ${counts}.`, stopped: "Stopped: " + h.error + ".", failed: "The hunt failed: " + h.error }[h.state] || h.state;
+  $("#hunt-dots").replaceChildren(...(h.verdicts || []).map((v) => el("span", { class: "dot " + v, title: v })));
+  const lines = $("#hunt-lines");
+  lines.textContent = (h.lines || []).join("\n");
+  lines.scrollTop = lines.scrollHeight;
+  if (h.timeline) {
+    $("#hunt-playing").textContent = "Now playing: " + h.playing;
+    $("#hunt-timeline").innerHTML = h.timeline; // drawn and escaped by the server (reports/svg.go)
+  }
+  renderHuntResult(h.result);
+}
+
+function renderHuntResult(res) {
+  const box = $("#hunt-result");
+  if (!res) {
+    box.replaceChildren();
+    box.dataset.shown = "";
+    $("#hunt-now").hidden = false;
+    $("#hunt-live").classList.add("hunt-live");
+    return;
+  }
+  if (box.dataset.shown === "1") return; // drawn once: the result does not change
+  box.dataset.shown = "1";
+  // Once the two stories are shown below, the run being played gives
+  // way: what sim hunt said stays, the width of the page.
+  const sides = !!(res.sides && res.sides.length);
+  $("#hunt-now").hidden = sides;
+  $("#hunt-live").classList.toggle("hunt-live", !sides);
+  const verdict = res.found ? "unsafe" : "safe";
+  const words = el("div", {}, el("p", { text: (res.found ? "FOUND: " : "") + res.summary }), el("p", { class: "muted", text: res.counts }));
+  for (const n of res.notes || []) words.append(el("p", { text: n }));
+  const links = el("p", {}, "Files: ");
+  res.links.forEach((l, i) => links.append(i ? " · " : "", el("a", { href: l.href, target: "_blank", text: l.text })));
+  words.append(links);
+  box.append(el("section", { class: "verdict " + verdict, id: "hunt-verdict" }, el("span", { class: "badge " + verdict, text: res.found ? "found" : "nothing" }), words));
+  if (!res.sides) return;
+  const grid = el("div", { class: "sides", id: "sides" });
+  for (const side of res.sides) {
+    const s = side.story;
+    const card = el("div", { class: "card side" }, el("h2", { text: side.heading }),
+      el("p", {}, el("code", { text: s.name }), " ", side.verdict ? el("span", { class: "badge " + side.verdict, text: side.verdict }) : null),
+      el("p", { text: s.title }), el("p", { class: "source", text: s.source }));
+    const ol = el("ol", { class: "steps" });
+    for (const st of s.steps) ol.append(el("li", {}, st.say ? st.say + " " : "", el("span", { class: "do", text: st.do })));
+    card.append(ol);
+    if (side.error) card.append(el("p", { class: "error", text: side.error }));
+    const l = el("p", {}, "Files: ");
+    (side.links || []).forEach((x, i) => l.append(i ? " · " : "", el("a", { href: x.href, target: "_blank", text: x.text })));
+    card.append(l);
+    grid.append(card);
+  }
+  box.append(grid);
+  for (const side of res.sides) {
+    if (!side.timeline) continue;
+    box.append(el("h2", { text: side.heading + ": " + side.story.name }));
+    const t = el("div", { class: "timeline-wrap side-timeline" });
+    t.innerHTML = side.timeline; // drawn and escaped by the server (reports/svg.go)
+    box.append(t);
+  }
+}
+
+async function startHunt() {
+  try {
+    await api("/api/hunt", { preset: ui.hunts[0].id });
   } catch (e) {
     flash(e.message);
   }
@@ -322,6 +439,7 @@ function connect() {
     banner();
     if (ui.view === "debate" && first) render();
     else if (ui.view === "sweep") updateSweep();
+    else if (ui.view === "hunt") updateHunt();
     else if (ui.view !== "debate") updateStory();
   };
 }
@@ -330,7 +448,7 @@ function banner() {
   const b = $("#live-banner");
   const busy = busyWith();
   b.hidden = busy === "";
-  if (busy) b.replaceChildren("● running ", el("a", { href: busy === "sweep" ? "#/sweep" : "#/story/" + busy, text: busy }));
+  if (busy) b.replaceChildren("● running ", el("a", { href: busy === "sweep" || busy === "hunt" ? "#/" + busy : "#/story/" + busy, text: busy }));
 }
 
 // ---- views ----
@@ -342,6 +460,9 @@ function render() {
   if (h === "#/sweep") {
     ui.view = "sweep";
     renderSweep(main);
+  } else if (h === "#/hunt") {
+    ui.view = "hunt";
+    renderHunt(main);
   } else if (h.startsWith("#/story/")) {
     ui.view = decodeURIComponent(h.slice(8));
     renderStory(main, ui.view);
@@ -359,7 +480,7 @@ document.addEventListener("keydown", (e) => {
     case " ": case "ArrowRight":
       if (onStory) { e.preventDefault(); next(); }
       break;
-    case "r": if (onStory) start("run"); else if (ui.view === "sweep") startSweep(); break;
+    case "r": if (onStory) start("run"); else if (ui.view === "sweep") startSweep(); else if (ui.view === "hunt") startHunt(); break;
     case "s": if (onStory) start("step"); break;
     case "c": if (onStory) start("counterfactual"); break;
     case "Escape": stop(); break;
@@ -372,8 +493,9 @@ document.addEventListener("keydown", (e) => {
 async function main() {
   setting("predict");
   setting("contrast", "contrast");
-  const [stories, debate, sweeps] = await Promise.all([api("/api/stories"), api("/api/debate"), api("/api/sweeps")]);
+  const [stories, debate, sweeps, hunts] = await Promise.all([api("/api/stories"), api("/api/debate"), api("/api/sweeps"), api("/api/hunts")]);
   ui.sweeps = sweeps;
+  ui.hunts = hunts;
   for (const s of stories) ui.stories.set(s.name, s);
   ui.debate = debate;
   window.addEventListener("hashchange", render);
