@@ -299,33 +299,31 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	if runErr != nil && !(contended && errors.As(runErr, &story)) {
 		return nil, runErr
 	}
-	if contended && r.departed != nil {
-		story = r.departed // the departure may be the machine's
+	if story == nil {
+		story = r.departed
+	}
+	m := r.machine(stalls, r.sc.Margin.Duration, busy)
+	m.Stalled = stalled
+	out := &Outcome{
+		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
+		Events: events, Duration: time.Since(started),
+		Machine: &m, Backend: r.host().Name, Images: r.images(), Departed: story, ClientCmd: r.clientCmd(),
+		ProgramLock: r.programLock,
 	}
 	res, err := checker.Check(events, checker.Options{MaxGap: r.sc.MaxGap.Duration})
 	if err != nil {
 		return nil, harness("the history breaks the recording's rules: %v", err)
 	}
+	// Judged here as sim check judges the run directory again (verdict.go).
+	var voided bool
+	out.Check, voided = Judge(res, sc, events, &m, story)
 	switch {
-	case story != nil || (stalled && !hasClaims(sc)):
-		// The story may not have happened as timed, and nothing shows
-		// that it did: no verdict.
-		why := "unknown: the machine was too slow for this story: " + busy
-		if story != nil {
-			why += "; and the run did not go as told: " + story.Error()
-		}
-		res.Verdict, res.Summary = checker.Unknown, why+"; run it again on a quieter machine"
-		r.say("%s", res.Summary)
+	case voided:
+		r.say("%s", out.Check.Summary)
 	case contended:
 		r.say("the machine was busy (%s), but every step happened as the story tells it", busy)
 	}
-	m := r.machine(stalls, r.sc.Margin.Duration, busy)
-	return &Outcome{
-		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
-		Check: res, Events: events, Duration: time.Since(started),
-		Machine: &m, Backend: r.host().Name, Images: r.images(), Departed: r.departed, ClientCmd: r.clientCmd(),
-		ProgramLock: r.programLock,
-	}, nil
+	return out, nil
 }
 
 // newTarget is an empty Target with a fresh in-process toxiproxy server.
@@ -363,14 +361,18 @@ func (r *run) play(ctx context.Context) error {
 	}()
 	for i, st := range r.sc.Steps {
 		if err := ctx.Err(); err != nil {
-			return harness("interrupted before step %d: %v", i+1, err)
+			return harness("interrupted before step %d: %v", r.sc.StepNumber(i), err)
 		}
 		r.stepAt = i
 		r.hook(ctx, r.o.BeforeStep, i, st)
 		switch {
 		case r.sc.IsCounterfactual:
-			// The narration tells the original story; say what is done.
-			r.say("step %d: %s", i+1, st.Describe())
+			// The story's words, under the numbers the story shows, and
+			// what a changed step does instead.
+			r.say("%s", r.sc.Narrate(i))
+			if st.Say != "" {
+				r.rec.Add(history.Event{Type: history.Note, Op: "step", Detail: st.Say})
+			}
 		case st.Say != "":
 			if r.o.BeforeStep == nil { // the hook has shown it
 				r.say("%s", st.Say)
@@ -385,7 +387,7 @@ func (r *run) play(ctx context.Context) error {
 				return err
 			}
 		} else if err := r.step(ctx, st); err != nil {
-			return harness("%s:%d: step %d (%s): %v", r.sc.File, st.Line, i+1, st.Describe(), err)
+			return harness("%s:%d: step %d (%s): %v", r.sc.File, st.Line, r.sc.StepNumber(i), st.Describe(), err)
 		}
 		if err := r.settle(false); err != nil {
 			return err
