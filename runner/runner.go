@@ -251,13 +251,34 @@ func DefaultOut(name string, t time.Time) string {
 
 // claimRunDir claims o.Out as sc's run directory, before any server
 // starts: a directory holding anything locksim did not write is refused.
+// It keeps the story as the run plays it there (StoryFile), so that the
+// run can be checked again offline (Outcome.Recheck) or played again.
 func claimRunDir(sc *scenarios.Scenario, o Options) (*outdir.Dir, error) {
 	d, err := outdir.Claim(o.Out, outdir.Run, fmt.Sprintf("%s seed %d", sc.Name, o.Seed))
 	if err != nil {
 		return nil, harness("run directory: %v", err)
 	}
+	if err := KeepStory(d, sc); err != nil {
+		return nil, harness("run directory: %v", err)
+	}
 	return d, nil
 }
+
+// KeepStory writes sc, the story a run plays, into its run directory d
+// (StoryFile).
+func KeepStory(d *outdir.Dir, sc *scenarios.Scenario) error {
+	text, err := scenarios.Marshal(sc)
+	if err != nil {
+		return fmt.Errorf("%s: %v", StoryFile, err)
+	}
+	head := fmt.Sprintf("# The story %s as this run played it (its defaults, and any --lock or flag, applied):\n"+
+		"# sim check and sim report read it; sim run %s plays it again.\n", sc.Name, filepath.Join(d.Path(), StoryFile))
+	return d.WriteFile(StoryFile, append([]byte(head), text...))
+}
+
+// StoryFile is the file of the run directory that keeps the story the
+// run played, resolved (scenarios.Marshal).
+const StoryFile = "scenario.yaml"
 
 // playScripted plays a scripted story and checks its history.
 func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*Outcome, error) {
