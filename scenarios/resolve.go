@@ -8,6 +8,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -64,6 +65,8 @@ func Resolve(sc *Scenario, c Changes) (Variant, error) {
 	}
 	if c.Reference && len(cp.ClientCmd) > 0 {
 		cp.ClientCmd, changed = nil, true
+		cp.lines = maps.Clone(cp.lines)
+		delete(cp.lines, "client_cmd") // no longer given
 	}
 	if (c.Reference || c.NoCounterfactual) && cp.Counterfactual != nil {
 		dropCounterfactual(&cp)
