@@ -122,6 +122,8 @@ func playWithCounterfactual(t *testing.T, name string, args ...string) (string, 
 // history and must match the scenario's expected one, every step's claim
 // about the run must hold (else the run exits 2), and the same story
 // without its cause (or with its defence broken) must flip the verdict.
+// Each run directory, and its counterfactual's, checked again offline
+// (sim check, sim report), gives the verdict the run recorded.
 func TestCatalogue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts redis-server, PostgreSQL, pgbouncer and etcd")
@@ -161,6 +163,10 @@ func TestCatalogue(t *testing.T) {
 			if n := env.LiveCount(); n != 0 {
 				t.Errorf("%d child processes still running after the run", n)
 			}
+			// Checked again offline, the run and its counterfactual get
+			// the verdicts they recorded (recheck_test.go).
+			recheckOffline(t, dir)
+			recheckOffline(t, filepath.Join(dir, "counterfactual"))
 		})
 	}
 }

@@ -278,9 +278,11 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		for _, c := range m.Playable() {
 			// A finding is a lock's verdict against its reference; the
 			// counterfactuals are the stories' own business (sim run).
-			cp := *c.Played
-			cp.Counterfactual = nil
-			c.Played, c.CFSkipped = &cp, "sim findings plays no counterfactual"
+			v, err := scenarios.Resolve(c.Played, scenarios.Changes{NoCounterfactual: true})
+			if err != nil {
+				return err
+			}
+			c.Played, c.CFSkipped = v.Scenario, "sim findings plays no counterfactual"
 		}
 		total += len(m.Playable()) + 1 // its cells and its hunt
 		plan = append(plan, planned{s, m})

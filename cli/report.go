@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/reports"
 	"github.com/locksim/locksim/runner"
@@ -91,13 +90,14 @@ func checkOffline(o offlineOptions) error {
 	return nil
 }
 
-// recheck loads a run directory and checks its history again.
+// recheck loads a run directory, checks its history again and decides
+// its verdict as the run did (runner.Outcome.Recheck).
 func recheck(dir string) (*runner.Outcome, reports.Result, error) {
 	r, stored, err := reports.LoadRun(dir)
 	if err != nil {
 		return nil, stored, err
 	}
-	if r.Check, err = checker.Check(r.Events, checker.Options{MaxGap: r.Scenario.MaxGap.Duration}); err != nil {
+	if err := r.Recheck(); err != nil {
 		return nil, stored, err
 	}
 	return r, stored, nil

@@ -160,30 +160,21 @@ func checkExpect(v string) error {
 	return nil
 }
 
-// applyGeneratorFlags gives each generator scenario the --trials,
-// --duration and --clients asked for; a scripted story refuses them (its
-// steps name its clients).
-func applyGeneratorFlags(list []*scenarios.Scenario, o runOptions) error {
+// changes are the changes sim run's flags make to each story
+// (scenarios.Resolve): --lock, and --trials, --duration and --clients,
+// which only a generator scenario takes (a scripted story's steps name
+// its clients).
+func changes(list []*scenarios.Scenario, o runOptions) (scenarios.Changes, error) {
+	c := scenarios.Changes{Lock: o.lock, Trials: o.trials, Duration: o.duration, Clients: o.clients}
 	if o.trials == 0 && o.duration == 0 && o.clients == 0 {
-		return nil
+		return c, nil
 	}
 	for _, sc := range list {
 		if sc.Generator == nil {
-			return fmt.Errorf("--trials, --duration and --clients apply to generator scenarios (sim list gen-); %s is a scripted story", sc.Name)
+			return c, fmt.Errorf("--trials, --duration and --clients apply to generator scenarios (sim list gen-); %s is a scripted story", sc.Name)
 		}
-		g := *sc.Generator
-		if o.trials > 0 {
-			g.Trials = o.trials
-		}
-		if o.duration > 0 {
-			g.Duration.Duration = o.duration
-		}
-		if o.clients > 0 {
-			sc.Clients = o.clients
-		}
-		sc.Generator = &g
 	}
-	return nil
+	return c, nil
 }
 
 // planned is one scenario sim run plays: the story as it runs (with
@@ -211,17 +202,11 @@ func referenceOf(sc, played *scenarios.Scenario, o runOptions) (*scenarios.Scena
 		scenarios.NoReference(sc, lock) != "" {
 		return nil, nil
 	}
-	ref := sc
-	if lock != sc.Lock {
-		v, err := scenarios.WithLock(sc, lock)
-		if err != nil {
-			return nil, fmt.Errorf("the reference %s: %w", lock, err)
-		}
-		ref = v.Scenario
+	v, err := scenarios.Resolve(sc, scenarios.Changes{Lock: lock, Reference: true})
+	if err != nil {
+		return nil, fmt.Errorf("the reference %s: %w", lock, err)
 	}
-	cp := *ref
-	cp.ClientCmd, cp.Counterfactual = nil, nil
-	return &cp, nil
+	return v.Scenario, nil
 }
 
 func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr io.Writer) (err error) {
@@ -236,7 +221,8 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 	if err := refuseIdle(o.flags, runIdle(o, list)...); err != nil {
 		return err
 	}
-	if err := applyGeneratorFlags(list, o); err != nil {
+	change, err := changes(list, o)
+	if err != nil {
 		return err
 	}
 	if o.step && len(list) > 1 {
@@ -244,19 +230,16 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 	}
 	plan := make([]planned, 0, len(list))
 	for _, sc := range list {
-		p := planned{sc: sc, name: sc.Name}
-		if o.lock != "" {
-			v, err := scenarios.WithLock(sc, o.lock)
-			if err != nil {
-				if len(list) > 1 {
-					err = fmt.Errorf("%w (sim matrix --locks %s runs only the stories it can play)", err, o.lock)
-				}
-				return err
+		v, err := scenarios.Resolve(sc, change)
+		if err != nil {
+			if o.lock != "" && len(list) > 1 {
+				err = fmt.Errorf("%w (sim matrix --locks %s runs only the stories it can play)", err, o.lock)
 			}
-			p.sc, p.name = v.Scenario, v.Name()
-			if o.counterfactual {
-				p.skipCF = v.SkipCF
-			}
+			return err
+		}
+		p := planned{sc: v.Scenario, name: v.Name()}
+		if o.counterfactual {
+			p.skipCF = v.SkipCF
 		}
 		if p.ref, err = referenceOf(sc, p.sc, o); err != nil {
 			return err

@@ -372,8 +372,14 @@ type Machine struct {
 	// false where the kernel does not tell.
 	CPUPressure      float64 `json:"cpu_pressure"`
 	CPUPressureKnown bool    `json:"cpu_pressure_known"`
-	// Busy says why the timing could not be trusted; empty when it could.
+	// Busy says why the timing could not be trusted (a stall past the
+	// margin, or CPUs contended for too much of the story); empty when it
+	// could.
 	Busy string `json:"busy,omitempty"`
+	// Stalled says the harness, or a client the story did not pause,
+	// stalled longer than the margin: the story may not have happened as
+	// timed (runner.Judge decides what that does to the verdict).
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // ClientStall is a span in which a client did not run.

@@ -153,16 +153,11 @@ func referenceOf(sc *scenarios.Scenario, ref string) (*scenarios.Scenario, error
 	if scenarios.NoReference(sc, ref) != "" {
 		return nil, nil // judged against the story's expected verdict
 	}
-	if ref != sc.Lock {
-		v, err := scenarios.WithLock(sc, ref)
-		if err != nil {
-			return nil, fmt.Errorf("the reference %s: %w", ref, err)
-		}
-		sc = v.Scenario
+	v, err := scenarios.Resolve(sc, scenarios.Changes{Lock: ref, Reference: true})
+	if err != nil {
+		return nil, fmt.Errorf("the reference %s: %w", ref, err)
 	}
-	cp := *sc
-	cp.ClientCmd, cp.Counterfactual = nil, nil
-	return &cp, nil
+	return v.Scenario, nil
 }
 
 // withoutCFUnplayable drops v's counterfactual, and says why, when the
@@ -179,10 +174,13 @@ func withoutCFUnplayable(v scenarios.Variant, program func(*scenarios.Scenario) 
 	if err == nil {
 		return v, ""
 	}
-	cp := *v.Scenario
-	cp.Counterfactual = nil
-	v.Scenario = &cp
-	return v, "the client program cannot play it: " + err.Error()
+	why := "the client program cannot play it: " + err.Error()
+	without, err := scenarios.Resolve(v.Scenario, scenarios.Changes{NoCounterfactual: true})
+	if err != nil {
+		return v, why + "; and without it: " + err.Error()
+	}
+	v.Scenario = without.Scenario
+	return v, why
 }
 
 // PlayFunc plays a story and writes its run directory (runner.Run and the

@@ -30,7 +30,7 @@ func writeRun(t *testing.T, sc *scenarios.Scenario, history string, expected str
 	t.Helper()
 	events, res := load(t, history)
 	r := &runner.Outcome{Scenario: sc, Dir: t.TempDir(), Seed: 42, Expected: expected, Check: res, Events: events, Duration: 1234 * time.Millisecond}
-	if err := writeHistory(r.Dir, events); err != nil {
+	if err := writeHistory(r.Dir, sc, events); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteRunDir(r); err != nil {
@@ -39,11 +39,14 @@ func writeRun(t *testing.T, sc *scenarios.Scenario, history string, expected str
 	return r
 }
 
-// writeHistory writes history.jsonl into a run directory of locksim's,
-// as the runner does.
-func writeHistory(dir string, events []history.Event) error {
+// writeHistory writes history.jsonl and the story into a run directory
+// of locksim's, as the runner does.
+func writeHistory(dir string, sc *scenarios.Scenario, events []history.Event) error {
 	d, err := outdir.Claim(dir, outdir.Run, "test")
 	if err != nil {
+		return err
+	}
+	if err := runner.KeepStory(d, sc); err != nil {
 		return err
 	}
 	f, err := d.Create("history.jsonl")
@@ -99,11 +102,21 @@ func TestReportEscapesMarkup(t *testing.T) {
 }
 
 // TestLoadRunScenarioGone: a run directory whose scenario is no longer in
-// the catalogue is reported from result.json's fields.
+// the catalogue is reported from the story it keeps (scenario.yaml).
 func TestLoadRunScenarioGone(t *testing.T) {
-	sc := &scenarios.Scenario{Name: "gone-from-the-catalogue", Title: "A story that was removed",
-		Explain: "Why it mattered.", Source: "seeds/001", Expected: "unsafe",
-		Conditions: scenarios.Conditions{Lock: "redlock", Nodes: 5, Clients: 2}}
+	sc, err := scenarios.Parse("gone.yaml", []byte(`name: gone-from-the-catalogue
+title: A story that was removed
+explain: Why it mattered.
+source: seeds/001
+lock: redlock
+expected: unsafe
+steps:
+  - do: acquire
+    client: 1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := writeRun(t, sc, "redlock-clock-jump", "unsafe")
 	drawn := read(t, filepath.Join(r.Dir, "history.html")) // from the check's own linearization
 	back, res, err := LoadRun(r.Dir)

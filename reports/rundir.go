@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -71,16 +70,16 @@ type Result struct {
 	Operations int    `json:"operations"`
 	Faults     int    `json:"faults"`
 	runner.Outcome
-	// The scenario as it was, so that a run directory can be reported
-	// again when the scenario is no longer in the catalogue.
+	// Some facts of the story as it was played, for a reader of
+	// result.json; scenario.yaml keeps the story whole, and LoadRun reads
+	// that.
 	Fault   string `json:"fault,omitempty"`
 	Source  string `json:"source,omitempty"`
 	Explain string `json:"explain,omitempty"`
 	Nodes   int    `json:"nodes"`
 	Clients int    `json:"clients,omitempty"`
 	File    string `json:"file,omitempty"`
-	// MaxGapMS is the scenario's max_gap in milliseconds (absent: none),
-	// which a re-check of the history applies again.
+	// MaxGapMS is the scenario's max_gap in milliseconds (absent: none).
 	MaxGapMS int64 `json:"max_gap_ms,omitempty"`
 }
 
@@ -207,12 +206,11 @@ func WriteRunDir(r *runner.Outcome) error {
 	return d.WriteFile("history.html", html.Bytes())
 }
 
-// LoadRun reads a run directory back: history.jsonl, and result.json for
-// the run's record (the seed, the expectation, the machine...) and the
-// scenario. The scenario is taken from result.json as it was when the run
-// ran; fields it lacks (an older run directory) come from the catalogue
-// when the scenario is still there. Check is the stored result; re-check
-// Events to refresh it.
+// LoadRun reads a run directory back: history.jsonl, result.json for
+// the run's record (the seed, the expectation, the machine, the step that
+// departed from the story...) and scenario.yaml, the story as the run
+// played it. Check is the stored result; Recheck checks Events again and
+// decides the verdict as the run did.
 func LoadRun(dir string) (*runner.Outcome, Result, error) {
 	var res Result
 	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
@@ -222,30 +220,21 @@ func LoadRun(dir string) (*runner.Outcome, Result, error) {
 	if err := json.Unmarshal(b, &res); err != nil {
 		return nil, res, fmt.Errorf("%s: %v", filepath.Join(dir, "result.json"), err)
 	}
-	if res.Scenario == "" {
-		return nil, res, fmt.Errorf("%s: no scenario name", filepath.Join(dir, "result.json"))
-	}
 	events, err := history.Load(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
 		return nil, res, err
 	}
-	sc := &scenarios.Scenario{
-		Name: res.Scenario, Title: res.Title, Fault: res.Fault, Source: res.Source,
-		Explain: res.Explain, Expected: res.Expected, File: res.File,
-		Conditions: scenarios.Conditions{Lock: res.Lock, Nodes: res.Nodes, Clients: res.Clients,
-			MaxGap: scenarios.Duration{Duration: time.Duration(res.MaxGapMS) * time.Millisecond}},
+	file := filepath.Join(dir, runner.StoryFile)
+	text, err := os.ReadFile(file)
+	if err != nil {
+		return nil, res, fmt.Errorf("%s: no %s, the story the run played: a run directory written before sim kept it; play the story again (sim run %s)", dir, runner.StoryFile, res.Scenario)
 	}
-	if known, err := scenarios.Match("^" + regexp.QuoteMeta(res.Scenario) + "$"); err == nil && len(known) == 1 {
-		k := known[0]
-		if sc.Explain == "" {
-			sc.Explain, sc.Source, sc.Fault = k.Explain, k.Source, k.Fault
-		}
-		if sc.Nodes == 0 && res.Explain == "" {
-			sc.Nodes, sc.Clients = k.Nodes, k.Clients
-		}
-		if sc.Title == "" {
-			sc.Title = k.Title
-		}
+	sc, err := scenarios.Parse(file, text)
+	if err != nil {
+		return nil, res, err
+	}
+	if res.File != "" {
+		sc.File = res.File // where the story came from, as the run said
 	}
 	r := res.Outcome
 	r.Scenario, r.Dir, r.Events, r.Duration = sc, dir, events, time.Duration(res.DurationMS)*time.Millisecond

@@ -82,9 +82,11 @@ func playExternalFlipped(t *testing.T, name, lock string, argv []string) {
 		t.Fatal(err)
 	}
 	if lock != "" {
-		cp := *sc
-		cp.Lock = lock
-		sc = &cp
+		v, err := scenarios.WithLock(sc, lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = v.Scenario
 	}
 	if res := playExternalScenario(t, sc, argv); res.Verdict != sc.Expected {
 		t.Fatalf("%s with %v: verdict %s, want %s: %s", name, argv, res.Verdict, sc.Expected, res.Summary)

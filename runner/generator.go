@@ -284,28 +284,18 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 		return nil, harness("trial: %v", errors.Join(errs...))
 	}
 	tr.Events = rec.Events()
-	var err error
-	if tr.Check, err = checker.Check(tr.Events, checker.Options{MaxGap: r.sc.MaxGap.Duration}); err != nil {
-		return nil, harness("the trial's history breaks the recording's rules: %v", err)
-	}
 	margin := trialMargin(r.sc.Margin.Duration, ttl)
 	stalls := r.clientStalls()
-	busy := ""
-	if tr.Check.Verdict != checker.Safe {
-		why, slow := tooSlow(r.worst, r.worstAt, margin)
-		if !slow {
-			why, slow = clientTooSlow(stalls, r.paused, margin, rec.Base())
-		}
-		if !slow && tr.Check.Verdict == checker.Unsafe {
-			why, slow = unattributed(tr.Events, tr.Check)
-		}
-		if slow {
-			busy = why
-			tr.Check.Verdict = checker.Unknown
-			tr.Check.Summary = "unknown: the machine was too slow for this trial: " + why + "; run it again on a quieter machine"
-		}
+	why, stalled := tooSlow(r.worst, r.worstAt, margin)
+	if !stalled {
+		why, stalled = clientTooSlow(stalls, r.paused, margin, rec.Base())
 	}
-	tr.Machine = r.machine(stalls, margin, busy)
+	tr.Machine = r.machine(stalls, margin, why)
+	tr.Machine.Stalled = stalled
+	var err error
+	if tr.Check, err = Verdict(r.sc, tr.Events, &tr.Machine, nil); err != nil {
+		return nil, harness("the trial's history breaks the recording's rules: %v", err)
+	}
 	tr.Wall = time.Since(started)
 	return tr, nil
 }

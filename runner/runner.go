@@ -251,13 +251,34 @@ func DefaultOut(name string, t time.Time) string {
 
 // claimRunDir claims o.Out as sc's run directory, before any server
 // starts: a directory holding anything locksim did not write is refused.
+// It keeps the story as the run plays it there (StoryFile), so that the
+// run can be checked again offline (Outcome.Recheck) or played again.
 func claimRunDir(sc *scenarios.Scenario, o Options) (*outdir.Dir, error) {
 	d, err := outdir.Claim(o.Out, outdir.Run, fmt.Sprintf("%s seed %d", sc.Name, o.Seed))
 	if err != nil {
 		return nil, harness("run directory: %v", err)
 	}
+	if err := KeepStory(d, sc); err != nil {
+		return nil, harness("run directory: %v", err)
+	}
 	return d, nil
 }
+
+// KeepStory writes sc, the story a run plays, into its run directory d
+// (StoryFile).
+func KeepStory(d *outdir.Dir, sc *scenarios.Scenario) error {
+	text, err := scenarios.Marshal(sc)
+	if err != nil {
+		return fmt.Errorf("%s: %v", StoryFile, err)
+	}
+	head := fmt.Sprintf("# The story %s as this run played it (its defaults, and any --lock or flag, applied):\n"+
+		"# sim check and sim report read it; sim run %s plays it again.\n", sc.Name, filepath.Join(d.Path(), StoryFile))
+	return d.WriteFile(StoryFile, append([]byte(head), text...))
+}
+
+// StoryFile is the file of the run directory that keeps the story the
+// run played, resolved (scenarios.Marshal).
+const StoryFile = "scenario.yaml"
 
 // playScripted plays a scripted story and checks its history.
 func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*Outcome, error) {
@@ -299,33 +320,31 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	if runErr != nil && !(contended && errors.As(runErr, &story)) {
 		return nil, runErr
 	}
-	if contended && r.departed != nil {
-		story = r.departed // the departure may be the machine's
+	if story == nil {
+		story = r.departed
+	}
+	m := r.machine(stalls, r.sc.Margin.Duration, busy)
+	m.Stalled = stalled
+	out := &Outcome{
+		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
+		Events: events, Duration: time.Since(started),
+		Machine: &m, Backend: r.host().Name, Images: r.images(), Departed: story, ClientCmd: r.clientCmd(),
+		ProgramLock: r.programLock,
 	}
 	res, err := checker.Check(events, checker.Options{MaxGap: r.sc.MaxGap.Duration})
 	if err != nil {
 		return nil, harness("the history breaks the recording's rules: %v", err)
 	}
+	// Judged here as sim check judges the run directory again (verdict.go).
+	var voided bool
+	out.Check, voided = Judge(res, sc, events, &m, story)
 	switch {
-	case story != nil || (stalled && !hasClaims(sc)):
-		// The story may not have happened as timed, and nothing shows
-		// that it did: no verdict.
-		why := "unknown: the machine was too slow for this story: " + busy
-		if story != nil {
-			why += "; and the run did not go as told: " + story.Error()
-		}
-		res.Verdict, res.Summary = checker.Unknown, why+"; run it again on a quieter machine"
-		r.say("%s", res.Summary)
+	case voided:
+		r.say("%s", out.Check.Summary)
 	case contended:
 		r.say("the machine was busy (%s), but every step happened as the story tells it", busy)
 	}
-	m := r.machine(stalls, r.sc.Margin.Duration, busy)
-	return &Outcome{
-		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
-		Check: res, Events: events, Duration: time.Since(started),
-		Machine: &m, Backend: r.host().Name, Images: r.images(), Departed: r.departed, ClientCmd: r.clientCmd(),
-		ProgramLock: r.programLock,
-	}, nil
+	return out, nil
 }
 
 // newTarget is an empty Target with a fresh in-process toxiproxy server.
@@ -363,14 +382,18 @@ func (r *run) play(ctx context.Context) error {
 	}()
 	for i, st := range r.sc.Steps {
 		if err := ctx.Err(); err != nil {
-			return harness("interrupted before step %d: %v", i+1, err)
+			return harness("interrupted before step %d: %v", r.sc.StepNumber(i), err)
 		}
 		r.stepAt = i
 		r.hook(ctx, r.o.BeforeStep, i, st)
 		switch {
 		case r.sc.IsCounterfactual:
-			// The narration tells the original story; say what is done.
-			r.say("step %d: %s", i+1, st.Describe())
+			// The story's words, under the numbers the story shows, and
+			// what a changed step does instead.
+			r.say("%s", r.sc.Narrate(i))
+			if st.Say != "" {
+				r.rec.Add(history.Event{Type: history.Note, Op: "step", Detail: st.Say})
+			}
 		case st.Say != "":
 			if r.o.BeforeStep == nil { // the hook has shown it
 				r.say("%s", st.Say)
@@ -385,7 +408,7 @@ func (r *run) play(ctx context.Context) error {
 				return err
 			}
 		} else if err := r.step(ctx, st); err != nil {
-			return harness("%s:%d: step %d (%s): %v", r.sc.File, st.Line, i+1, st.Describe(), err)
+			return harness("%s:%d: step %d (%s): %v", r.sc.File, st.Line, r.sc.StepNumber(i), st.Describe(), err)
 		}
 		if err := r.settle(false); err != nil {
 			return err

@@ -409,9 +409,9 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err == nil {
 		sc := Scenario(p)
 		sc.File, sc.lines = file, lines
-		sc.applyDefaults()
-		if err = sc.validate(); err == nil {
-			return &sc, nil
+		var v Variant
+		if v, err = Resolve(&sc, Changes{}); err == nil {
+			return v.Scenario, nil
 		}
 	}
 	var e *Error
@@ -496,7 +496,7 @@ func (s *Scenario) validate() error {
 	if s.TTL.Duration <= 0 {
 		return s.errAt("ttl", "expected a positive duration, got %v", s.TTL)
 	}
-	if spec, _ := clients.Lookup(s.Lock); s.TTL.Duration < spec.MinTTL {
+	if spec, _ := clients.Lookup(s.Lock); s.TTL.Duration < spec.MinTTL && !s.compared {
 		return s.errAt("ttl", "%s's leases last at least %v: a ttl of %v would be told as one lease and run as another", s.Lock, spec.MinTTL, s.TTL)
 	}
 	if s.Margin.Duration < 0 {
@@ -680,7 +680,7 @@ func (s *Scenario) validateGenerator() error {
 	if g.Trials == 0 {
 		g.Trials = 1
 	}
-	if gen := g.Generated(); gen != nil && gen.OnNode && s.Nodes == 0 {
+	if gen := g.Generated(); gen != nil && gen.OnNode && s.Nodes == 0 && !s.compared {
 		return at("fault", "%s needs a Redis node: this scenario's lock %s has none", g.Fault, s.Lock)
 	}
 	if gen := g.Generated(); gen != nil {

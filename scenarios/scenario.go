@@ -93,6 +93,13 @@ type Scenario struct {
 	IsCounterfactual bool `yaml:"-"`
 	// lines maps field names to their line in File.
 	lines map[string]int
+	// resolved says Resolve made it: its defaults given, validated, its
+	// counterfactual built (cf).
+	resolved bool
+	// cf is the counterfactual story, built once by Resolve.
+	cf *Scenario
+	// compared marks a comparison of locks (Changes.Compare).
+	compared bool
 }
 
 // Conditions are the fields of a scenario that say what its story runs on
@@ -327,6 +334,11 @@ type Step struct {
 	// Line is the step's line in the file.
 	Line  int `yaml:"-"`
 	lines map[string]int
+	// told is the step's number in the story it comes from, for a step
+	// of a counterfactual story (0: its own place); changed says the
+	// counterfactual changed it.
+	told    int
+	changed bool
 }
 
 // Action describes one value of Step.Do.

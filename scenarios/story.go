@@ -200,17 +200,26 @@ func Opposite(verdict string) string {
 	return "safe"
 }
 
-// CounterfactualScenario builds the counterfactual story: a copy of s
-// without its cause steps, with its changed steps and fields, expecting
-// the flipped verdict. Its steps' assertions are dropped: the changed
-// story is not expected to happen as the original one is told.
+// CounterfactualScenario is the counterfactual story (Resolve builds it
+// with the story): a copy of s without its cause steps, with its changed
+// steps and fields, expecting the flipped verdict.
 func (s *Scenario) CounterfactualScenario() (*Scenario, error) {
-	c := s.Counterfactual
-	if c == nil {
+	switch {
+	case s.Counterfactual == nil:
 		return nil, s.errAt("counterfactual", "missing: this scenario names no cause to take away")
+	case s.cf == nil:
+		return nil, fmt.Errorf("%s: the counterfactual is built when the story is resolved (scenarios.Resolve)", s.Name)
 	}
+	return s.cf, nil
+}
+
+// buildCounterfactual builds and validates the counterfactual story. Its
+// steps' assertions are dropped: the changed story is not expected to
+// happen as the original one is told.
+func (s *Scenario) buildCounterfactual() (*Scenario, error) {
+	c := s.Counterfactual
 	cf := *s
-	cf.Counterfactual = nil
+	cf.Counterfactual, cf.cf = nil, nil
 	cf.IsCounterfactual = true
 	cf.Expected = c.Expected
 	if c.GeneratorFault != nil && s.Generator == nil {
@@ -228,19 +237,22 @@ func (s *Scenario) CounterfactualScenario() (*Scenario, error) {
 		}
 	}
 	cf.Steps = nil
-	for _, st := range s.Steps {
+	for i, st := range s.Steps {
 		if st.Cause {
 			continue
 		}
-		if st.Counterfactual != nil {
+		changed := st.Counterfactual != nil
+		if changed {
 			st = *st.Counterfactual // the changed step, without assertions (changedStep)
 		}
 		st.Expect, st.Reason, st.GrantedBy, st.Fence, st.Read = "", "", nil, 0, nil
+		st.told, st.changed = s.StepNumber(i), changed
 		cf.Steps = append(cf.Steps, st)
 	}
 	if err := cf.validate(); err != nil {
 		return nil, fmt.Errorf("the counterfactual of %s: %w", s.Name, err)
 	}
+	cf.resolved = true
 	return &cf, nil
 }
 
@@ -277,7 +289,8 @@ func (s *Scenario) validateCounterfactual() error {
 	if !changed {
 		return at("change", "the counterfactual changes nothing: mark the cause steps with cause: true, or give the field to change")
 	}
-	_, err := s.CounterfactualScenario()
+	cf, err := s.buildCounterfactual()
+	s.cf = cf
 	return err
 }
 
@@ -335,7 +348,7 @@ func (c *Counterfactual) overrides(s *Scenario) []override {
 			g := *cf.Generator
 			g.Fault = *v
 			if g.Fault == "none" {
-				g.Faults = 0
+				g.Faults, g.Size, g.sizeOf = 0, 0, "" // nothing to size
 			}
 			cf.Generator = &g
 		}})
@@ -355,4 +368,32 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// StepNumber is the number the story shows step i with: its place, or in
+// a counterfactual story (whose cause steps are left out), its place in
+// the story it comes from.
+func (s *Scenario) StepNumber(i int) int {
+	if n := s.Steps[i].told; n > 0 {
+		return n
+	}
+	return i + 1
+}
+
+// Narrate is the line the narration tells step i of a counterfactual
+// story with: the story's words (the step's say, else what it does)
+// under the number the story shows it with, and for a step the
+// counterfactual changed, what it does instead.
+func (s *Scenario) Narrate(i int) string {
+	st := s.Steps[i]
+	line := fmt.Sprintf("step %d", s.StepNumber(i))
+	switch {
+	case st.changed && st.Say != "":
+		return fmt.Sprintf("%s, changed to %s (the story: %q)", line, st.Describe(), st.Say)
+	case st.changed:
+		return line + ", changed to " + st.Describe()
+	case st.Say != "":
+		return line + ": " + st.Say
+	}
+	return line + ": " + st.Describe()
 }

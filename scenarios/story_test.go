@@ -103,3 +103,57 @@ func TestAnchorNeedsTheGoWorker(t *testing.T) {
 		t.Fatalf("error %v, want a refusal of steps[2].at", err)
 	}
 }
+
+// TestCounterfactualNarration: the counterfactual tells each step in the
+// story's words under the number the story shows it with (its cause
+// steps left out), and a changed step as what it does instead.
+func TestCounterfactualNarration(t *testing.T) {
+	sc, err := Parse("t.yaml", []byte(`name: t
+title: a test
+lock: redis
+expected: unsafe
+counterfactual:
+  change: without the pause
+steps:
+  - do: acquire
+    client: 1
+  - do: pause
+    client: 1
+    for: 2s
+    cause: true
+    say: Client 1 stops for two seconds.
+  - do: say
+    say: The lease runs out.
+  - do: pause
+    client: 2
+    for: 1s
+    say: Client 2 stops for a second.
+    counterfactual:
+      for: 1ms
+  - do: acquire
+    client: 2
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := sc.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i := range cf.Steps {
+		got = append(got, cf.Narrate(i))
+	}
+	want := []string{
+		"step 1: client 1: acquire",
+		"step 3: The lease runs out.",
+		`step 4, changed to pause on client 2 (1ms) (the story: "Client 2 stops for a second.")`,
+		"step 5: client 2: acquire",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the counterfactual tells:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := sc.StepNumber(3); n != 4 {
+		t.Errorf("the story's own step 4 numbered %d", n)
+	}
+}

@@ -1,8 +1,7 @@
 package scenarios
 
-// variant.go: a story played with another registered lock than its own
-// (sim run --lock, sim matrix --locks), and the scenarios a command line
-// names.
+// variant.go: a story as a run plays it (Resolve makes it), and the
+// scenarios a command line names.
 
 import (
 	"errors"
@@ -11,10 +10,10 @@ import (
 	"github.com/locksim/locksim/clients"
 )
 
-// Variant is a story played with another lock than its own.
+// Variant is a story as a run plays it: Resolve's result.
 type Variant struct {
-	// Scenario is the story as it runs: its lock (and how many nodes it
-	// has) replaced.
+	// Scenario is the story as it runs: with Resolve's changes, its
+	// defaults and its counterfactual built, validated.
 	Scenario *Scenario
 	// Own is the story's own lock; Lock the one it runs with.
 	Own, Lock string
@@ -30,70 +29,6 @@ func (v Variant) Name() string {
 		return v.Scenario.Name
 	}
 	return v.Scenario.Name + " with lock " + v.Lock
-}
-
-// inapplicable is a story that cannot be told with a lock: the lock needs
-// other servers, or has fewer nodes than the story names. sim run
-// refuses it (exit 2); sim matrix shows the cell as n/a.
-type inapplicable struct{ msg string }
-
-func (e *inapplicable) Error() string { return e.msg }
-
-// WithLock returns sc played with lock name instead of its own. The story
-// keeps everything else: its servers' settings, its steps and what they
-// claim (a lock that does not behave as told ends as a contradiction, exit
-// 2), its expected verdict. The nodes (Redis servers, etcd members) are
-// LockNodes': a single-node lock (redis) runs on one node, a quorum lock
-// (redlock) on the story's nodes when it has several, else on its own
-// default (5); a story that names a node the lock does not have, or that
-// renews with a plain PEXPIRE the lock cannot send (clients.Spec's
-// PlainExpire), cannot be told with it.
-func WithLock(sc *Scenario, name string) (Variant, error) {
-	v := Variant{Scenario: sc, Own: sc.Lock, Lock: name}
-	spec, err := clients.Lookup(name)
-	if err != nil {
-		return v, err
-	}
-	own, err := clients.Lookup(sc.Lock)
-	if err != nil {
-		return v, err
-	}
-	if spec.Backend != own.Backend {
-		return v, &inapplicable{fmt.Sprintf("scenario %s uses %s lock; %s is %s lock", sc.Name, Indefinite(string(own.Backend)), name, Indefinite(string(spec.Backend)))}
-	}
-	// A story's own client program (client_cmd) says in its hello
-	// whether it waits; a registered lock says so in its Spec.
-	if w := sc.waitingAcquire(); w != "" && !spec.Waits && len(sc.ClientCmd) == 0 {
-		return v, &inapplicable{fmt.Sprintf("scenario %s has an acquire that waits for the lock (%s); lock %s tries once", sc.Name, w, name)}
-	}
-	if name == sc.Lock {
-		return v, nil
-	}
-	cp := *sc
-	cp.Lock = name
-	cp.Title = fmt.Sprintf("%s (played with lock %s instead of %s)", sc.Title, name, sc.Lock)
-	cp.Nodes = LockNodes(sc, spec)
-	if n, where := highestNode(sc); n >= cp.Nodes && cp.Nodes > 0 {
-		has := "one node, A"
-		if cp.Nodes > 1 {
-			has = fmt.Sprintf("%d nodes, A to %s", cp.Nodes, NodeName(cp.Nodes-1))
-		}
-		return v, &inapplicable{fmt.Sprintf("scenario %s names node %s (%s); lock %s runs on %s", sc.Name, NodeName(n), where, name, has)}
-	}
-	if sc.Watchdog == "pexpire" && !spec.PlainExpire {
-		return v, &inapplicable{fmt.Sprintf("scenario %s renews with a plain PEXPIRE (watchdog: pexpire), which lock %s cannot send", sc.Name, name)}
-	}
-	switch c := sc.Counterfactual; {
-	case c == nil:
-	case c.Given("lock"):
-		v.SkipCF = fmt.Sprintf("it changes the lock (%s -> %s: %s), which means nothing for lock %s", sc.Lock, c.Lock, c.Change, name)
-		cp.Counterfactual = nil
-	case c.Given("watchdog") && c.Watchdog == "pexpire" && !spec.PlainExpire:
-		v.SkipCF = fmt.Sprintf("it renews with a plain PEXPIRE (%s), which lock %s cannot send", c.Change, name)
-		cp.Counterfactual = nil
-	}
-	v.Scenario = &cp
-	return v, nil
 }
 
 // highestNode returns the index of the highest node the story's

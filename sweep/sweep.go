@@ -165,35 +165,24 @@ func frac(k, n int) float64 {
 	return float64(k) / float64(n)
 }
 
-// Variant builds the scenario for one lock name of --locks from sc: the
-// base lock ("redis", "redlock", "postgres-session", ...) on the nodes
-// scenarios.LockNodes gives it, and with "+fenced" a PostgreSQL fencing
-// token and fenced storage; without it, no fence (fenced storage becomes
-// plain).
+// Variant is the scenario for one lock name of --locks, resolved from
+// sc (scenarios.Changes.Compare): the base lock ("redis", "redlock",
+// "postgres-session", ...) on the nodes scenarios.LockNodes gives it, and
+// with "+fenced" a PostgreSQL fencing token and fenced storage; without
+// it, no fence (fenced storage becomes plain). A clock fault on a lock
+// with no Redis node: the schedule leaves the fault out
+// (runner.Schedule), and the lock is measured without it.
 func Variant(sc *scenarios.Scenario, name string) (*scenarios.Scenario, error) {
-	base, fenced := strings.CutSuffix(name, "+fenced")
-	spec, err := clients.Lookup(base)
+	return variant(sc, scenarios.Changes{Compare: name})
+}
+
+// variant resolves sc with c.
+func variant(sc *scenarios.Scenario, c scenarios.Changes) (*scenarios.Scenario, error) {
+	v, err := scenarios.Resolve(sc, c)
 	if err != nil {
-		return nil, fmt.Errorf("--locks: %v", err)
+		return nil, err
 	}
-	v := *sc
-	g := *sc.Generator
-	v.Generator = &g
-	if fenced {
-		v.Fence, v.Storage = clients.FencePostgres, "fenced"
-	} else {
-		v.Fence = ""
-		if v.Storage == "fenced" {
-			v.Storage = "plain"
-		}
-	}
-	// The nodes are worked out on the story with the variant's fence and
-	// its own lock, then the lock changes.
-	v.Nodes = scenarios.LockNodes(&v, spec)
-	v.Lock = base
-	// A clock fault on a lock with no Redis node: the schedule leaves the
-	// fault out (runner.Schedule), and the lock is measured without it.
-	return &v, nil
+	return v.Scenario, nil
 }
 
 // LockName is the --locks name of a scenario's own lock.
@@ -250,18 +239,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 	}
 	var variants []*scenarios.Scenario
 	for _, name := range locks {
-		v, err := Variant(sc, name)
+		v, err := variant(sc, scenarios.Changes{Compare: name, TTL: o.TTL, Duration: o.Duration, Clients: o.Clients})
 		if err != nil {
 			return nil, err
-		}
-		if o.TTL > 0 {
-			v.TTL.Duration = o.TTL
-		}
-		if o.Duration > 0 {
-			v.Generator.Duration.Duration = o.Duration
-		}
-		if o.Clients > 0 {
-			v.Clients = o.Clients
 		}
 		variants = append(variants, v)
 	}
