@@ -192,13 +192,13 @@ func (p Plan) span() float64 {
 // its client, links or node), written field by field.
 func faultStep(f Fault, ttl time.Duration) (step, error) {
 	k, ok := nemesis.LookupKind(f.Kind)
-	if _, isShaped := shaped[f.Kind]; !ok || (k.Generate == nil && !isShaped) {
+	if !ok || !k.Placeable() {
 		return step{}, fmt.Errorf("fault kind %q cannot be placed by a hunt", f.Kind)
 	}
 	fields := map[string]any{}
 	if k.Generate != nil {
 		var err error
-		if fields, err = paramFields(k.Generate.Params(f.Client, f.Node, f.value(ttl))); err != nil {
+		if fields, err = paramFields(k.Generate.Params(f.aim(), f.value(ttl))); err != nil {
 			return step{}, err
 		}
 	} else if f.Client != 0 {
