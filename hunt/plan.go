@@ -14,9 +14,10 @@
 // to place by shape (nemesis.Spec's Place and Shape: a partition that
 // splits the nodes into two majorities, a dropped connection, a
 // failover); the registry also says where each kind applies
-// (Available). A plan is rendered as scenario YAML,
-// loaded by the same loader as every story, and played on real servers
-// by the runner.
+// (Available). A plan is built as a scenario in Go (scenarios.Build,
+// which validates it as the loader validates every story), written as
+// its file (scenarios.Marshal), and played on real servers by the
+// runner.
 package hunt
 
 import (
@@ -176,6 +177,16 @@ func (f Fault) value(ttl time.Duration) float64 {
 	v := math.Round(f.X * float64(ttl))
 	if f.Client != 0 && g.OnNode {
 		v = -v // a client's clock steps back: its lease seems to last longer
+	}
+	return v
+}
+
+// param is value as the story's step gives it: a duration to the
+// millisecond when it is 10ms or longer, as a story's durations are.
+func (f Fault) param(ttl time.Duration) float64 {
+	v := f.value(ttl)
+	if g, _ := f.drawn(); g.Unit == nemesis.UnitDuration {
+		v = float64(roundDur(time.Duration(v)))
 	}
 	return v
 }
