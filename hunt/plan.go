@@ -592,8 +592,8 @@ func (sp Space) classic() []Plan {
 		switch {
 		case !g.OnNode:
 			f := Fault{Kind: k, Client: 1, X: g.Classic, At: read1}
-			if kind.Shape.Links && sp.Storage == "none" {
-				f.Links = sp.lockLinks
+			if links := sp.links(); kind.Shape.Links && len(links) > 0 {
+				f.Links = links[0] // the storage's link, else the lock's
 			}
 			out = append(out, Plan{Turns: two(0.2, 1.05), Faults: []Fault{f}})
 		case sp.Nodes == 0 || sp.nodeClockless != "" && isClockKind(k):
