@@ -496,7 +496,7 @@ func delayedLock(p Plan, c int) bool {
 
 // needsReplicas says whether a fault of p needs the nodes' replicas.
 func needsReplicas(p Plan) bool {
-	return slices.ContainsFunc(p.Faults, func(f Fault) bool { return shaped[f.Kind].replicas })
+	return slices.ContainsFunc(p.Faults, func(f Fault) bool { return f.kind().Shape.Replicas })
 }
 
 // anchorsBefore lists the anchors earlier than a, earliest first, on a

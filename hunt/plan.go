@@ -10,11 +10,14 @@
 // faults, each anchored to a protocol event of one client (it asks for
 // the lock, it is granted, it has read, it has released) plus an offset.
 // A fault is a kind the fault registry says how to draw (nemesis.Drawn:
-// its parameter and its range relative to the TTL), or one the hunt
-// places by shape (a partition that splits the nodes into two majorities,
-// a dropped connection, a failover). A plan is rendered as scenario YAML,
-// loaded by the same loader as every story, and played on real servers
-// by the runner.
+// its parameter and its range relative to the TTL), or one it says how
+// to place by shape (nemesis.Spec's Place and Shape: a partition that
+// splits the nodes into two majorities, a dropped connection, a
+// failover); the registry also says where each kind applies
+// (Available). A plan is built as a scenario in Go (scenarios.Build,
+// which validates it as the loader validates every story), written as
+// its file (scenarios.Marshal), and played on real servers by the
+// runner.
 package hunt
 
 import (
@@ -148,11 +151,17 @@ type Fault struct {
 	After float64 `json:"after_ttl,omitempty"`
 }
 
+// kind is the fault's kind, as the registry has it.
+func (f Fault) kind() nemesis.Kind {
+	k, _ := nemesis.LookupKind(f.Kind)
+	return k
+}
+
 // drawn is the kind's drawn parameter; ok is false for a kind placed by
 // shape.
 func (f Fault) drawn() (nemesis.Generated, bool) {
-	k, ok := nemesis.LookupKind(f.Kind)
-	if !ok || k.Generate == nil {
+	k := f.kind()
+	if k.Generate == nil {
 		return nemesis.Generated{}, false
 	}
 	return *k.Generate, true
@@ -168,6 +177,16 @@ func (f Fault) value(ttl time.Duration) float64 {
 	v := math.Round(f.X * float64(ttl))
 	if f.Client != 0 && g.OnNode {
 		v = -v // a client's clock steps back: its lease seems to last longer
+	}
+	return v
+}
+
+// param is value as the story's step gives it: a duration to the
+// millisecond when it is 10ms or longer, as a story's durations are.
+func (f Fault) param(ttl time.Duration) float64 {
+	v := f.value(ttl)
+	if g, _ := f.drawn(); g.Unit == nemesis.UnitDuration {
+		v = float64(roundDur(time.Duration(v)))
 	}
 	return v
 }
@@ -189,7 +208,7 @@ func (f Fault) What(ttl time.Duration) string {
 		if g.Unit == nemesis.UnitRate {
 			x = strconv.FormatFloat(f.X, 'g', 3, 64)
 		}
-		b := g.Build(f.Client, f.Node, f.value(ttl))
+		b := g.Build(f.aim(), f.value(ttl))
 		detail := b.Detail()
 		if len(f.Links) > 0 {
 			detail = strings.Join(f.Links, ",") + ": " + detail
@@ -202,6 +221,10 @@ func (f Fault) What(ttl time.Duration) string {
 	return fmt.Sprintf("%s on %s", f.Kind, f.On())
 }
 
+// aim is what the fault is aimed at, as the registry's Params and Place
+// take it.
+func (f Fault) aim() nemesis.Aim { return nemesis.Aim{Client: f.Client, Node: f.Node, Links: f.Links} }
+
 // On names what the fault strikes ("client 1", "C").
 func (f Fault) On() string {
 	if f.Node != "" {
@@ -212,18 +235,6 @@ func (f Fault) On() string {
 
 // fmtTTL prints a multiple of the TTL ("1.05 TTL").
 func fmtTTL(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) + " TTL" }
-
-// shaped are the kinds the hunt places by shape, having no size to draw:
-// what each strikes and what it needs.
-var shaped = map[string]struct {
-	links, replicas bool
-}{
-	"partition":       {links: true},
-	"drop":            {links: true},
-	"reset":           {links: true},
-	"failover":        {replicas: true},
-	"replication-lag": {replicas: true},
-}
 
 // Space is what a hunt searches: a lock, its storage, the fault kinds
 // allowed, how many clients, the options a story may set.
@@ -273,17 +284,16 @@ type Space struct {
 
 // Searchable lists the fault kinds a hunt can place: those the registry
 // says how to draw (each declares its parameter and range), a
-// generator's and those only a hunt draws (a crash), and those it places
-// by shape (partition, drop, failover, replication-lag).
+// generator's and those only a hunt draws (a crash), and those it says
+// how to place by shape (partition, drop, failover, replication-lag), by
+// name.
 func Searchable() []string {
 	var out []string
-	for _, k := range nemesis.DrawnKinds() {
-		out = append(out, k.Name)
+	for _, k := range nemesis.Kinds() {
+		if k.Placeable() {
+			out = append(out, k.Name)
+		}
 	}
-	for k := range shaped {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
 
@@ -333,38 +343,22 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 	if len(kinds) == 1 && kinds[0] == "none" { // the workload alone
 		kinds = nil
 	}
+	setup := nemesis.Setup{Lock: lock, Backend: spec.Backend, Nodes: sp.Nodes, NodeClockless: clockless,
+		Links: len(sp.lockLinks) > 0 || storage != "none"}
+	replicas := false
 	for _, k := range kinds {
 		kind, ok := nemesis.LookupKind(k)
-		sh, isShaped := shaped[k]
-		if !ok || (kind.Generate == nil && !isShaped) {
+		if !ok || !kind.Placeable() {
 			return Space{}, fmt.Errorf("--faults %q: expected none or some of %s", k, strings.Join(Searchable(), ", "))
 		}
-		why := ""
-		switch {
-		case kind.Generate != nil && kind.Generate.OnNode && sp.Nodes == 0 && !isClock(kind):
-			why = fmt.Sprintf("it strikes a lock server and %s's are not nodes of the story", lock)
-		case isClock(kind) && k != "clock-jump" && clockless != "":
-			// A clock jump can still step a client's clock; a drift only
-			// runs a node's.
-			why = clockless
-		case isClock(kind) && k != "clock-jump" && sp.Nodes == 0:
-			why = fmt.Sprintf("it runs a lock server's clock and %s's are not nodes of the story", lock)
-		case sh.replicas && !redisNodes:
-			why = fmt.Sprintf("it needs Redis nodes with replicas, and %s's servers are not", lock)
-		case k == "partition" && !redisNodes:
-			// Only a Redis-family client bounds every call by its
-			// node_timeout: a partition would hold another's until the heal.
-			why = fmt.Sprintf("a partition would hold %s client's call until the story's heal; a hunt partitions only Redis nodes' links, which node_timeout bounds", scenarios.Indefinite(lock))
-		case sh.links && len(sp.lockLinks) == 0 && storage == "none":
-			why = "it acts on a client's links and the story has none"
-		}
-		if why != "" {
+		if why := kind.Why(setup); why != "" { // where it applies, as its kind says
 			if given {
 				return Space{}, fmt.Errorf("--faults %s: %s", k, why)
 			}
 			continue
 		}
 		sp.Kinds = append(sp.Kinds, k)
+		replicas = replicas || kind.Shape.Replicas
 	}
 	if sp.expires && spec.Backend == clients.RedisBackend {
 		sp.Options = append(sp.Options, "watchdog")
@@ -372,7 +366,7 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 			sp.Options = append(sp.Options, "check_lease")
 		}
 	}
-	if redisNodes && (slices.Contains(sp.Kinds, "failover") || slices.Contains(sp.Kinds, "replication-lag")) {
+	if redisNodes && replicas {
 		sp.Options = append(sp.Options, "replicas")
 	}
 	sp.nodeClockless = clockless
@@ -496,11 +490,6 @@ func describeServers(s clients.Spec) string {
 	return string(s.Backend)
 }
 
-// isClock says whether a kind's faults move a clock.
-func isClock(k nemesis.Kind) bool {
-	return k.Generate != nil && k.Generate.Build(1, "A", 1).Fields().Effect == history.EffectClock
-}
-
 // CheckedWords says what a finding breaks, in words: "plain storage",
 // or "mutual exclusion alone" with no storage.
 func (sp Space) CheckedWords() string {
@@ -595,15 +584,16 @@ func (sp Space) classic() []Plan {
 	kinds := slices.Clone(sp.Kinds)
 	slices.SortStableFunc(kinds, func(a, b string) int { return cmp.Compare(classicOrder(a), classicOrder(b)) })
 	for _, k := range kinds {
-		g, ok := mustKind(k)
-		if !ok {
+		kind, _ := nemesis.LookupKind(k)
+		if kind.Generate == nil {
 			continue
 		}
+		g := kind.Generate
 		switch {
 		case !g.OnNode:
 			f := Fault{Kind: k, Client: 1, X: g.Classic, At: read1}
-			if k == "latency" && sp.Storage == "none" {
-				f.Links = sp.lockLinks
+			if links := sp.links(); kind.Shape.Links && len(links) > 0 {
+				f.Links = links[0] // the storage's link, else the lock's
 			}
 			out = append(out, Plan{Turns: two(0.2, 1.05), Faults: []Fault{f}})
 		case sp.Nodes == 0 || sp.nodeClockless != "" && isClockKind(k):
@@ -696,7 +686,7 @@ func (sp Space) swarm(rng *rand.Rand) Plan {
 		if f == nil {
 			continue
 		}
-		if sh, ok := shaped[f.Kind]; ok && sh.replicas {
+		if f.kind().Shape.Replicas {
 			p.Options.Replicas = true
 			p.Options.Watchdog, p.Options.CheckLease = false, false
 		}
@@ -727,16 +717,17 @@ func (sp Space) draw(rng *rand.Rand, k string, n int, shared string) *Fault {
 		}
 		return scenarios.NodeName(rng.IntN(sp.Nodes))
 	}
-	if sh, ok := shaped[k]; ok {
+	kind, _ := nemesis.LookupKind(k)
+	if kind.Generate == nil { // placed by shape
 		switch {
-		case sh.replicas:
+		case kind.Shape.Replicas:
 			if !sp.can("replicas") {
 				return nil
 			}
 			f.Node = node()
 		default:
 			links := sp.links()
-			if k == "partition" {
+			if kind.Shape.LockLinks {
 				links = [][]string{sp.lockLinks}
 			}
 			if len(links) == 0 {
@@ -750,12 +741,12 @@ func (sp Space) draw(rng *rand.Rand, k string, n int, shared string) *Fault {
 		}
 		return &f
 	}
-	g, _ := mustKind(k)
+	g := kind.Generate
 	f.X = round2(g.Range[0] + rng.Float64()*(g.Range[1]-g.Range[0]))
 	noNodeClock := sp.Nodes == 0 || sp.nodeClockless != ""
 	switch {
-	case g.OnNode && isClockKind(k) && (noNodeClock || rng.IntN(4) == 0) && !(sp.noClientClock && !noNodeClock):
-		if k != "clock-jump" || sp.noClientClock {
+	case g.OnNode && kind.Effect == history.EffectClock && (noNodeClock || rng.IntN(4) == 0) && !(sp.noClientClock && !noNodeClock):
+		if !kind.Shape.ClientsToo || sp.noClientClock {
 			return nil // a client's clock is only stepped, and only one the program lets move
 		}
 		f.Client = 1 + rng.IntN(n)
@@ -766,7 +757,7 @@ func (sp Space) draw(rng *rand.Rand, k string, n int, shared string) *Fault {
 		f.Node = node()
 	default:
 		f.Client = 1 + rng.IntN(n)
-		if k == "latency" { // the storage's link, or some of the lock's: an acquire then waits for those nodes
+		if kind.Shape.Links { // the storage's link, or some of the lock's: an acquire then waits for those nodes
 			links := sp.links()
 			f.Links = links[rng.IntN(len(links))]
 			if len(f.Links) > 1 && rng.IntN(2) == 0 {
@@ -799,13 +790,10 @@ func (sp Space) anchor(rng *rand.Rand, n int) Anchor {
 	}
 }
 
-// mustKind is kind k's drawn parameter; ok false for a shaped kind.
-func mustKind(k string) (nemesis.Generated, bool) { return Fault{Kind: k}.drawn() }
-
-// isClockKind says whether kind k moves a clock.
+// isClockKind says whether kind k moves a clock, as its kind says.
 func isClockKind(k string) bool {
 	kind, _ := nemesis.LookupKind(k)
-	return isClock(kind)
+	return kind.Effect == history.EffectClock
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }

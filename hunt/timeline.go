@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // item is a step or steps of the timeline at time t (in TTLs); at one
@@ -107,7 +108,7 @@ func timeline(p Plan, writes bool, ttl, nodeTimeout time.Duration) ([]step, erro
 		}
 		add(faultAt[i], rank, st)
 	}
-	at := func(x float64) string { return dur(time.Duration(x * float64(ttl))) }
+	at := func(x float64) scenarios.Duration { return dur(time.Duration(x * float64(ttl))) }
 	for i, o := range ops {
 		c := i + 1
 		if asyncAcquire[c] {
@@ -137,7 +138,7 @@ func timeline(p Plan, writes bool, ttl, nodeTimeout time.Duration) ([]step, erro
 	for i, it := range items {
 		if i > 0 && items[i-1].rank == rankWrite && it.rank == rankRead && it.t-now < 0.005 {
 			// The read is done before a fault of the work strikes.
-			steps = append(steps, step{Do: "sleep", For: "10ms"})
+			steps = append(steps, step{Do: "sleep", For: scenarios.Duration{Duration: 10 * time.Millisecond}})
 		}
 		if it.t-now >= 0.005 {
 			d := round2(it.t - now)

@@ -57,6 +57,7 @@ type ClockJumpParams struct {
 
 func init() {
 	Register(Spec[ClockJumpParams]{Name: "clock-jump", Doc: "move the node's or the client's wall clock by `by`",
+		Effect: history.EffectClock, Shape: Shape{ClientsToo: true},
 		Needs: []string{"by"},
 		Check: func(p *ClockJumpParams, f Facts) *ParamError {
 			return firstRefusal(p.exactlyOne("clock-jump"), noNodeClock(p.Node, f))
@@ -67,11 +68,11 @@ func init() {
 				OnNode: true},
 			// A generator draws a node; a hunt may step a client's clock
 			// instead (no node given).
-			Params: func(c int, n string, x float64) ClockJumpParams {
-				if n == "" {
-					return ClockJumpParams{ClientOrNode: ClientOrNode{Client: c}, By: time.Duration(x)}
+			Params: func(a Aim, x float64) ClockJumpParams {
+				if a.Node == "" {
+					return ClockJumpParams{ClientOrNode: ClientOrNode{Client: a.Client}, By: time.Duration(x)}
 				}
-				return ClockJumpParams{ClientOrNode: ClientOrNode{Node: n}, By: time.Duration(x)}
+				return ClockJumpParams{ClientOrNode: ClientOrNode{Node: a.Node}, By: time.Duration(x)}
 			}}})
 }
 

@@ -164,6 +164,7 @@ type CrashParams struct {
 
 func init() {
 	Register(Spec[CrashParams]{Name: "crash", Doc: "kill -9 the node; it restarts after `for` (at once if not given)",
+		Effect: history.EffectDown, Available: lockNodes,
 		Needs: []string{"node"},
 		Check: func(p *CrashParams, _ Facts) *ParamError {
 			if p.NodeClock && p.For == 0 {
@@ -176,8 +177,8 @@ func init() {
 		Draw: &Draw[CrashParams]{
 			Generated: Generated{Drawn: Drawn{Name: "restart", Doc: "restart delay of the crash fault", What: "the restart delay", Range: [2]float64{0, 1.5}, Classic: 0},
 				OnNode: true, HuntOnly: true},
-			Params: func(_ int, n string, x float64) CrashParams {
-				return CrashParams{OneNode: OneNode{n}, For: time.Duration(x)}
+			Params: func(a Aim, x float64) CrashParams {
+				return CrashParams{OneNode: OneNode{a.Node}, For: time.Duration(x)}
 			}}})
 }
 

@@ -68,6 +68,7 @@ type ClockDriftParams struct {
 
 func init() {
 	Register(Spec[ClockDriftParams]{Name: "clock-drift", Doc: "run the node's or the client's wall clock at `rate` times real speed",
+		Effect: history.EffectClock, Available: nodeClock,
 		Needs: []string{"rate"},
 		Check: func(p *ClockDriftParams, f Facts) *ParamError {
 			if err := firstRefusal(p.exactlyOne("clock-drift"), noNodeClock(p.Node, f)); err != nil {
@@ -83,8 +84,8 @@ func init() {
 			Generated: Generated{Drawn: Drawn{Name: "drift", Unit: UnitRate, Doc: "rate of the clock-drift fault (a number: 1.5 runs the clock 50% fast)",
 				What: "the clock drift", Range: [2]float64{1, 3}, Classic: 3},
 				OnNode: true, Whole: true},
-			Params: func(_ int, n string, x float64) ClockDriftParams {
-				return ClockDriftParams{ClientOrNode: ClientOrNode{Node: n}, Rate: x}
+			Params: func(a Aim, x float64) ClockDriftParams {
+				return ClockDriftParams{ClientOrNode: ClientOrNode{Node: a.Node}, Rate: x}
 			}}})
 }
 

@@ -18,7 +18,7 @@ type ConnDrop struct {
 	guard
 }
 
-func (f *ConnDrop) Name() string   { return "conn-drop" }
+func (f *ConnDrop) Name() string   { return "drop" }
 func (f *ConnDrop) On() string     { return linksOn(f.Client, f.Nodes) }
 func (f *ConnDrop) Detail() string { return "connections closed, new ones refused" }
 
@@ -40,8 +40,9 @@ func (f *ConnDrop) Heal(ctx context.Context, t *Target) error { return f.heal(ct
 
 func init() {
 	Register(Spec[ClientLinks]{Name: "drop", Doc: "close the client's connections to the nodes at once, both sides",
-		Needs: []string{"client", "links"},
-		New:   func(p *ClientLinks) Fault { return &ConnDrop{Client: p.Client, Nodes: p.Links} }})
+		Needs:  []string{"client", "links"},
+		Effect: history.EffectNetwork, Shape: Shape{Links: true}, Available: clientLinks, Place: onLinks,
+		New: func(p *ClientLinks) Fault { return &ConnDrop{Client: p.Client, Nodes: p.Links} }})
 }
 
 func (f *ConnDrop) Fields() history.FaultFields {

@@ -85,7 +85,8 @@ type LatencyParams struct {
 
 func init() {
 	Register(Spec[LatencyParams]{Name: "latency", Doc: "delay the client's traffic to the nodes by `delay` (± `jitter`)",
-		Needs: []string{"client", "links", "delay"},
+		Needs:  []string{"client", "links", "delay"},
+		Effect: history.EffectNetwork, Shape: Shape{Links: true}, Available: clientLinks,
 		Check: func(p *LatencyParams, _ Facts) *ParamError {
 			switch p.Stream {
 			case "", "upstream", "downstream", "both":
@@ -98,12 +99,17 @@ func init() {
 			return &Latency{Client: p.Client, Nodes: p.Links, Delay: p.Delay, Jitter: p.Jitter, Stream: p.Stream}
 		},
 		// A generated latency delays the client's link to the storage:
-		// its read and its write both arrive late.
+		// its read and its write both arrive late. A hunt may choose
+		// the links.
 		Draw: &Draw[LatencyParams]{
 			Generated: Generated{Drawn: Drawn{Name: "delay", Doc: "delay of the latency fault", What: "the network delay", Range: [2]float64{0.1, 2}, Classic: 1},
 				UntilSectionEnds: true, Outlasts: func(d time.Duration) time.Duration { return 2 * d }},
-			Params: func(c int, _ string, x float64) LatencyParams {
-				return LatencyParams{ClientLinks: ClientLinks{Client: c, Links: []string{StorageNode}}, Delay: time.Duration(x)}
+			Params: func(a Aim, x float64) LatencyParams {
+				links := a.Links
+				if len(links) == 0 {
+					links = []string{StorageNode}
+				}
+				return LatencyParams{ClientLinks: ClientLinks{Client: a.Client, Links: links}, Delay: time.Duration(x)}
 			}}})
 }
 

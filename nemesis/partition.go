@@ -2,7 +2,9 @@ package nemesis
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/env"
 
 	"github.com/locksim/locksim/history"
@@ -45,13 +47,30 @@ var bothStreams = []string{"upstream", "downstream"}
 
 func init() {
 	Register(Spec[ClientLinks]{Name: "partition", Doc: "cut the client's links to the nodes (packets dropped, no reply, no close passed on)",
-		Needs: []string{"client", "links"},
-		New:   func(p *ClientLinks) Fault { return &Partition{Client: p.Client, Nodes: p.Links} }})
-	// The replica's link to its primary is "client 0"'s link.
+		Needs:  []string{"client", "links"},
+		New:    func(p *ClientLinks) Fault { return &Partition{Client: p.Client, Nodes: p.Links} },
+		Effect: history.EffectNetwork, Shape: Shape{LockLinks: true}, Place: onLinks,
+		Available: func(s Setup) string {
+			if s.Backend != clients.RedisBackend {
+				// Only a Redis-family client bounds every call by its
+				// node_timeout: a partition would hold another's until
+				// the heal.
+				return fmt.Sprintf("a partition would hold the calls of %s's clients until the story's heal; a hunt partitions only Redis nodes' links, which node_timeout bounds", s.Lock)
+			}
+			return clientLinks(s)
+		}})
 	Register(Spec[OneNode]{Name: "replication-lag", Doc: "hold back the node's replication link, so writes do not reach its replica",
 		Needs: []string{"node"}, Check: func(_ *OneNode, f Facts) *ParamError { return needsReplicas("replication-lag", f) },
-		New: func(p *OneNode) Fault { return &Partition{Client: 0, Nodes: []string{p.Node}} }})
+		New:    func(p *OneNode) Fault { return &ReplicationLag{Partition{Client: 0, Nodes: []string{p.Node}}} },
+		Effect: history.EffectNetwork, Shape: Shape{Replicas: true}, Available: redisReplicas, Place: onNode})
 }
+
+// ReplicationLag cuts a node's replication link, the link of "client 0"
+// to it, as a partition cuts a client's: writes stop reaching its replica
+// until the heal.
+type ReplicationLag struct{ Partition }
+
+func (f *ReplicationLag) Name() string { return "replication-lag" }
 
 func (f *Partition) Fields() history.FaultFields {
 	return history.FaultFields{Effect: history.EffectNetwork, Client: f.Client, Links: f.Nodes}

@@ -103,6 +103,7 @@ type PauseParams struct {
 
 func init() {
 	Register(Spec[PauseParams]{Name: "pause", Doc: "SIGSTOP the client or the node; SIGCONT after `for`, or at resume or heal",
+		Effect: history.EffectPause,
 		Check: func(p *PauseParams, _ Facts) *ParamError {
 			return firstRefusal(p.exactlyOne("pause"), nonNegative("for", p.For))
 		},
@@ -110,8 +111,8 @@ func init() {
 		Draw: &Draw[PauseParams]{
 			Generated: Generated{Drawn: Drawn{Name: "pause", Doc: "length of the pause fault", What: "the pause", Range: [2]float64{0.2, 3}, Classic: 1.5},
 				Outlasts: func(d time.Duration) time.Duration { return d }},
-			Params: func(c int, _ string, x float64) PauseParams {
-				return PauseParams{ClientOrNode: ClientOrNode{Client: c}, For: time.Duration(x)}
+			Params: func(a Aim, x float64) PauseParams {
+				return PauseParams{ClientOrNode: ClientOrNode{Client: a.Client}, For: time.Duration(x)}
 			}}})
 	Register(Spec[ClientOrNode]{Name: "resume", Doc: "SIGCONT the paused client or node",
 		Check: func(p *ClientOrNode, _ Facts) *ParamError { return p.exactlyOne("resume") },

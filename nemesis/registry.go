@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/locksim/locksim/clients"
 )
 
 // Facts is what a kind may check a step against: the scenario's servers
@@ -17,17 +19,55 @@ type Facts struct {
 	Replicas      bool
 }
 
+// Setup is the servers a hunt's stories run on, as a kind's Available
+// reads them.
+type Setup struct {
+	// Lock is the lock hunted, for the reasons given.
+	Lock string
+	// Backend is the lock's backend (redis, postgres, etcd...).
+	Backend clients.Backend
+	// Nodes is how many lock servers a node fault may strike (A, B...);
+	// 0: none.
+	Nodes int
+	// NodeClockless, when set, says why no clock fault reaches the nodes.
+	NodeClockless string
+	// Links says a client has links a fault may act on (its lock
+	// servers' or its storage's).
+	Links bool
+}
+
+// Shape is what a hunt aims a kind at, besides a client or a node.
+type Shape struct {
+	// Links: some of a client's links, its storage's or its lock
+	// servers'.
+	Links bool
+	// LockLinks: some of a client's links to its lock servers only.
+	LockLinks bool
+	// Replicas: a Redis node with a replica (the story sets replicas).
+	Replicas bool
+	// ClientsToo: a kind drawn on a node (Generated.OnNode) may strike a
+	// client instead (a clock jump steps a client's clock).
+	ClientsToo bool
+}
+
 // Spec declares a fault kind, in the style of toxiproxy's toxics: each
 // fault file registers its kinds (init) with a parameter struct of its
 // own, P, whose yaml-tagged fields are the step's fields. The loader
 // decodes a step strictly into a new P (an unknown field is refused with
 // its line), the schema and docs/scenarios.md list P's fields with their
 // doc comments, and the runner builds the fault from the decoded P.
+// Everything else a kind is, it says here: its effect, where a hunt can
+// place it and how.
 type Spec[P any] struct {
-	// Name is the step's `do:`.
+	// Name is the step's `do:`, and the name its faults record
+	// (Fault.Name).
 	Name string
 	// Doc is one line for help text.
 	Doc string
+	// Effect is the harm its faults do (history.EffectPause, ...Clock,
+	// ...Network, ...Down), as their Fields say it: the timing guard and
+	// the hunt read it here. "" for a kind that ends faults (resume).
+	Effect string
 	// Needs lists the step fields the kind requires.
 	Needs []string
 	// Check refuses parameters this scenario cannot honour (nil: none),
@@ -38,8 +78,18 @@ type Spec[P any] struct {
 	New func(p *P) Fault
 	// Heals says whether an injected fault is one this step ends.
 	Heals func(p *P, f Fault) bool
-	// Draw, when set, lets generator scenarios draw this fault.
+	// Draw, when set, lets generator scenarios and hunts draw this
+	// fault's size.
 	Draw *Draw[P]
+	// Place, when set, lets a hunt place this fault by its shape, with no
+	// size to draw: it makes the parameters for what the hunt aims it at
+	// (a client's links, a node).
+	Place func(a Aim) P
+	// Shape is what a hunt aims it at besides a client or a node.
+	Shape Shape
+	// Available, when set, says why a hunt cannot place the kind on these
+	// servers ("" when it can); nil: it can on any.
+	Available func(s Setup) string
 	// Lasting, when set, says why healing the fault does not put the
 	// servers back as they were (a failover's promoted replica stays the
 	// primary): servers kept from one story to the next (runner.Kept)
@@ -51,16 +101,21 @@ type Spec[P any] struct {
 // parameter it draws, and how the kind's parameters are made from a draw.
 type Draw[P any] struct {
 	Generated
-	// Params makes the step parameters of a drawn fault: the client
-	// whose critical section it aims at, the node (for OnNode) and the
-	// drawn value (nanoseconds for a duration, else the number).
-	Params func(client int, node string, x float64) P
+	// Params makes the step parameters of a drawn fault: what it aims at
+	// (the client whose critical section, the node for OnNode, the
+	// client's links a hunt chose) and the drawn value (nanoseconds for a
+	// duration, else the number).
+	Params func(a Aim, x float64) P
 }
 
 // Kind is a registered fault kind, its parameter struct hidden behind
 // any: what the loader, the runner and the reports find by name.
 type Kind struct {
 	Name, Doc string
+	// Effect, Shape and Available are the Spec's.
+	Effect    string
+	Shape     Shape
+	Available func(s Setup) string
 	Needs     []string
 	// Params makes a new parameter struct (a pointer) to decode a step
 	// into.
@@ -70,6 +125,8 @@ type Kind struct {
 	Check func(p any, f Facts) *ParamError
 	New   func(p any) Fault
 	Heals func(p any, f Fault) bool
+	// Place is the Spec's, returning a pointer to its P.
+	Place func(a Aim) any
 	// Generate, when set, lets generator scenarios draw this fault.
 	Generate *Generated
 	// Lasting is the Spec's.
@@ -131,8 +188,8 @@ type Generated struct {
 	// the draw, as a step with those fields would give them; Build makes
 	// the fault. Register fills both in from the Draw's Params and the
 	// kind's New.
-	Params func(client int, node string, x float64) any
-	Build  func(client int, node string, x float64) Fault
+	Params func(a Aim, x float64) any
+	Build  func(a Aim, x float64) Fault
 }
 
 // GeneratedKinds lists the kinds a generator scenario can draw, by name.
@@ -187,7 +244,17 @@ func Register[P any](s Spec[P]) {
 	if (s.New == nil) == (s.Heals == nil) {
 		panic(fmt.Sprintf("nemesis: fault kind %q needs exactly one of New and Heals", s.Name))
 	}
-	k := Kind{Name: s.Name, Doc: s.Doc, Needs: s.Needs, Params: func() any { return new(P) }, Lasting: s.Lasting}
+	if (s.New == nil) != (s.Effect == "") {
+		panic(fmt.Sprintf("nemesis: fault kind %q: a kind that builds faults says their Effect, and only one", s.Name))
+	}
+	if s.Place != nil && s.New == nil {
+		panic(fmt.Sprintf("nemesis: fault kind %q places a fault it cannot build", s.Name))
+	}
+	k := Kind{Name: s.Name, Doc: s.Doc, Effect: s.Effect, Shape: s.Shape, Available: s.Available, Needs: s.Needs,
+		Params: func() any { return new(P) }, Lasting: s.Lasting}
+	if s.Place != nil {
+		k.Place = func(a Aim) any { p := s.Place(a); return &p }
+	}
 	if s.Check != nil {
 		k.Check = func(p any, f Facts) *ParamError { return s.Check(p.(*P), f) }
 	}
@@ -202,14 +269,27 @@ func Register[P any](s Spec[P]) {
 			panic(fmt.Sprintf("nemesis: fault kind %q draws a fault it cannot build", s.Name))
 		}
 		g := d.Generated
-		g.Params = func(client int, node string, x float64) any {
-			p := d.Params(client, node, x)
+		g.Params = func(a Aim, x float64) any {
+			p := d.Params(a, x)
 			return &p
 		}
-		g.Build = func(client int, node string, x float64) Fault { return s.New(g.Params(client, node, x).(*P)) }
+		g.Build = func(a Aim, x float64) Fault { return s.New(g.Params(a, x).(*P)) }
 		k.Generate = &g
 	}
 	kinds[s.Name] = k
+}
+
+// Placeable says whether a hunt can place the kind: it draws its size
+// (Draw) or places it by shape (Place).
+func (k Kind) Placeable() bool { return k.Generate != nil || k.Place != nil }
+
+// Why says why a hunt cannot place the kind on servers s ("" when it
+// can).
+func (k Kind) Why(s Setup) string {
+	if k.Available == nil {
+		return ""
+	}
+	return k.Available(s)
 }
 
 // LookupKind finds a kind by name.
@@ -324,3 +404,47 @@ func (c ClientLinks) Aim() Aim { return Aim{Client: c.Client, Links: c.Links} }
 
 // Aim is what the step names.
 func (n OneNode) Aim() Aim { return Aim{Node: n.Node} }
+
+// onLinks places a fault on a client's links (partition, drop, reset).
+func onLinks(a Aim) ClientLinks { return ClientLinks{Client: a.Client, Links: a.Links} }
+
+// onNode places a fault on a node (failover, replication-lag).
+func onNode(a Aim) OneNode { return OneNode{Node: a.Node} }
+
+// clientLinks is where a kind that acts on a client's links is available:
+// where a client has some.
+func clientLinks(s Setup) string {
+	if !s.Links {
+		return "it acts on a client's links and the story has none"
+	}
+	return ""
+}
+
+// lockNodes is where a kind that strikes a lock server is available:
+// where the lock's servers are nodes of the story.
+func lockNodes(s Setup) string {
+	if s.Nodes == 0 {
+		return fmt.Sprintf("it strikes a lock server and %s's are not nodes of the story", s.Lock)
+	}
+	return ""
+}
+
+// nodeClock is where a kind that runs a lock server's clock is available.
+func nodeClock(s Setup) string {
+	switch {
+	case s.NodeClockless != "":
+		return s.NodeClockless
+	case s.Nodes == 0:
+		return fmt.Sprintf("it runs a lock server's clock and %s's are not nodes of the story", s.Lock)
+	}
+	return ""
+}
+
+// redisReplicas is where a kind that needs replicas is available: on
+// Redis nodes.
+func redisReplicas(s Setup) string {
+	if s.Backend != clients.RedisBackend {
+		return fmt.Sprintf("it needs Redis nodes with replicas, and %s's servers are not", s.Lock)
+	}
+	return ""
+}

@@ -104,11 +104,60 @@ func TestDrawn(t *testing.T) {
 		t.Errorf("generators draw only %v", seen)
 	}
 	pause, _ := LookupKind("pause")
-	if f := pause.Generate.Build(2, "", float64(300*time.Millisecond)); f.Detail() != "300ms" || f.On() != "client 2" {
+	if f := pause.Generate.Build(Aim{Client: 2}, float64(300*time.Millisecond)); f.Detail() != "300ms" || f.On() != "client 2" {
 		t.Errorf("a drawn pause of client 2 for 300ms is %s (%s)", f.On(), f.Detail())
 	}
 	drift, _ := LookupKind("clock-drift")
-	if f := drift.Generate.Build(1, "C", 1.5).(*ClockDrift); f.Node != "C" || f.Rate != 1.5 {
+	if f := drift.Generate.Build(Aim{Client: 1, Node: "C"}, 1.5).(*ClockDrift); f.Node != "C" || f.Rate != 1.5 {
 		t.Errorf("a drawn drift of C at 1.5 is %+v", f)
+	}
+}
+
+// TestKindsRecordTheirStepName: a fault records the name of the step that
+// injects it (the runner finds its kind by it, and a history reads as
+// its story) and the effect its kind declares (the timing guard and the
+// hunt read the kind's); a kind a hunt places by shape builds its fault
+// from what it is aimed at.
+func TestKindsRecordTheirStepName(t *testing.T) {
+	aims := []Aim{{Client: 1, Links: []string{"A", "B"}}, {Node: "A"}, {Client: 2}}
+	for _, k := range Kinds() {
+		if k.New == nil {
+			if k.Effect != "" || k.Placeable() {
+				t.Errorf("%s builds no fault, yet says an effect %q or a placement", k.Name, k.Effect)
+			}
+			continue
+		}
+		for _, a := range aims {
+			var f Fault
+			switch {
+			case k.Place != nil:
+				f = k.New(k.Place(a))
+			case k.Generate != nil:
+				f = k.Generate.Build(a, 1)
+			default:
+				f = k.New(k.Params())
+			}
+			if f.Name() != k.Name {
+				t.Errorf("do: %s builds a fault that records %q", k.Name, f.Name())
+			}
+			if e := f.Fields().Effect; e != k.Effect {
+				t.Errorf("%s: its faults record the effect %q, its kind says %q", k.Name, e, k.Effect)
+			}
+		}
+		if k.Place != nil {
+			aim := k.New(k.Place(aims[0])).Fields()
+			if k.Shape.Links || k.Shape.LockLinks {
+				if aim.Client != 1 || len(aim.Links) != 2 {
+					t.Errorf("%s placed on client 1's links A, B strikes %+v", k.Name, aim)
+				}
+			} else if aim := k.New(k.Place(aims[1])).Fields(); aim.Node != "A" && !(len(aim.Links) == 1 && aim.Links[0] == "A") {
+				t.Errorf("%s placed on node A strikes %+v", k.Name, aim)
+			}
+		}
+	}
+	for _, name := range []string{"drop", "reset", "replication-lag"} {
+		if k, ok := LookupKind(name); !ok || !k.Placeable() {
+			t.Errorf("%s is not a kind a hunt places", name)
+		}
 	}
 }

@@ -24,7 +24,7 @@ type ConnReset struct {
 
 const resetToxic = "reset"
 
-func (f *ConnReset) Name() string   { return "conn-reset" }
+func (f *ConnReset) Name() string   { return "reset" }
 func (f *ConnReset) On() string     { return linksOn(f.Client, f.Nodes) }
 func (f *ConnReset) Detail() string { return "RST when data next flows" }
 
@@ -42,8 +42,9 @@ func (f *ConnReset) Heal(ctx context.Context, t *Target) error { return f.heal(c
 
 func init() {
 	Register(Spec[ClientLinks]{Name: "reset", Doc: "TCP RST on the client's connections to the nodes when data next flows",
-		Needs: []string{"client", "links"},
-		New:   func(p *ClientLinks) Fault { return &ConnReset{Client: p.Client, Nodes: p.Links} }})
+		Needs:  []string{"client", "links"},
+		Effect: history.EffectNetwork, Shape: Shape{Links: true}, Available: clientLinks, Place: onLinks,
+		New: func(p *ClientLinks) Fault { return &ConnReset{Client: p.Client, Nodes: p.Links} }})
 }
 
 func (f *ConnReset) Fields() history.FaultFields {

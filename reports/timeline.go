@@ -624,7 +624,9 @@ func (b *builder) faultLane(e history.Event) (lane int, kind, label string) {
 		}
 	case f.Effect == history.EffectDown:
 		label = "down (" + e.Op + ")"
-	case e.Op == "partition" && len(f.Links) > 0:
+	case (e.Op == "partition" || e.Op == "replication-lag") && len(f.Links) > 0:
+		// A replication lag is a partition of a node's replication link
+		// (a history recorded before issue 32 names it partition).
 		label = "cut off from " + strings.Join(f.Links, ",")
 	case len(f.Links) > 0:
 		label += " to " + strings.Join(f.Links, ",")

@@ -321,7 +321,7 @@ func (t *Trials) strike(ctx context.Context, g scenarios.Generator, plan []Plann
 		if gen == nil {
 			return struck, quiet, fmt.Errorf("the generator does not know fault %q", p.Fault)
 		}
-		f := gen.Build(p.Client, p.Node, p.drawn(gen))
+		f := gen.Build(nemesis.Aim{Client: p.Client, Node: p.Node}, p.drawn(gen))
 		var left <-chan struct{}
 		if !gen.Whole {
 			entered := enter(p.Client)

@@ -267,7 +267,7 @@ func claimRunDir(sc *scenarios.Scenario, o Options) (*outdir.Dir, error) {
 // KeepStory writes sc, the story a run plays, into its run directory d
 // (StoryFile).
 func KeepStory(d *outdir.Dir, sc *scenarios.Scenario) error {
-	text, err := scenarios.Marshal(sc)
+	text, err := scenarios.MarshalResolved(sc)
 	if err != nil {
 		return fmt.Errorf("%s: %v", StoryFile, err)
 	}
@@ -277,7 +277,7 @@ func KeepStory(d *outdir.Dir, sc *scenarios.Scenario) error {
 }
 
 // StoryFile is the file of the run directory that keeps the story the
-// run played, resolved (scenarios.Marshal).
+// run played, resolved (scenarios.MarshalResolved).
 const StoryFile = "scenario.yaml"
 
 // playScripted plays a scripted story and checks its history.

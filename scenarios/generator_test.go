@@ -21,13 +21,16 @@ func TestGeneratorScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(strings.Join(GeneratorFaults, ","), "clock-drift,clock-jump,latency,pause") {
+		t.Errorf("generators draw %v", GeneratorFaults)
+	}
 	g := sc.Generator
 	if g.Duration.Duration != 200*time.Millisecond || g.Faults != 1 || g.Trials != 1 || g.WorkDist != "uniform" || g.Work.Duration != 2*time.Millisecond {
 		t.Fatalf("defaults not applied: %+v", g)
 	}
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown field", strings.Replace(genGood, "pause: 300ms", "pasue: 300ms", 1), "g.yaml:8: generator.pasue: unknown field"},
-		{"bad fault", strings.Replace(genGood, "fault: pause", "fault: nap", 1), `g.yaml:7: generator.fault: expected one of clock-drift, clock-jump, latency, pause, none, got "nap"`},
+		{"bad fault", strings.Replace(genGood, "fault: pause", "fault: nap", 1), `g.yaml:7: generator.fault: expected one of ` + strings.Join(GeneratorFaults, ", ") + `, got "nap"`},
 		{"negative pause", strings.Replace(genGood, "pause: 300ms", "pause: -1s", 1), "g.yaml:8: generator.pause: expected a positive duration"},
 		{"no storage", strings.Replace(genGood, "storage: plain\n", "", 1), "storage: missing: a generator scenario needs protected storage"},
 		{"steps too", genGood + "steps:\n  - do: acquire\n    client: 1\n", "steps: a generator scenario has no steps"},

@@ -262,8 +262,8 @@ func (g Generator) sizeField() string {
 // links (then the clients go through their proxies; else straight to the
 // servers, at the loopback floor).
 func (g Generator) ActsOnLinks() bool {
-	gen := g.Generated()
-	return gen != nil && gen.Build(1, "A", 1).Fields().Effect == history.EffectNetwork
+	k, ok := nemesis.LookupKind(g.Fault)
+	return ok && k.Generate != nil && k.Effect == history.EffectNetwork
 }
 
 // Step is one step of a scripted story.

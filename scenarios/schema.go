@@ -62,47 +62,66 @@ func generateSchema(dir string) ([]byte, error) {
 
 const durationRef = "#/$defs/Duration"
 
-// faultDef is the name of the definition of a fault kind's step fields.
+// faultDef is the name of the definition of a fault kind's step.
 func faultDef(kind string) string { return "FaultStep-" + kind }
 
-// faultSteps adds each fault kind's own fields (nemesis.Spec's parameter
-// struct) to the schema: a definition per kind, the fields to a step's
-// properties, and per action the fields it takes and needs.
+// storyDef is the name of the definition of a story step (every action
+// but the faults).
+const storyDef = "StoryStep"
+
+// faultSteps gives each action its own branch of a step (oneOf on do):
+// the story's actions take the story step's fields, and each fault kind
+// its own parameter struct's (nemesis.Spec's) besides do, say, cause, at
+// and counterfactual, so that two kinds' fields of the same name never
+// meet. A step's counterfactual block is a whole step (it gives do) or
+// some of its own branch's fields.
 func faultSteps(r *jsonschema.Reflector, s *jsonschema.Schema) {
-	step := s.Definitions["Step"]
-	var story []any
-	for p := step.Properties.Oldest(); p != nil; p = p.Next() {
-		story = append(story, p.Key)
-	}
+	story := s.Definitions["Step"]
 	var storyActions []any
 	for _, a := range Actions {
 		if _, fault := nemesis.LookupKind(a.Name); !fault {
 			storyActions = append(storyActions, a.Name)
 		}
 	}
-	step.AllOf = append(step.AllOf, &jsonschema.Schema{
-		If:   doIs(&jsonschema.Schema{Enum: storyActions}),
-		Then: &jsonschema.Schema{PropertyNames: &jsonschema.Schema{Enum: story}}})
+	do, _ := story.Properties.Get("do")
+	do.Enum = storyActions
+	story.Required = []string{"do"}
+	story.Properties.Set("counterfactual", changeOf(story))
+	s.Definitions[storyDef] = story
+	step := &jsonschema.Schema{Description: story.Description, OneOf: []*jsonschema.Schema{{Ref: "#/$defs/" + storyDef}}}
+	s.Definitions["Step"] = step
 	for _, k := range nemesis.Kinds() {
 		def := r.ReflectFromType(reflect.TypeOf(k.Params()).Elem())
-		fields := enum(sortedKeys(faultStepFields)...)
-		var own jsonschema.Schema
+		own := &jsonschema.Schema{Type: "object", Properties: jsonschema.NewProperties(), AdditionalProperties: jsonschema.FalseSchema}
 		if d, ok := def.Definitions[strings.TrimPrefix(def.Ref, "#/$defs/")]; ok {
-			own = *d
+			own.Properties = d.Properties
 		}
 		own.Description = k.Doc
-		own.Required = k.Needs
-		s.Definitions[faultDef(k.Name)] = &own
-		for p := own.Properties.Oldest(); p != nil; p = p.Next() {
-			fields = append(fields, p.Key)
-			if _, has := step.Properties.Get(p.Key); !has {
-				step.Properties.Set(p.Key, p.Value)
+		own.Required = append([]string{"do"}, k.Needs...)
+		own.Properties.Set("do", &jsonschema.Schema{Const: k.Name, Description: do.Description})
+		for _, f := range sortedKeys(faultStepFields) {
+			if p, ok := story.Properties.Get(f); ok && f != "do" && f != "counterfactual" {
+				own.Properties.Set(f, p)
 			}
 		}
-		step.AllOf = append(step.AllOf, &jsonschema.Schema{
-			If:   doIs(&jsonschema.Schema{Const: k.Name}),
-			Then: &jsonschema.Schema{Required: k.Needs, PropertyNames: &jsonschema.Schema{Enum: fields}}})
+		own.Properties.Set("counterfactual", changeOf(own))
+		s.Definitions[faultDef(k.Name)] = own
+		step.OneOf = append(step.OneOf, &jsonschema.Schema{Ref: "#/$defs/" + faultDef(k.Name)})
 	}
+}
+
+// changeOf is a step's counterfactual block in branch b: a whole step
+// (it gives do), or some of b's fields, which replace the step's own.
+func changeOf(b *jsonschema.Schema) *jsonschema.Schema {
+	some := &jsonschema.Schema{Type: "object", Properties: jsonschema.NewProperties(), AdditionalProperties: jsonschema.FalseSchema}
+	for p := b.Properties.Oldest(); p != nil; p = p.Next() {
+		if p.Key != "do" && p.Key != "counterfactual" {
+			some.Properties.Set(p.Key, p.Value)
+		}
+	}
+	return &jsonschema.Schema{
+		Description: "Counterfactual gives fields that replace this step's own in the counterfactual run (for instance for: 0s, a restart at once), or, with do, the whole step.",
+		OneOf:       []*jsonschema.Schema{{Ref: "#/$defs/Step"}, some}}
 }
 
 // drawnSizes adds to the generator block the sizes its faults draw, each
@@ -117,13 +136,6 @@ func drawnSizes(g *jsonschema.Schema) {
 		p.Description = fmt.Sprintf("With fault: %s, the %s.", k.Name, d.Doc)
 		g.Properties.Set(d.Name, p)
 	}
-}
-
-// doIs is the condition that a step's do is as p says.
-func doIs(p *jsonschema.Schema) *jsonschema.Schema {
-	c := &jsonschema.Schema{Properties: jsonschema.NewProperties(), Required: []string{"do"}}
-	c.Properties.Set("do", p)
-	return c
 }
 
 // JSONSchema: a duration is written as Go writes one ("500ms", "1.5s",
@@ -216,7 +228,8 @@ func Reference() (string, error) {
 		"`go test ./scenarios -run TestSchemaIsCurrent -update`.\n")
 	for _, part := range []struct{ def, title, intro string }{
 		{"Scenario", "The scenario", "The top level of a file. Required: " + strings.Join(s.Definitions["Scenario"].Required, ", ") + "."},
-		{"Step", "A step (`steps:`)", "One step of a scripted story; `do` names its action (`sim help run` lists them)."},
+		{storyDef, "A step (`steps:`)", "One step of a scripted story; `do` names its action (`sim help run` lists them).\n" +
+			"A fault's step takes its own kind's fields instead (below)."},
 		{"Generator", "The generator block (`generator:`)", "Makes the scenario a generator scenario instead of a scripted story."},
 		{"Counterfactual", "The counterfactual block (`counterfactual:`)", "The same story without its cause: the fields given replace the scenario's."},
 	} {
@@ -236,15 +249,22 @@ func Reference() (string, error) {
 		}
 		doc := strings.TrimSuffix(d.Description, ".")
 		fmt.Fprintf(&b, "\n### `do: %s`\n\n%s%s.", k.Name, strings.ToUpper(doc[:1]), doc[1:])
-		if len(d.Required) > 0 {
-			fmt.Fprintf(&b, " Required: %s.", strings.Join(d.Required, ", "))
+		if needs := slices.DeleteFunc(slices.Clone(d.Required), func(f string) bool { return faultStepFields[f] }); len(needs) > 0 {
+			fmt.Fprintf(&b, " Required: %s.", strings.Join(needs, ", "))
 		}
 		b.WriteString("\n\n")
-		if d.Properties.Len() == 0 {
+		ownFields := *d
+		ownFields.Properties = jsonschema.NewProperties()
+		for p := d.Properties.Oldest(); p != nil; p = p.Next() {
+			if !faultStepFields[p.Key] {
+				ownFields.Properties.Set(p.Key, p.Value)
+			}
+		}
+		if ownFields.Properties.Len() == 0 {
 			b.WriteString("No fields of its own.\n")
 			continue
 		}
-		fieldTable(&b, d)
+		fieldTable(&b, &ownFields)
 	}
 	return b.String(), nil
 }
@@ -268,6 +288,8 @@ func typeOf(p *jsonschema.Schema) string {
 		return "list of " + strings.ToLower(strings.TrimPrefix(p.Items.Ref, "#/$defs/")) + "s"
 	case p.Type == "array":
 		return "list"
+	case len(p.OneOf) > 0: // a step's counterfactual
+		return "step block"
 	}
 	return p.Type
 }

@@ -122,6 +122,12 @@ func TestSchemaValidatesCatalogue(t *testing.T) {
 		"another fault's field":         strings.Replace(string(good), "    node: C\n", "    node: C\n    delay: 1s\n", 1),
 		"a fault without by":            strings.Replace(string(good), "    by: 15s\n", "", 1),
 		"a fault's field on an acquire": strings.Replace(string(good), "granted_by:", "by: 1s\n    granted_by:", 1),
+		// Each kind has its own branch (oneOf on do): a field is typed
+		// as its own kind says, whatever another kind's of the same
+		// name is.
+		"a jump's by as a number":                      strings.Replace(string(good), "    by: 15s\n", "    by: 15\n", 1),
+		"a drift's rate on a jump":                     strings.Replace(string(good), "    by: 15s\n", "    by: 15s\n    rate: 1.5\n", 1),
+		"a story field in a counterfactual of a fault": strings.Replace(string(good), "    by: 15s\n", "    by: 15s\n    counterfactual: {granted_by: [A]}\n", 1),
 	} {
 		if bad == string(good) {
 			t.Fatalf("%s: the replacement changed nothing", name)
