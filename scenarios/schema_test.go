@@ -122,6 +122,8 @@ func TestSchemaValidatesCatalogue(t *testing.T) {
 		"another fault's field":         strings.Replace(string(good), "    node: C\n", "    node: C\n    delay: 1s\n", 1),
 		"a fault without by":            strings.Replace(string(good), "    by: 15s\n", "", 1),
 		"a fault's field on an acquire": strings.Replace(string(good), "granted_by:", "by: 1s\n    granted_by:", 1),
+		// A setting of another backend's servers (settings.go).
+		"pgbouncer on a Redlock story": strings.Replace(string(good), "\nttl: 10s", "\nttl: 10s\npgbouncer: transaction", 1),
 	} {
 		if bad == string(good) {
 			t.Fatalf("%s: the replacement changed nothing", name)
