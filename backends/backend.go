@@ -30,9 +30,13 @@ type Backend interface {
 	// its nodes field does not say; 0 when the nodes field does not count
 	// this backend's servers (PostgreSQL: one server).
 	Nodes(spec clients.Spec) int
-	// Check refuses the scenario's settings its servers cannot honour,
-	// naming the field (nil: it honours them).
+	// Check refuses the scenario's conditions its servers cannot honour
+	// (a fence source, a number of nodes), naming the field (nil: it
+	// honours them).
 	Check(o Options) *FieldError
+	// Settings is the zero value of its own settings struct, which a
+	// story's settings for its servers decode into (settings.go).
+	Settings() Settings
 	// NodeClockless says why no clock fault reaches its nodes, as a
 	// step's error says it; "" when the clock shim moves their clocks.
 	NodeClockless() string
@@ -81,16 +85,12 @@ type Options struct {
 	Nodes int
 	// Clients is how many clients will connect.
 	Clients int
-	// Persistence and Replicas are the Redis nodes' settings.
-	Persistence string
-	Replicas    bool
 	// Fence is the scenario's fencing-token source (postgres, redis-incr,
 	// redlock-incr).
 	Fence string
-	// Pgbouncer, IdleSessionTimeout and IdleInTransactionSessionTimeout
-	// are PostgreSQL's settings.
-	Pgbouncer                                           string
-	IdleSessionTimeout, IdleInTransactionSessionTimeout time.Duration
+	// Settings are the story's settings for its lock's servers, of the
+	// type its backend's Settings gives (SettingsOf).
+	Settings Settings
 
 	// Dir holds the servers' files (the run's temp dir).
 	Dir string

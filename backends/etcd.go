@@ -23,18 +23,17 @@ func (etcdBackend) Name() clients.Backend { return clients.EtcdBackend }
 
 func (etcdBackend) Nodes(spec clients.Spec) int { return clustered(spec) }
 
-// Check refuses the Redis nodes' settings: an etcd cluster has none.
+// Check refuses a Redis fence: an etcd cluster has no Redis nodes.
 func (etcdBackend) Check(o Options) *FieldError {
-	switch {
-	case o.Persistence != "":
-		return &FieldError{"persistence", "persistence is a Redis node's setting; an etcd member fsyncs its log before it answers"}
-	case o.Replicas:
-		return &FieldError{"replicas", "replicas are Redis replicas; an etcd cluster replicates by Raft: set nodes: 3"}
-	case clients.FenceBackend(o.Fence) == clients.RedisBackend:
+	if clients.FenceBackend(o.Fence) == clients.RedisBackend {
 		return &FieldError{"fence", fmt.Sprintf("%s counts on Redis nodes; the etcd lock hands out its key's revision as its fencing token", o.Fence)}
 	}
 	return nil
 }
+
+// Settings: its servers take none (a Redis node's persistence and
+// replicas are refused).
+func (etcdBackend) Settings() Settings { return NoSettings{} }
 
 func (etcdBackend) NodeClockless() string {
 	return "no clock fault reaches an etcd member: etcd is a Go binary that reads the clock through the vDSO, out of the clock shim's reach (and times its leases on the monotonic clock)"

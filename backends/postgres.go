@@ -3,7 +3,10 @@ package backends
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/invopop/jsonschema"
 
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/env"
@@ -24,6 +27,44 @@ func (postgresBackend) Nodes(clients.Spec) int { return 0 }
 
 func (postgresBackend) Check(Options) *FieldError { return nil }
 
+func (postgresBackend) Settings() Settings { return PostgresSettings{} }
+
+// PostgresSettings are a story's settings for its PostgreSQL server.
+type PostgresSettings struct {
+	// IdleSessionTimeout sets PostgreSQL's idle_session_timeout.
+	IdleSessionTimeout time.Duration `yaml:"idle_session_timeout"`
+	// Pgbouncer puts a real pgbouncer, in this pool mode (transaction or
+	// session; one server connection in transaction mode, one per client in
+	// session mode), between the lock's connections
+	// and PostgreSQL; the storage's connections go direct. Empty: none.
+	Pgbouncer string `yaml:"pgbouncer"`
+	// IdleInTransactionSessionTimeout sets PostgreSQL's
+	// idle_in_transaction_session_timeout.
+	IdleInTransactionSessionTimeout time.Duration `yaml:"idle_in_transaction_session_timeout"`
+}
+
+// PoolModes are the values of PostgresSettings.Pgbouncer ("" is none).
+var PoolModes = []string{"", "transaction", "session"}
+
+// Check refuses a pool mode pgbouncer does not have, and a negative
+// timeout.
+func (s PostgresSettings) Check() *FieldError {
+	switch {
+	case !slices.Contains(PoolModes, s.Pgbouncer):
+		return &FieldError{"pgbouncer", fmt.Sprintf("expected transaction or session (pgbouncer's pool_mode), got %q", s.Pgbouncer)}
+	case s.IdleInTransactionSessionTimeout < 0:
+		return &FieldError{"idle_in_transaction_session_timeout", fmt.Sprintf("expected a positive duration, got %v", s.IdleInTransactionSessionTimeout)}
+	case s.IdleSessionTimeout < 0:
+		return &FieldError{"idle_session_timeout", fmt.Sprintf("expected a positive duration, got %v", s.IdleSessionTimeout)}
+	}
+	return nil
+}
+
+// JSONSchemaExtend lists pgbouncer's values in the schema.
+func (PostgresSettings) JSONSchemaExtend(js *jsonschema.Schema) {
+	schemaEnum(js, "pgbouncer", PoolModes)
+}
+
 // NodeClockless is "": the nodes of a PostgreSQL lock's scenario, if it
 // has any, are a Redis fence's.
 func (postgresBackend) NodeClockless() string { return "" }
@@ -37,24 +78,25 @@ func (postgresBackend) Image() (string, string) {
 }
 
 func (postgresBackend) Start(ctx context.Context, o Options) (Servers, error) {
+	set := SettingsOf[PostgresSettings](o)
 	pg, err := env.StartPostgres(ctx, "", env.PostgresOptions{
 		Image:                           o.Image,
-		IdleSessionTimeout:              o.IdleSessionTimeout,
-		IdleInTransactionSessionTimeout: o.IdleInTransactionSessionTimeout,
+		IdleSessionTimeout:              set.IdleSessionTimeout,
+		IdleInTransactionSessionTimeout: set.IdleInTransactionSessionTimeout,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &postgresServers{pg: pg, poolMode: o.Pgbouncer}
-	if o.Pgbouncer != "" {
+	s := &postgresServers{pg: pg, poolMode: set.Pgbouncer}
+	if set.Pgbouncer != "" {
 		// Transaction pooling with one server connection: every client's
 		// statements share it. Session pooling needs one per client, or a
 		// second client waits for the first.
 		size := 1
-		if o.Pgbouncer == "session" {
+		if set.Pgbouncer == "session" {
 			size = o.Clients
 		}
-		if s.pgb, err = env.StartPgbouncer(ctx, pg, "", env.PgbouncerOptions{PoolMode: o.Pgbouncer, PoolSize: size}); err != nil {
+		if s.pgb, err = env.StartPgbouncer(ctx, pg, "", env.PgbouncerOptions{PoolMode: set.Pgbouncer, PoolSize: size}); err != nil {
 			s.Close()
 			return nil, err
 		}

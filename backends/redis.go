@@ -3,8 +3,11 @@ package backends
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/invopop/jsonschema"
 
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/env"
@@ -25,6 +28,36 @@ func (redisBackend) Nodes(spec clients.Spec) int { return clustered(spec) }
 
 func (redisBackend) Check(Options) *FieldError { return nil }
 
+func (redisBackend) Settings() Settings { return RedisSettings{} }
+
+// RedisSettings are a story's settings for its Redis nodes.
+type RedisSettings struct {
+	// Persistence is how the Redis nodes keep data across a crash: none
+	// (default), everysec or always (AOF fsync policy).
+	Persistence string `yaml:"persistence"`
+	// Replicas gives every Redis node an asynchronous replica, for failover.
+	Replicas bool `yaml:"replicas"`
+}
+
+// PersistenceModes are the values of RedisSettings.Persistence ("" is none).
+var PersistenceModes = []string{"", "none", "everysec", "always"}
+
+// Check refuses a persistence Redis does not have.
+func (s RedisSettings) Check() *FieldError {
+	if !slices.Contains(PersistenceModes, s.Persistence) {
+		return &FieldError{"persistence", fmt.Sprintf("expected none, everysec or always, got %q", s.Persistence)}
+	}
+	return nil
+}
+
+// Replicated says whether every node has a replica.
+func (s RedisSettings) Replicated() bool { return s.Replicas }
+
+// JSONSchemaExtend lists persistence's values in the schema.
+func (RedisSettings) JSONSchemaExtend(js *jsonschema.Schema) {
+	schemaEnum(js, "persistence", PersistenceModes)
+}
+
 func (redisBackend) NodeClockless() string { return "" }
 
 func (redisBackend) Shape(nodes int, ttl time.Duration) (string, string) {
@@ -36,13 +69,14 @@ func (redisBackend) Image() (string, string) {
 }
 
 func (redisBackend) Start(ctx context.Context, o Options) (Servers, error) {
+	set := SettingsOf[RedisSettings](o)
 	s := &redisServers{nodes: make([]*env.Redis, o.Nodes)}
 	err := startEach(o.Nodes, func(i int) error {
 		var err error
-		s.nodes[i], err = env.StartRedis(ctx, env.RedisOptions{Name: NodeName(i), Dir: o.Dir, Persistence: env.Persistence(o.Persistence), Image: o.Image})
+		s.nodes[i], err = env.StartRedis(ctx, env.RedisOptions{Name: NodeName(i), Dir: o.Dir, Persistence: env.Persistence(set.Persistence), Image: o.Image})
 		return err
 	})
-	if err == nil && o.Replicas {
+	if err == nil && set.Replicas {
 		err = s.startReplicas(ctx, o)
 	}
 	if err != nil {

@@ -34,6 +34,10 @@ func (sentinelBackend) Check(o Options) *FieldError {
 	return nil
 }
 
+// Settings are the Redis nodes': the primary and its replica are Redis
+// servers (it has its replica whatever replicas says).
+func (sentinelBackend) Settings() Settings { return RedisSettings{} }
+
 func (sentinelBackend) NodeClockless() string { return "" }
 
 func (sentinelBackend) Shape(_ int, ttl time.Duration) (string, string) {
@@ -51,7 +55,9 @@ func (sentinelBackend) Includes() []clients.Backend { return []clients.Backend{c
 
 func (sentinelBackend) Start(ctx context.Context, o Options) (Servers, error) {
 	ro := o
-	ro.Nodes, ro.Replicas = 1, true
+	set := SettingsOf[RedisSettings](o)
+	set.Replicas = true
+	ro.Nodes, ro.Settings = 1, set
 	ro.Image = ""
 	if o.Image != "" { // the docker host: the Redis servers in the Redis image
 		if ro.Image = o.Images[clients.RedisBackend]; ro.Image == "" {

@@ -21,18 +21,17 @@ func (zookeeperBackend) Name() clients.Backend { return clients.ZooKeeperBackend
 
 func (zookeeperBackend) Nodes(spec clients.Spec) int { return clustered(spec) }
 
-// Check refuses the Redis nodes' settings: an ensemble has none.
+// Check refuses a Redis fence: an ensemble has no Redis nodes.
 func (zookeeperBackend) Check(o Options) *FieldError {
-	switch {
-	case o.Persistence != "":
-		return &FieldError{"persistence", "persistence is a Redis node's setting; a ZooKeeper member syncs its transaction log before it acknowledges"}
-	case o.Replicas:
-		return &FieldError{"replicas", "replicas are Redis replicas; a ZooKeeper ensemble replicates by Zab: set nodes: 3"}
-	case clients.FenceBackend(o.Fence) == clients.RedisBackend:
+	if clients.FenceBackend(o.Fence) == clients.RedisBackend {
 		return &FieldError{"fence", fmt.Sprintf("%s counts on Redis nodes; the ZooKeeper lock hands out its znode's creation zxid (czxid) as its fencing token", o.Fence)}
 	}
 	return nil
 }
+
+// Settings: its servers take none (a Redis node's persistence and
+// replicas are refused).
+func (zookeeperBackend) Settings() Settings { return NoSettings{} }
 
 // NodeClockless: env/zookeeper.go's doc cites the sources and the
 // measurement (TestZooKeeperWallClockJump).

@@ -1,6 +1,11 @@
 // Package clients holds the lock algorithms under test, each one
 // implementation of Lock, and their registry. The worker that runs a lock
 // client as a separate OS process, driven over a pipe, is package worker.
+//
+// Lock, Lease, Config, Spec, Register and the errors a lock returns are
+// the plug-in contract a lock written outside this module is written
+// against: docs/plugins.md lists it, with its version, and it changes only
+// with a note in CHANGELOG.md that says how to move.
 package clients
 
 import (

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/nemesis"
 	"github.com/locksim/locksim/scenarios"
 )
@@ -56,7 +57,10 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	if p.Options.Watchdog {
 		sc.Watchdog = "token"
 	}
-	sc.CheckLease, sc.Replicas = p.Options.CheckLease, p.Options.Replicas
+	sc.CheckLease = p.Options.CheckLease
+	if p.Options.Replicas {
+		sc.Settings = backends.RedisSettings{Replicas: true}
+	}
 
 	nodeTimeout := scenarios.DefaultNodeTimeout
 	if sp.nodeTimeout > 0 {

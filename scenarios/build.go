@@ -49,6 +49,12 @@ func Build(file string, sc Scenario) (*Scenario, error) {
 		}
 		s.Generator = &g
 	}
+	s.applyDefaults()
+	set, err := s.decodeSettings(nil, s.Settings, "") // the backend's defaults when none are set
+	if err != nil {
+		return nil, err
+	}
+	s.Settings = set
 	v, err := Resolve(&s, Changes{}) // as Parse does: defaults, one validation, its counterfactual
 	if err != nil {
 		return nil, err
@@ -125,6 +131,21 @@ func marshal(s *Scenario, set bool) ([]byte, error) {
 	if err := addFields(root, s, keeper(s.lines, set), "steps", "counterfactual", "generator"); err != nil {
 		return nil, err
 	}
+	if s.Settings != nil {
+		// The servers' settings (yaml:"-": the lock's backend decodes
+		// them): those the file gave, or those set.
+		given := map[string]int{}
+		if s.settings != nil {
+			for _, name := range givenNames(s.settings) {
+				given[name] = 0
+			}
+		}
+		sv := reflect.New(reflect.TypeOf(s.Settings))
+		sv.Elem().Set(reflect.ValueOf(s.Settings))
+		if err := addFields(root, sv.Interface(), keeper(given, set || s.settings == nil)); err != nil {
+			return nil, err
+		}
+	}
 	if len(s.Steps) > 0 {
 		seq := &yaml.Node{Kind: yaml.SequenceNode}
 		for i := range s.Steps {
@@ -140,6 +161,9 @@ func marshal(s *Scenario, set bool) ([]byte, error) {
 		n := mapping()
 		if err := addFields(n, c, keeper(c.lines, false)); err != nil {
 			return nil, err
+		}
+		if c.settings != nil {
+			n.Content = append(n.Content, c.settings.Content...) // the settings it changes, as given
 		}
 		root.Content = append(root.Content, key("counterfactual"), n)
 	}
@@ -313,14 +337,14 @@ func (s *Scenario) Same(o *Scenario) bool { return reflect.DeepEqual(s.bare(), o
 // lines) or what Resolve builds from them (its counterfactual story).
 func (s *Scenario) bare() Scenario {
 	b := *s
-	b.File, b.lines, b.cf, b.resolved = "", nil, nil, false
+	b.File, b.lines, b.cf, b.resolved, b.settings = "", nil, nil, false, nil
 	b.Steps = slices.Clone(s.Steps)
 	for i := range b.Steps {
 		b.Steps[i] = b.Steps[i].bare()
 	}
 	if c := s.Counterfactual; c != nil {
 		cc := *c
-		cc.lines = nil
+		cc.lines, cc.settings = nil, nil
 		b.Counterfactual = &cc
 	}
 	if g := s.Generator; g != nil {

@@ -72,6 +72,7 @@ func decodeStrict(n *yaml.Node, v any, what string, renamed map[string]rename, s
 		fields[tag] = index
 		known = append(known, tag)
 	})
+	known = append(known, skip...)
 	lines := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -405,13 +406,16 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	}
 	type plain Scenario
 	var p plain
-	lines, err := decodeStrict(doc.Content[0], &p, "", nil)
+	lines, err := decodeStrict(doc.Content[0], &p, "", nil, settingNames()...)
 	if err == nil {
 		sc := Scenario(p)
-		sc.File, sc.lines = file, lines
-		var v Variant
-		if v, err = Resolve(&sc, Changes{}); err == nil {
-			return v.Scenario, nil
+		sc.File, sc.lines, sc.settings = file, lines, settingsNode(doc.Content[0])
+		sc.applyDefaults()
+		if sc.Settings, err = sc.decodeSettings(sc.settings, nil, ""); err == nil {
+			var v Variant
+			if v, err = Resolve(&sc, Changes{}); err == nil {
+				return v.Scenario, nil
+			}
 		}
 	}
 	var e *Error
@@ -457,9 +461,7 @@ func (s *Scenario) backend() backends.Backend {
 // ServerOptions are the scenario's settings for its servers, as a
 // backend checks them and starts its servers with them.
 func (c *Conditions) ServerOptions() backends.Options {
-	return backends.Options{Nodes: c.Nodes, Clients: c.Clients, Persistence: c.Persistence, Replicas: c.Replicas,
-		Fence: c.Fence, Pgbouncer: c.Pgbouncer, IdleSessionTimeout: c.IdleSessionTimeout.Duration,
-		IdleInTransactionSessionTimeout: c.IdleInTransactionSessionTimeout.Duration}
+	return backends.Options{Nodes: c.Nodes, Clients: c.Clients, Fence: c.Fence, Settings: c.Settings}
 }
 
 // errAt builds an Error for a top-level field.
@@ -520,26 +522,17 @@ func (s *Scenario) validate() error {
 	if !contains(Watchdogs, s.Watchdog) {
 		return s.errAt("watchdog", "expected token or pexpire, got %q", s.Watchdog)
 	}
+	if err := s.validateSettings(); err != nil { // settings.go
+		return err
+	}
 	if err := s.backend().Check(s.ServerOptions()); err != nil {
 		return s.errAt(err.Field, "%s", err.Msg)
-	}
-	if !contains(PersistenceModes, s.Persistence) {
-		return s.errAt("persistence", "expected none, everysec or always, got %q", s.Persistence)
 	}
 	if !contains(ServerBackends, s.ServerBackend) {
 		return s.errAt("backend", "expected local or docker (where the servers run), got %q", s.ServerBackend)
 	}
-	if !contains(PoolModes, s.Pgbouncer) {
-		return s.errAt("pgbouncer", "expected transaction or session (pgbouncer's pool_mode), got %q", s.Pgbouncer)
-	}
-	if s.IdleInTransactionSessionTimeout.Duration < 0 {
-		return s.errAt("idle_in_transaction_session_timeout", "expected a positive duration")
-	}
 	if s.WatchdogEvery.Duration < 0 {
 		return s.errAt("watchdog_every", "expected a positive duration")
-	}
-	if s.IdleSessionTimeout.Duration < 0 {
-		return s.errAt("idle_session_timeout", "expected a positive duration")
 	}
 	// A counterfactual may give client_cmd: [] (the harness's own worker
 	// plays it, as a hunt's baseline does).
@@ -604,7 +597,7 @@ func (s *Scenario) validateStep(i int) error {
 		}
 	}
 	if k, ok := nemesis.LookupKind(st.Do); ok && k.Check != nil {
-		if err := k.Check(st.Params, nemesis.Facts{NodeClockless: s.backend().NodeClockless(), Nodes: s.Nodes, Clients: s.Clients, Replicas: s.Replicas}); err != nil {
+		if err := k.Check(st.Params, nemesis.Facts{NodeClockless: s.backend().NodeClockless(), Nodes: s.Nodes, Clients: s.Clients, Replicas: backends.Replicated(s.Settings)}); err != nil {
 			return at(err.Field, "%s", err.Msg)
 		}
 	}

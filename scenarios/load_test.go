@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
 )
 
@@ -101,7 +102,8 @@ steps:
 // replace any of the scenario's conditions, not only a listed few: here
 // the TTL and a PostgreSQL timeout, which it once could not.
 func TestCounterfactualReplacesAnyCondition(t *testing.T) {
-	sc, err := Parse("x.yaml", []byte(good+"ttl: 2s\nidle_in_transaction_session_timeout: 1s\n"+
+	pg := strings.Replace(good, "lock: redlock", "lock: postgres-xact", 1)
+	sc, err := Parse("x.yaml", []byte(pg+"ttl: 2s\nidle_in_transaction_session_timeout: 1s\n"+
 		"counterfactual:\n  change: longer\n  expected: safe\n  ttl: 30s\n  idle_in_transaction_session_timeout: 0s\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -110,8 +112,11 @@ func TestCounterfactualReplacesAnyCondition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cf.TTL.Duration != 30*time.Second || cf.IdleInTransactionSessionTimeout.Duration != 0 || sc.TTL.Duration != 2*time.Second {
-		t.Fatalf("counterfactual ttl %v, timeout %v; story ttl %v", cf.TTL, cf.IdleInTransactionSessionTimeout, sc.TTL)
+	timeout := func(s *Scenario) time.Duration {
+		return s.Settings.(backends.PostgresSettings).IdleInTransactionSessionTimeout
+	}
+	if cf.TTL.Duration != 30*time.Second || timeout(cf) != 0 || timeout(sc) != time.Second || sc.TTL.Duration != 2*time.Second {
+		t.Fatalf("counterfactual ttl %v, timeout %v; story ttl %v, timeout %v", cf.TTL, timeout(cf), sc.TTL, timeout(sc))
 	}
 	if got := strings.Join(sc.CounterfactualChanges(), "; "); !strings.Contains(got, "ttl") || !strings.Contains(got, "idle_in_transaction_session_timeout") {
 		t.Fatalf("changes %q do not name both fields", got)

@@ -75,6 +75,15 @@ func Resolve(sc *Scenario, c Changes) (Variant, error) {
 	if !changed && sc.resolved {
 		return v, nil
 	}
+	if changed {
+		// Another lock may run on another backend, whose settings these are
+		// not: its defaults, unless the story gave settings.
+		set, err := cp.decodeSettings(cp.settings, cp.Settings, "")
+		if err != nil {
+			return v, fmt.Errorf("%s, as played: %w", v.Name(), err)
+		}
+		cp.Settings = set
+	}
 	cp.applyDefaults()
 	if err := cp.validate(); err != nil {
 		if changed {

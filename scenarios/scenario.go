@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/history"
@@ -24,12 +26,10 @@ var ServerBackends = []string{"", "local", "docker"}
 // The values of the scenario's other closed fields ("" is their default):
 // the loader checks against them and the schema (schema.go) lists them.
 var (
-	StorageModes     = storageModes()
-	FenceSources     = []string{"", clients.FencePostgres, clients.FenceRedisIncr, clients.FenceRedlockIncr}
-	Watchdogs        = []string{"", "token", "pexpire"}
-	PersistenceModes = []string{"", "none", "everysec", "always"}
-	PoolModes        = []string{"", "transaction", "session"}
-	WorkDists        = []string{"", "uniform", "exponential", "fixed"}
+	StorageModes = storageModes()
+	FenceSources = []string{"", clients.FencePostgres, clients.FenceRedisIncr, clients.FenceRedlockIncr}
+	Watchdogs    = []string{"", "token", "pexpire"}
+	WorkDists    = []string{"", "uniform", "exponential", "fixed"}
 )
 
 // modeList names the storage modes in words ("plain, fenced, ... or
@@ -100,6 +100,9 @@ type Scenario struct {
 	cf *Scenario
 	// compared marks a comparison of locks (Changes.Compare).
 	compared bool
+	// settings are the fields of the file that set its servers (nil:
+	// none), decoded by the lock's backend's struct (settings.go).
+	settings *yaml.Node
 }
 
 // Conditions are the fields of a scenario that say what its story runs on
@@ -145,21 +148,6 @@ type Conditions struct {
 	CheckLease bool `yaml:"check_lease"`
 	// WatchdogEvery is the renewal period. Default TTL/3.
 	WatchdogEvery Duration `yaml:"watchdog_every"`
-	// Persistence is how the Redis nodes keep data across a crash: none
-	// (default), everysec or always (AOF fsync policy).
-	Persistence string `yaml:"persistence"`
-	// Replicas gives every Redis node an asynchronous replica, for failover.
-	Replicas bool `yaml:"replicas"`
-	// IdleSessionTimeout sets PostgreSQL's idle_session_timeout.
-	IdleSessionTimeout Duration `yaml:"idle_session_timeout"`
-	// Pgbouncer puts a real pgbouncer, in this pool mode (transaction or
-	// session; one server connection in transaction mode, one per client in
-	// session mode), between the lock's connections
-	// and PostgreSQL; the storage's connections go direct. Empty: none.
-	Pgbouncer string `yaml:"pgbouncer"`
-	// IdleInTransactionSessionTimeout sets PostgreSQL's
-	// idle_in_transaction_session_timeout.
-	IdleInTransactionSessionTimeout Duration `yaml:"idle_in_transaction_session_timeout"`
 	// Margin is how late the harness may run before the story's timing
 	// cannot be trusted (default 100ms): a run that stalled longer ends
 	// unknown, never with a verdict it did not earn.
@@ -180,6 +168,11 @@ type Conditions struct {
 	// ServerBackend is where the servers run: local (child processes, the
 	// default) or docker (containers; `sim run --backend` overrides it).
 	ServerBackend string `yaml:"backend"`
+	// Settings are the settings of the lock's servers, written as fields
+	// of the scenario (persistence: always, pgbouncer: session): its
+	// backend's own struct (backends.RedisSettings...), decoded strictly
+	// (settings.go). Nil takes the backend's defaults.
+	Settings backends.Settings `yaml:"-"`
 }
 
 // Generator is the load and fault schedule of a generator scenario: every

@@ -21,6 +21,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/nemesis"
 )
@@ -51,11 +52,15 @@ func generateSchema(dir string) ([]byte, error) {
 		if err := r.AddGoComments("github.com/locksim/locksim/nemesis", filepath.Join(dir, "..", "nemesis")); err != nil {
 			return nil, err
 		}
+		if err := r.AddGoComments("github.com/locksim/locksim/backends", filepath.Join(dir, "..", "backends")); err != nil {
+			return nil, err
+		}
 	}
 	s := r.Reflect(&Scenario{})
 	s.ID = SchemaID
 	s.Title = "locksim scenario"
 	faultSteps(r, s)
+	serverSettings(r, s)
 	drawnSizes(s.Definitions["Generator"])
 	return json.MarshalIndent(s, "", "  ")
 }
@@ -124,6 +129,50 @@ func changeOf(b *jsonschema.Schema) *jsonschema.Schema {
 		OneOf:       []*jsonschema.Schema{{Ref: "#/$defs/Step"}, some}}
 }
 
+// serverSettings adds each backend's settings (backends.Settings) to the
+// scenario's fields and the counterfactual block's, and refuses, by the
+// story's lock, the settings its servers do not take.
+func serverSettings(r *jsonschema.Reflector, s *jsonschema.Schema) {
+	sc, cf := s.Definitions["Scenario"], s.Definitions["Counterfactual"]
+	all := settingNames()
+	for _, b := range backends.All() {
+		def := r.ReflectFromType(reflect.TypeOf(b.Settings()))
+		own := def.Definitions[strings.TrimPrefix(def.Ref, "#/$defs/")]
+		var names []string
+		for p := own.Properties.Oldest(); p != nil; p = p.Next() {
+			names = append(names, p.Key)
+			if _, has := sc.Properties.Get(p.Key); has {
+				continue // another backend's too (Sentinel's are Redis's)
+			}
+			var whose []string
+			for _, o := range backends.SettingOwners(p.Key) {
+				whose = append(whose, string(o.Name()))
+			}
+			p.Value.Description += " Only for a lock on the " + strings.Join(whose, " or ") + " backend."
+			sc.Properties.Set(p.Key, p.Value)
+			cf.Properties.Set(p.Key, p.Value)
+		}
+		var foreign []*jsonschema.Schema
+		for _, n := range all {
+			if !slices.Contains(names, n) {
+				foreign = append(foreign, &jsonschema.Schema{Required: []string{n}})
+			}
+		}
+		var locks []any
+		for _, l := range clients.Names() {
+			if spec, _ := clients.Lookup(l); spec.Backend == b.Name() {
+				locks = append(locks, l)
+			}
+		}
+		if len(foreign) == 0 || len(locks) == 0 {
+			continue
+		}
+		lock := &jsonschema.Schema{Properties: jsonschema.NewProperties(), Required: []string{"lock"}}
+		lock.Properties.Set("lock", &jsonschema.Schema{Enum: locks})
+		sc.AllOf = append(sc.AllOf, &jsonschema.Schema{If: lock, Then: &jsonschema.Schema{Not: &jsonschema.Schema{AnyOf: foreign}}})
+	}
+}
+
 // drawnSizes adds to the generator block the sizes its faults draw, each
 // under its parameter's name (pause, jump, delay, drift).
 func drawnSizes(g *jsonschema.Schema) {
@@ -178,8 +227,6 @@ func conditionValues(s *jsonschema.Schema) {
 	setEnum(s, "storage", enum(StorageModes...))
 	setEnum(s, "fence", enum(FenceSources...))
 	setEnum(s, "watchdog", enum(Watchdogs...))
-	setEnum(s, "persistence", enum(PersistenceModes...))
-	setEnum(s, "pgbouncer", enum(PoolModes...))
 	setEnum(s, "backend", enum(ServerBackends...))
 }
 

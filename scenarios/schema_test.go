@@ -128,6 +128,8 @@ func TestSchemaValidatesCatalogue(t *testing.T) {
 		"a jump's by as a number":                      strings.Replace(string(good), "    by: 15s\n", "    by: 15\n", 1),
 		"a drift's rate on a jump":                     strings.Replace(string(good), "    by: 15s\n", "    by: 15s\n    rate: 1.5\n", 1),
 		"a story field in a counterfactual of a fault": strings.Replace(string(good), "    by: 15s\n", "    by: 15s\n    counterfactual: {granted_by: [A]}\n", 1),
+		// A setting of another backend's servers (settings.go).
+		"pgbouncer on a Redlock story": strings.Replace(string(good), "\nttl: 10s", "\nttl: 10s\npgbouncer: transaction", 1),
 	} {
 		if bad == string(good) {
 			t.Fatalf("%s: the replacement changed nothing", name)

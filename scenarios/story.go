@@ -33,18 +33,21 @@ type Counterfactual struct {
 	GeneratorFault *string `yaml:"generator_fault"`
 
 	lines map[string]int
+	// settings are the settings of the lock's servers the block gives
+	// (nil: none), as Scenario.settings.
+	settings *yaml.Node
 }
 
 // UnmarshalYAML decodes a counterfactual block strictly.
 func (c *Counterfactual) UnmarshalYAML(n *yaml.Node) error {
 	type plain Counterfactual
 	var p plain
-	lines, err := decodeStrict(n, &p, "", nil)
+	lines, err := decodeStrict(n, &p, "", nil, settingNames()...)
 	if err != nil {
 		return err
 	}
 	*c = Counterfactual(p)
-	c.lines = lines
+	c.lines, c.settings = lines, settingsNode(n)
 	return nil
 }
 
@@ -228,6 +231,10 @@ func (s *Scenario) buildCounterfactual() (*Scenario, error) {
 	for _, o := range c.overrides(s) {
 		o.apply(&cf)
 	}
+	var err error
+	if cf.Settings, err = c.counterfactualSettings(s, &cf); err != nil {
+		return nil, err
+	}
 	// A story whose node count came from its own lock's registration
 	// would run the counterfactual's lock on the wrong number of nodes; a
 	// story that sets nodes itself runs both locks on that many.
@@ -338,6 +345,7 @@ func (c *Counterfactual) overrides(s *Scenario) []override {
 			reflect.ValueOf(&cf.Conditions).Elem().FieldByIndex(index).Set(v)
 		}})
 	})
+	out = append(out, c.settingOverrides(s)...)
 	if v := c.GeneratorFault; v != nil {
 		from := ""
 		if s.Generator != nil {
