@@ -70,7 +70,8 @@ func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
 	return nil
 }
 
-// write is one critical section on the protected counter: read it, work
+// write is one critical section on the protected counter: read it, (for
+// a scheduled job's run, c.Period, write its row to the job table,) work
 // for c.Work, write read+1 with this lease's fence and token. A pause
 // (SIGSTOP) during the work is Kleppmann's GC pause. A client without a
 // lease does not write (no I/O) unless the command says Unlocked.
@@ -107,6 +108,14 @@ func (s *state) write(ctx context.Context, c Command) {
 		done.Type, done.Reason, done.Detail = history.Fail, history.ReasonRead, err.Error()
 		s.event(c.ID, done)
 		return
+	}
+	if c.Period != "" {
+		if err := store.RecordJob(ctx, c.Period, s.init.Config.ClientID); err != nil {
+			// The row may or may not be there: the run's outcome is unknown.
+			done.Type, done.Detail = history.Info, err.Error()
+			s.event(c.ID, done)
+			return
+		}
 	}
 	time.Sleep(c.Work)
 	done.Read, done.Wrote = history.Int64(read), history.Int64(read+1)
