@@ -4,9 +4,8 @@ package clients
 // Chubby lock service for loosely-coupled distributed systems" (OSDI
 // 2006), section 2.4, "Locks and sequencers",
 // https://www.usenix.org/legacy/event/osdi06/tech/full_papers/burrows/burrows.pdf.
-// A lock released in the normal way is
-// free at once; a lock freed because its holder failed or became
-// inaccessible stays taken for a while, the lock-delay, so that the failed
+// A lock released in the normal way is free at once; a lock freed because
+// its holder failed or became inaccessible stays taken for a while, the lock-delay, so that the failed
 // holder's delayed messages reach the resource before the next holder
 // does. Chubby's server keeps that time itself. Here the ensemble does:
 // each granted lease also holds a second session, of timeout ttl +
@@ -14,8 +13,11 @@ package clients
 // contenders. Both sessions are pinged by the same client, so when the
 // holder fails (killed, paused, cut off) they stop together: the ensemble
 // expires the lease's session after ttl and deletes its lock znode, and
-// the delay session LockDelay later, deleting delay-<n>; until then every
-// contender is refused (held). Release deletes delay-<n> before the lock
+// the delay session about LockDelay later, deleting delay-<n>; until then
+// every contender is refused (held). (Each session counts from the last
+// ping the ensemble heard, and a session pings every third of its
+// timeout, so the delay past the lease's expiry can be shorter than
+// LockDelay by up to a third of ttl + LockDelay.) Release deletes delay-<n> before the lock
 // znode, so a lock given back is free at once, as in Chubby. The ensemble
 // clamps a session's timeout to its maxSessionTimeout (4 s on
 // env.ZooKeeper's tick), so ttl + LockDelay above it is cut to it. A
