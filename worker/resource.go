@@ -102,6 +102,13 @@ func (s *state) write(ctx context.Context, c Command) {
 	// harness aims a pause at the work between read and write when the
 	// invocation arrives, and then the read has surely been made.
 	read, err := s.read(ctx, store, l)
+	var jobErr error
+	if err == nil && c.Period != "" {
+		// The job's row goes in before the invocation is sent too, so a
+		// story that kills the client once its write has begun finds
+		// the row there.
+		jobErr = store.RecordJob(ctx, c.Period, s.init.Config.ClientID)
+	}
 	s.event(c.ID, invoke)
 	if err != nil {
 		// Nothing was written: the counter is untouched.
@@ -109,13 +116,11 @@ func (s *state) write(ctx context.Context, c Command) {
 		s.event(c.ID, done)
 		return
 	}
-	if c.Period != "" {
-		if err := store.RecordJob(ctx, c.Period, s.init.Config.ClientID); err != nil {
-			// The row may or may not be there: the run's outcome is unknown.
-			done.Type, done.Detail = history.Info, err.Error()
-			s.event(c.ID, done)
-			return
-		}
+	if jobErr != nil {
+		// The row may or may not be there: the run's outcome is unknown.
+		done.Type, done.Detail = history.Info, jobErr.Error()
+		s.event(c.ID, done)
+		return
 	}
 	time.Sleep(c.Work)
 	done.Read, done.Wrote = history.Int64(read), history.Int64(read+1)
