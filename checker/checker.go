@@ -53,7 +53,8 @@ func Worse(a, b string) bool {
 
 // Result is what a check found.
 type Result struct {
-	// Verdict is, first match wins: unsafe (damage, a broken fence, or,
+	// Verdict is, first match wins: unsafe (damage, a job run twice, a
+	// broken fence, or,
 	// with no protected write in the history, two clients holding the
 	// lock at once), leaked (a liveness failure), unknown (a porcupine
 	// check timed out) or safe.
@@ -61,12 +62,14 @@ type Result struct {
 	// Summary is one sentence that says why.
 	Summary string `json:"summary"`
 	// Violations counts the distinct findings: overlapping holds, lost
-	// updates, stale writes, tokens gone backwards, leaks and stalls.
+	// updates, stale writes, tokens gone backwards, leaks, stalls and
+	// jobs run twice.
 	Violations int            `json:"violations"`
 	Mutex      MutexResult    `json:"mutex"`
 	Damage     DamageResult   `json:"damage"`
 	Fencing    FencingResult  `json:"fencing"`
 	Liveness   LivenessResult `json:"liveness"`
+	Jobs       JobsResult     `json:"jobs"`
 	// Derived is what the check derived on the way, for the reports to
 	// draw (Derived.Holds, Derived.Visualize). It is not in result.json:
 	// a Result read back from it has none.
@@ -93,10 +96,11 @@ func Check(events []history.Event, o Options) (Result, error) {
 	wg.Go(func() { r.Damage = checkDamage(p, o) })
 	r.Fencing = checkFencing(p)
 	r.Liveness = checkLiveness(p, o)
+	r.Jobs = checkJobs(p)
 	wg.Wait()
 	r.Derived = d
 	r.Violations = r.Mutex.OverlapCount + r.Damage.LostUpdateCount + r.Damage.StaleWriteCount +
-		r.Fencing.BackwardsCount + r.Liveness.LeakCount + len(r.Liveness.Stalls)
+		r.Fencing.BackwardsCount + r.Liveness.LeakCount + len(r.Liveness.Stalls) + r.Jobs.RanTwiceCount
 
 	// Proven findings outrank a check that ran out of time, as in
 	// Jepsen's compose: unsafe, then leaked, then unknown.
@@ -105,7 +109,7 @@ func Check(events []history.Event, o Options) (Result, error) {
 	// breaks the lock's fencing contract, but the data is damaged only if
 	// a write proves it: with protected writes in the story, it is a
 	// finding beside the verdict, as an overlap is.
-	damaged := r.Damage.Outcome == OutcomeIllegal || r.Damage.LostUpdateCount+r.Damage.StaleWriteCount+r.Fencing.writeBackwards() > 0
+	damaged := r.Damage.Outcome == OutcomeIllegal || r.Damage.LostUpdateCount+r.Damage.StaleWriteCount+r.Fencing.writeBackwards()+r.Jobs.RanTwiceCount > 0
 	lockBroken := r.Mutex.Outcome == OutcomeIllegal || r.Mutex.OverlapCount > 0 || r.Fencing.BackwardsCount > 0
 	switch {
 	case damaged || (p.writes == 0 && lockBroken):
@@ -164,6 +168,8 @@ func summarize(r *Result, p *parsed, o Options) string {
 			}
 			return more(fmt.Sprintf("unsafe: the fencing token went backwards on %s: %s fence %d (#%d by client %d, %s) after fence %d (#%d by client %d, %s)",
 				b.Key, what, b.Fence, b.Event.Seq, b.Event.Process, secs(b.Event.Time), b.Previous, b.Earlier.Seq, b.Earlier.Process, secs(b.Earlier.Time)))
+		case len(r.Jobs.RanTwice) > 0:
+			return more("unsafe: " + r.Jobs.RanTwice[0].Sentence())
 		case r.Damage.Outcome == OutcomeIllegal:
 			return more("unsafe: no order of the accepted writes explains the values they read")
 		case len(r.Mutex.Overlaps) > 0:

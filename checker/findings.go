@@ -26,10 +26,11 @@ const (
 	FindingLeak           = "leak"
 	FindingStall          = "stall"
 	FindingRefusedWrite   = "refused write"
+	FindingRanTwice       = "job ran twice"
 )
 
 // Findings lists the evidence of the check, worst first: every lost
-// update, stale write, token gone backwards, overlap, leak and stall it
+// update, stale write, job run twice, token gone backwards, overlap, leak and stall it
 // kept, then the writes the fence refused.
 func (r Result) Findings() []Finding {
 	var out []Finding
@@ -40,6 +41,9 @@ func (r Result) Findings() []Finding {
 	for _, s := range r.Damage.StaleWrites {
 		out = append(out, Finding{Kind: FindingStaleWrite, Bad: true, Events: []history.Event{s.Write},
 			Sentence: fmt.Sprintf("storage accepted client %d's write on %s based on a stale read of %d: %s", s.Client, s.Key, s.Read, s.Detail)})
+	}
+	for _, t := range r.Jobs.RanTwice {
+		out = append(out, Finding{Kind: FindingRanTwice, Bad: true, Events: t.Rows, Sentence: t.Sentence()})
 	}
 	for _, b := range r.Fencing.Backwards {
 		out = append(out, Finding{Kind: FindingTokenBackwards, Bad: true, Events: []history.Event{b.Earlier, b.Event},

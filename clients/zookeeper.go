@@ -103,6 +103,11 @@ type ZooKeeperConfig struct {
 	// ClientID is the client's number in the run; it is written into its
 	// znodes (for a person reading the ensemble).
 	ClientID int
+	// LockDelay, when positive, is Chubby's lock-delay
+	// (zookeeper_lockdelay.go): a lock whose holder failed stays taken
+	// for this long after the holder's session ended. 0: none, the
+	// recipe as it is.
+	LockDelay time.Duration
 }
 
 // ZooKeeperLock is a lock client over ZooKeeper's lock recipe, one session
@@ -147,6 +152,10 @@ type zkSession struct {
 	once    sync.Once
 	expired atomic.Bool // the ensemble said the session expired
 	sid     int64       // the session's id once ready
+	// delay is the lease's lock-delay session and delayPath its znode
+	// (nil without a lock-delay; zookeeper_lockdelay.go).
+	delay     *zkSession
+	delayPath string
 }
 
 // lost says whether the session the lease was granted on is gone: the
@@ -259,6 +268,12 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, ttl time.Durati
 		z.closeSession(s)
 		return Lease{}, err
 	}
+	if z.cfg.LockDelay > 0 {
+		if err := z.holdDelay(ctx, s, key, lease.Token); err != nil {
+			z.closeSession(s)
+			return Lease{}, err
+		}
+	}
 	lease.Start = start
 	// A check of the lease (check_lease) asks the session: a client that
 	// stops writing while its connection is suspended, as Curator's
@@ -305,8 +320,12 @@ func (z *ZooKeeperLock) contend(ctx context.Context, s *zkSession, key string) (
 	if err != nil {
 		return Lease{}, fmt.Errorf("zookeeper acquire: children: %w", err)
 	}
-	first, firstSeq := "", mine
+	first, firstSeq, delayed := "", mine, ""
 	for _, k := range kids {
+		if isDelayZnode(k) {
+			delayed = k
+			continue
+		}
 		n, err := zkSeq(k)
 		if err != nil {
 			return Lease{}, err
@@ -315,8 +334,11 @@ func (z *ZooKeeperLock) contend(ctx context.Context, s *zkSession, key string) (
 			first, firstSeq = k, n
 		}
 	}
-	if first != "" {
+	if first != "" || delayed != "" {
 		_, _ = zkCall(ctx, func() (struct{}, error) { return struct{}{}, s.conn.Delete(path, -1) })
+		if first == "" {
+			return Lease{}, Refuse(ErrNotAcquired, history.ReasonHeld, "%s is held: %s, the lock-delay of a holder whose session ended, is still there", key, delayed)
+		}
 		return Lease{}, Refuse(ErrNotAcquired, history.ReasonHeld, "%s is held: %s is first in line", key, first)
 	}
 	st, err := zkCall(ctx, func() (*zk.Stat, error) {
@@ -362,10 +384,14 @@ func (z *ZooKeeperLock) Release(ctx context.Context, l Lease) error {
 	delete(z.held, l.Token)
 	defer z.closeSession(s)
 	if s.lost() {
+		z.dropDelay(s)
 		return Refuse(ErrNotHeld, history.ReasonNotHeld, "the session expired: its znode is gone")
 	}
 	ctx, cancel := context.WithTimeout(ctx, z.opTimeout(s.timeout))
 	defer cancel()
+	if err := z.releaseDelay(ctx, s); err != nil {
+		return fmt.Errorf("zookeeper release: %w", err)
+	}
 	_, err := zkCall(ctx, func() (struct{}, error) { return struct{}{}, s.conn.Delete(l.Token, -1) })
 	switch {
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired):
@@ -387,6 +413,7 @@ func (z *ZooKeeperLock) Extend(ctx context.Context, l Lease, ttl time.Duration) 
 		return Lease{}, ErrNotHeld
 	}
 	if s.lost() {
+		z.dropDelay(s)
 		return Lease{}, Refuse(ErrNotHeld, history.ReasonNotHeld, "the session expired: its znode is gone")
 	}
 	ctx, cancel := context.WithTimeout(ctx, z.opTimeout(s.timeout))
@@ -414,6 +441,7 @@ func (z *ZooKeeperLock) Extend(ctx context.Context, l Lease, ttl time.Duration) 
 func (z *ZooKeeperLock) Close() error {
 	z.mu.Lock()
 	for _, s := range z.held {
+		z.dropDelay(s)
 		z.closeSession(s)
 	}
 	z.held = map[string]*zkSession{}

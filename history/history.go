@@ -59,6 +59,12 @@ const (
 	// the write went out, because the story anchored a pause on that
 	// moment (scenario step field at: lease-checked).
 	OpCheck = "check"
+	// OpJob is a Note of a client process, added by the harness at the
+	// end of a run: one row of the storage's job table, (Job, Period),
+	// which the client wrote as the first effect of its run of the job
+	// (a write step with a period). The checker counts them: two rows of
+	// one (job, period) are the job run twice.
+	OpJob = "job"
 )
 
 // Reasons a lock, the storage or the worker gives for a refusal (a Fail
@@ -154,6 +160,10 @@ type Event struct {
 	Unlocked bool `json:"unlocked,omitempty"`
 	// Detail is free text: an error, a fault's size, a step's description.
 	Detail string `json:"detail,omitempty"`
+	// Job and Period are, on a job note (OpJob), the job and the schedule
+	// period of one row of the job table.
+	Job    string `json:"job,omitempty"`
+	Period string `json:"period,omitempty"`
 }
 
 // FaultFields are a fault's facts: whom it hits, how big it is, how long

@@ -421,6 +421,9 @@ func (r *run) play(ctx context.Context) error {
 			return harness("client %d: %v", id, err)
 		}
 	}
+	if err := r.recordJobs(ctx); err != nil {
+		return err
+	}
 	return r.settle(true)
 }
 
@@ -590,7 +593,7 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 	case "acquire", "release", "extend":
 		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.key(st), TTL: ttl, Wait: st.Wait.Duration})
 	case "write":
-		cmd := worker.Command{Op: st.Do, Key: r.key(st), Work: st.Work.Duration, Unlocked: st.Unlocked}
+		cmd := worker.Command{Op: st.Do, Key: r.key(st), Work: st.Work.Duration, Unlocked: st.Unlocked, Period: st.Period}
 		if r.sc.AnchoredPause(r.stepAt, st.Client) {
 			cmd.StopAfterCheck = true
 			if r.anchored == nil {

@@ -91,6 +91,9 @@ func (s *Scenario) ClientProgramProblem(p *ClientProgram) error {
 		case MovesClientClock(st) && !p.ClientClock:
 			return at("the story jumps a client's wall clock, which the client program (%s) does not let the harness move (%s)",
 				p.Program, p.covers("client_clock", nil))
+		case st.Period != "":
+			return &Error{File: s.File, Line: st.Line, Field: fmt.Sprintf("steps[%d].period", i),
+				Msg: fmt.Sprintf("the story's write runs a job for period %s, whose row only the harness's own worker writes; a client program (%s) cannot yet", st.Period, p.Program)}
 		case st.At != "":
 			return &Error{File: s.File, Line: st.Line, Field: fmt.Sprintf("steps[%d].at", i),
 				Msg: fmt.Sprintf("the story anchors a pause at %s, where only the harness's own worker stops itself; a client program (%s) cannot yet (docs/protocol.md, Stopping after the check)", st.At, p.Program)}

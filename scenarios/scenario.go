@@ -296,6 +296,13 @@ type Step struct {
 	// itself there (SIGSTOP), the step waits until it has, and `for`
 	// counts from then. Not with client_cmd.
 	At string `yaml:"at"`
+	// Period makes a write one run of a scheduled job for this schedule
+	// period (09:00, say): right after its read, before its work, the
+	// client writes the row (job, period) to the storage's job table, the
+	// run's first effect, which stays whatever the run does next. The
+	// checker counts the rows: two for one period are the job run twice
+	// (unsafe), however the counter came out. Not with client_cmd.
+	Period string `yaml:"period"`
 
 	// Expect is what must have happened (see story.go): how the step's
 	// operation ended, or the client's last renewal. A run that

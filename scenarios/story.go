@@ -104,6 +104,12 @@ func (s *Scenario) validateStory(i int, at func(field, format string, args ...an
 	if st.Unlocked && st.Do != "write" {
 		return at("unlocked", "only a write can be unlocked")
 	}
+	if st.Period != "" && (st.Do != "write" || s.Storage == "") {
+		return at("period", "a period goes on a write, in a story with storage (its job table)")
+	}
+	if st.Period != "" && len(s.ClientCmd) > 0 {
+		return at("period", "only the harness's own worker writes a job's row; a client program (client_cmd) cannot yet")
+	}
 	if st.At != "" {
 		if err := s.validateAnchor(i, at); err != nil {
 			return err

@@ -66,21 +66,24 @@ func ParseMode(s string) (Mode, error) {
 
 // Setup (re)creates the tables, dropping any previous state:
 // counter(id, value, fence, owner) with the one row id=1, value 0, fence 0;
-// runs(job, period) unique; and the sequence fence_seq that the PostgreSQL
+// runs(job, period) unique; jobs(job, period, client), the job table a
+// run of a scheduled job writes its first row to (RecordJob), with no
+// constraint, so that a job run twice shows as two rows; and the sequence fence_seq that the PostgreSQL
 // fencing-token source draws from.
 func Setup(ctx context.Context, dsn string) error {
 	return script(ctx, dsn, "setup", `
-DROP TABLE IF EXISTS counter, runs;
+DROP TABLE IF EXISTS counter, runs, jobs;
 DROP SEQUENCE IF EXISTS fence_seq;
 CREATE TABLE counter (id int PRIMARY KEY, value bigint NOT NULL, fence bigint NOT NULL, owner text);
 INSERT INTO counter (id, value, fence, owner) VALUES (1, 0, 0, NULL);
 CREATE TABLE runs (job text NOT NULL, period text NOT NULL, UNIQUE (job, period));
+CREATE TABLE jobs (n serial PRIMARY KEY, job text NOT NULL, period text NOT NULL, client int NOT NULL);
 CREATE SEQUENCE fence_seq;
 `)
 }
 
 // Reset puts back the state Setup leaves (value 0, fence 0, no owner, no
-// runs, the fence sequence's next value 1) without dropping anything:
+// runs, no jobs, the fence sequence's next value 1) without dropping anything:
 // generator trials reset the storage before every trial, and a DROP and
 // CREATE each time would make every client's first statement of a trial
 // meet a table it has never seen (its prepared statements refer to the
@@ -91,6 +94,7 @@ func Reset(ctx context.Context, dsn string) error {
 	return script(ctx, dsn, "reset", `
 UPDATE counter SET value = 0, fence = 0, owner = NULL WHERE id = 1;
 DELETE FROM runs;
+DELETE FROM jobs;
 SELECT setval('fence_seq', 1, false);
 `)
 }
@@ -326,6 +330,51 @@ func (s *Store) writeOnce(ctx context.Context, q querier, read, value int64) (bo
 		return false, fmt.Errorf("storage write: commit: %v", err)
 	}
 	return true, nil
+}
+
+// RecordJob writes the first effect of client's run of the store's job
+// (Job) for a schedule period: a row of the job table, with no constraint
+// (whatever the run does next, the row stays, as an e-mail sent stays
+// sent). Inside a WithTx view it commits with the lock's transaction.
+func (s *Store) RecordJob(ctx context.Context, period string, client int) error {
+	q, done, err := s.q(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := q.Exec(ctx, `INSERT INTO jobs (job, period, client) VALUES ($1, $2, $3)`, s.Job, period, client); err != nil {
+		return fmt.Errorf("storage job: %v", err)
+	}
+	return nil
+}
+
+// JobRow is one row of the job table: client ran Job for Period.
+type JobRow struct {
+	Job    string
+	Period string
+	Client int
+}
+
+// Jobs reads the job table at dsn, in the order its rows were written.
+func Jobs(ctx context.Context, dsn string) ([]JobRow, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("storage jobs: %v", err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT job, period, client FROM jobs ORDER BY n`)
+	if err != nil {
+		return nil, fmt.Errorf("storage jobs: %v", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (JobRow, error) {
+		var j JobRow
+		err := r.Scan(&j.Job, &j.Period, &j.Client)
+		return j, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage jobs: %v", err)
+	}
+	return out, nil
 }
 
 // Close closes the store's connection (not a WithTx view's transaction).

@@ -70,7 +70,8 @@ func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
 	return nil
 }
 
-// write is one critical section on the protected counter: read it, work
+// write is one critical section on the protected counter: read it, (for
+// a scheduled job's run, c.Period, write its row to the job table,) work
 // for c.Work, write read+1 with this lease's fence and token. A pause
 // (SIGSTOP) during the work is Kleppmann's GC pause. A client without a
 // lease does not write (no I/O) unless the command says Unlocked.
@@ -101,10 +102,23 @@ func (s *state) write(ctx context.Context, c Command) {
 	// harness aims a pause at the work between read and write when the
 	// invocation arrives, and then the read has surely been made.
 	read, err := s.read(ctx, store, l)
+	var jobErr error
+	if err == nil && c.Period != "" {
+		// The job's row goes in before the invocation is sent too, so a
+		// story that kills the client once its write has begun finds
+		// the row there.
+		jobErr = store.RecordJob(ctx, c.Period, s.init.Config.ClientID)
+	}
 	s.event(c.ID, invoke)
 	if err != nil {
 		// Nothing was written: the counter is untouched.
 		done.Type, done.Reason, done.Detail = history.Fail, history.ReasonRead, err.Error()
+		s.event(c.ID, done)
+		return
+	}
+	if jobErr != nil {
+		// The row may or may not be there: the run's outcome is unknown.
+		done.Type, done.Detail = history.Info, jobErr.Error()
 		s.event(c.ID, done)
 		return
 	}

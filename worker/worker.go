@@ -52,6 +52,12 @@ type Command struct {
 	// that moment, and the harness resumes the process (a write only, with
 	// Init.CheckLease; the harness sends it to its own worker only).
 	StopAfterCheck bool `json:"stop_after_check,omitempty"`
+	// Period makes a write one run of a scheduled job for this period:
+	// right after its read, before its work, it writes the row (job,
+	// period) to the storage's job table (storage.RecordJob), the run's
+	// first effect, which the checker counts (the harness sends it to its
+	// own worker only).
+	Period string `json:"period,omitempty"`
 	// Init configures the worker (op init only).
 	Init *Init `json:"init,omitempty"`
 	// Loop configures a generator loop (op loop only; see loop.go).
