@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,6 +43,21 @@ func shardEnv(kind string, i, n int) (env, args []string) {
 		return []string{sweep.EnvJobIndex + "=" + strconv.Itoa(i), sweep.EnvShards + "=" + strconv.Itoa(n)}, []string{"--shard", "auto"}
 	}
 	return []string{sweep.EnvShardIndex + "=" + strconv.Itoa(i)}, []string{"--shard", "auto", "--shards", strconv.Itoa(n)}
+}
+
+// playShards starts sim args once per shard of n, one after the other,
+// each with the variables the engine of kind gives it and --out
+// dir/shard-<index>, and returns those directories.
+func playShards(t *testing.T, kind string, n int, dir string, ok []int, args ...string) []string {
+	t.Helper()
+	var dirs []string
+	for i := 0; i < n; i++ {
+		env, extra := shardEnv(kind, i, n)
+		d := filepath.Join(dir, "shard-"+strconv.Itoa(i))
+		run(t, env, ok, append(append(slices.Clone(args), extra...), "--out", d)...)
+		dirs = append(dirs, d)
+	}
+	return dirs
 }
 
 // seedColumns are the columns of sweep.csv that the seed decides: which
@@ -92,14 +108,7 @@ func TestShardAutoSweep(t *testing.T) {
 	want := sweepCSV(t, whole)
 	for _, kind := range []string{"kubernetes", "matrix"} {
 		t.Run(kind, func(t *testing.T) {
-			const n = 2
-			var dirs []string
-			for i := 0; i < n; i++ {
-				env, extra := shardEnv(kind, i, n)
-				dir := filepath.Join(tmp, kind, "shard-"+strconv.Itoa(i))
-				run(t, env, []int{0}, append(append(args, extra...), "--out", dir)...)
-				dirs = append(dirs, dir)
-			}
+			dirs := playShards(t, kind, 2, filepath.Join(tmp, kind), []int{0}, args...)
 			merged := filepath.Join(tmp, kind, "merged")
 			run(t, nil, []int{0}, append(append([]string{"sweep", "merge"}, dirs...), "--out", merged)...)
 			got := sweepCSV(t, merged)
@@ -149,16 +158,11 @@ func TestShardAutoHunt(t *testing.T) {
 	want := huntResult(t, whole)
 	for _, kind := range []string{"kubernetes", "matrix"} {
 		t.Run(kind, func(t *testing.T) {
-			const n = 2
-			var dirs []string
-			for i := 0; i < n; i++ {
-				env, extra := shardEnv(kind, i, n)
-				dir := filepath.Join(tmp, kind, "shard-"+strconv.Itoa(i))
-				run(t, env, []int{0, 1}, append(append(args, extra...), "--out", dir)...)
+			dirs := playShards(t, kind, 2, filepath.Join(tmp, kind), []int{0, 1}, args...)
+			for i, dir := range dirs {
 				if r := huntResult(t, dir); r.Shard != strconv.Itoa(i+1)+"/2" {
 					t.Errorf("%s: shard %q, want %d/2", dir, r.Shard, i+1)
 				}
-				dirs = append(dirs, dir)
 			}
 			merged := filepath.Join(tmp, kind, "merged")
 			if c := run(t, nil, []int{0, 1}, append(append([]string{"hunt", "merge"}, dirs...), "--out", merged)...); c != code {
