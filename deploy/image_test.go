@@ -26,11 +26,15 @@ func needImage(tb *testing.T) {
 
 // inImage runs sim in a container of the locksim image with runs mounted
 // at /runs, as the README says, and returns its exit code and output. The
+// container shares the host's network, as the README's commands do: the
+// servers bind 127.0.0.1 on free ports as local processes would, and
+// docker need not make a network namespace (about a second a run on this
+// machine, when busy). The
 // files it writes belong to the container's root; for a test run as
 // another user they are given back to that user.
 func inImage(t testing.TB, runs string, args ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command("docker", append([]string{"run", "--rm", "-v", runs + ":/runs", simImage}, args...)...)
+	cmd := exec.Command("docker", append([]string{"run", "--rm", "--network", "host", "-v", runs + ":/runs", simImage}, args...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil && cmd.ProcessState == nil {
 		t.Fatalf("docker run: %v", err)

@@ -102,7 +102,7 @@ func TestShardAutoSweep(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	args := []string{"sweep", "gen-pause", "--param", "pause=0.3ttl..3ttl", "--points", "2", "--trials", "3",
-		"--ttl", "100ms", "--duration", "120ms", "--seed", "7", "-q"}
+		"--ttl", "300ms", "--duration", "400ms", "--seed", "7", "-q"}
 	whole := filepath.Join(tmp, "whole")
 	run(t, nil, []int{0}, append(args, "--out", whole)...)
 	want := sweepCSV(t, whole)
@@ -142,8 +142,8 @@ func huntResult(t *testing.T, dir string) hunt.Result {
 	return r
 }
 
-// TestShardAutoHunt plays a small hunt whole and as 2 shards started as an
-// Indexed Job and a matrix start them, merges them with sim hunt merge, and
+// TestShardAutoHunt plays a small hunt whole (4 candidates) and as 2 shards
+// of 2 candidates each, started as an Indexed Job and a matrix start them, merges them with sim hunt merge, and
 // requires the same outcome as the whole hunt: the same lock, seed and
 // search, every candidate played once over the shards, and the same
 // verdict (found or not).
@@ -152,13 +152,15 @@ func TestShardAutoHunt(t *testing.T) {
 		t.Skip("-short: real servers")
 	}
 	tmp := t.TempDir()
-	args := []string{"hunt", "postgres-xact", "--storage", "none", "--faults", "pause", "--runs", "4", "--seed", "3"}
+	args := []string{"hunt", "postgres-xact", "--storage", "none", "--faults", "pause", "--seed", "3"}
 	whole := filepath.Join(tmp, "whole")
-	code := run(t, nil, []int{0, 1}, append(args, "--out", whole)...)
+	code := run(t, nil, []int{0, 1}, append(args, "--runs", "4", "--out", whole)...)
 	want := huntResult(t, whole)
 	for _, kind := range []string{"kubernetes", "matrix"} {
 		t.Run(kind, func(t *testing.T) {
-			dirs := playShards(t, kind, 2, filepath.Join(tmp, kind), []int{0, 1}, args...)
+			// --runs bounds each shard's candidates: 2 each are the
+			// whole hunt's 4, dealt out in turn.
+			dirs := playShards(t, kind, 2, filepath.Join(tmp, kind), []int{0, 1}, append(args, "--runs", "2")...)
 			for i, dir := range dirs {
 				if r := huntResult(t, dir); r.Shard != strconv.Itoa(i+1)+"/2" {
 					t.Errorf("%s: shard %q, want %d/2", dir, r.Shard, i+1)
