@@ -120,7 +120,8 @@ unit:
 # example client program against the Go worker on a story of its servers
 # (median of 5 each; runner, once), and the conformance suite's time on
 # each lock, s/suite against its budget of 10 s a lock (clients/locktest;
-# once).
+# once), and a cold run in the locksim image against the local one (deploy;
+# skipped without the image: make docker builds it).
 bench: deps
 	$(GO) test -p 1 -run '^$$' -bench . -skip ClientProgramVsGoWorker -benchtime 5x -count 1 $$($(GO) list ./... | grep -v -e '/sweep$$' -e '/reliability$$' -e '/locktest$$' -e '/hunt$$')
 	$(GO) test -run '^$$' -bench ClientProgramVsGoWorker -benchtime 1x -count 1 ./runner
