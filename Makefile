@@ -4,7 +4,8 @@
 #             processes, and containers of the docker backend)
 # make unit   the fast tier: go test -short, every test that needs no server,
 #             browser, docker or node (nothing to install but Go and cc)
-# make docker readies the docker backend: dockerd and the default images
+# make docker readies the docker backend: dockerd and the default images,
+#             and the locksim image locksim/sim:bookworm
 # make bench  the benchmarks, with their figures
 
 GO      ?= go
@@ -52,8 +53,10 @@ test-deps:
 # docker readies the docker backend (--backend docker): Debian's docker.io
 # and a running dockerd (docker/start-engine), then the default images,
 # built here from Debian's packages without any registry
-# (docker/build-images; 2 to 3 minutes the first time, kept after), and
-# bin/sim with the C compiler its clock shim needs.
+# (docker/build-images; 2 to 3 minutes the first time, kept after), the
+# locksim image locksim/sim:bookworm (sim and every server; its sim layer
+# made again, in seconds, when sim changed), and bin/sim with the C
+# compiler its clock shim needs.
 docker:
 	@$(MAKE) --no-print-directory install PKGS="gcc"
 	@docker/start-engine
@@ -96,9 +99,12 @@ demo: setup
 # -p 1: the packages drive real servers and time-sensitive stories; on a
 # 2-core machine, running them one package at a time keeps each story's
 # timing margins intact.
+# deploy/kubernetes is a module of its own (k8s.io/api for its manifests'
+# test stays out of locksim's go.mod): its test runs apart.
 test: test-deps docker
 	$(GO) vet ./...
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
+	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # unit is the fast tier: the pure tests (checker, history, scenarios and
 # the loader, sweep, reports without Chromium, the fuzz corpora...). -short
@@ -106,6 +112,7 @@ test: test-deps docker
 # Chromium, node or a container, and the TestMains start no shared server.
 unit:
 	$(GO) test -short -count=1 ./...
+	cd deploy/kubernetes && $(GO) test -short -count=1 ./...
 
 # bench prints the figures: generator throughput against the loopback floor
 # (runner), checking 100k operations with the harness's peak RSS (checker),
@@ -113,7 +120,8 @@ unit:
 # example client program against the Go worker on a story of its servers
 # (median of 5 each; runner, once), and the conformance suite's time on
 # each lock, s/suite against its budget of 10 s a lock (clients/locktest;
-# once).
+# once), and a cold run in the locksim image against the local one (deploy;
+# skipped without the image: make docker builds it).
 bench: deps
 	$(GO) test -p 1 -run '^$$' -bench . -skip ClientProgramVsGoWorker -benchtime 5x -count 1 $$($(GO) list ./... | grep -v -e '/sweep$$' -e '/reliability$$' -e '/locktest$$' -e '/hunt$$')
 	$(GO) test -run '^$$' -bench ClientProgramVsGoWorker -benchtime 1x -count 1 ./runner

@@ -39,6 +39,7 @@ type huntOptions struct {
 	runs, clients          int
 	seed                   int64
 	shard, out             string
+	shards                 int
 	backend                runner.Host
 	// flags are the flags as given, to refuse one with no effect (nil:
 	// none given).
@@ -114,7 +115,8 @@ interrupted (hunt.json keeps what it had).`,
 	f.IntVar(&o.runs, "runs", 40, "candidates to play at most (`N`)")
 	f.DurationVar(&o.budget, "budget", 0, "stop searching after `D` of wall time (default: only --runs bounds it)")
 	f.Int64Var(&o.seed, "seed", 1, "seed `S` of every candidate")
-	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the candidates (the same --seed on every shard; sim hunt merge joins them)")
+	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the candidates (the same --seed on every shard; sim hunt merge joins them); auto: the index from "+sweep.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sweep.EnvShardIndex+", both from 0")
+	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sweep.EnvShards+")")
 	f.StringVar(&o.out, "out", "", "where found.yaml, hunt.json and run/ go (`DIR`; default runs/hunt-LOCK-<time>)")
 	backendFlags(f, &o.backend)
 	cmd.AddCommand(huntMergeCmd())
@@ -212,6 +214,9 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	ho := hunt.Options{Space: sp, Runs: o.runs, Budget: o.budget, Seed: o.seed}
+	if o.shard, err = sweep.ResolveShard(o.shard, o.shards, os.LookupEnv); err != nil {
+		return err
+	}
 	if o.shard != "" {
 		s, err := sweep.ParseShard(o.shard)
 		if err != nil {

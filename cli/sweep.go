@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ type sweepOptions struct {
 	out            string
 	quiet          bool
 	shard          string
+	shards         int
 	backend        runner.Host
 	// flags are the flags as given, to refuse one with no effect (nil:
 	// none given).
@@ -60,12 +62,16 @@ and the time left.
 To spread a sweep over N machines (a CI matrix), run it on each with the
 same flags and the same --seed, adding --shard I/N (I from 1 to N): each
 plays its share of every lock and point, trial for trial as the whole
-sweep would, and writes its own sweep.csv and sweep.json. Then
+sweep would, and writes its own sweep.csv and sweep.json. --shard auto
+takes I from the engine: JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)
+or LOCKSIM_SHARD_INDEX (a CI matrix's index, given explicitly), both from
+0, and N from --shards or LOCKSIM_SHARDS. Then
 sim sweep merge DIR... adds up the shards' counts into one sweep.csv and
 redraws the plots.`,
 		Example: `  sim sweep gen-pause --param pause=0.2ttl..3ttl --points 8 --trials 15 \
     --ttl 50ms --duration 60ms --seed 1 --locks redis,redlock,postgres-session,redis+fenced
   sim sweep gen-pause --param pause=0.2ttl..3ttl --seed 1 --shard 2/4 --out shard-2   # on machine 2 of 4
+  sim sweep gen-pause --param pause=0.2ttl..3ttl --seed 1 --shard auto --shards 4 --out shard-$JOB_COMPLETION_INDEX
   sim sweep merge shard-1 shard-2 shard-3 shard-4 --out sweep`,
 		ValidArgsFunction: completeScenarios(func(sc *scenarios.Scenario) bool { return sc.Generator != nil }),
 		Args:              usage(cobra.ExactArgs(1), "sweep: name one generator scenario, e.g. sim sweep gen-pause --param pause=0.2ttl..3ttl"),
@@ -88,7 +94,8 @@ redraws the plots.`,
 	f.DurationVar(&o.duration, "duration", 0, "override the scenario's trial length (`D`)")
 	f.IntVar(&o.clients, "clients", 0, "override the scenario's client count (`K`)")
 	f.StringVar(&o.out, "out", "", "where sweep.csv, damage.png/.svg and violations.png/.svg go (`DIR`; default runs/sweep-NAME-<time>)")
-	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the trials (needs --seed; sim sweep merge joins the shards)")
+	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the trials (needs --seed; sim sweep merge joins the shards); auto: the index from "+sweep.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sweep.EnvShardIndex+", both from 0")
+	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sweep.EnvShards+")")
 	backendFlags(f, &o.backend)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display")
 	cmd.RegisterFlagCompletionFunc("locks", completeLocks)
@@ -109,6 +116,10 @@ func checkSweep(o *sweepOptions) error {
 		return fmt.Errorf("--clients: expected 1 to 64, got %d", o.clients)
 	}
 	if err := checkBackend(o.backend); err != nil {
+		return err
+	}
+	var err error
+	if o.shard, err = sweep.ResolveShard(o.shard, o.shards, os.LookupEnv); err != nil {
 		return err
 	}
 	if o.shard != "" {

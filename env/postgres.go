@@ -216,12 +216,14 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (pg *Post
 	}
 }
 
-// fastTempDir is TempDir on /dev/shm (tmpfs) when there is one: initdb
-// and the copy of its template take about half as long there as on the
-// disk here. Like TempDir, Cleanup removes it.
+// fastTempDir is TempDir on /dev/shm (tmpfs) when there is one with
+// shmRoom free: initdb and the copy of its template take about half as
+// long there as on the disk here. Like TempDir, Cleanup removes it.
 func fastTempDir(pattern string) (string, error) {
 	parent := ""
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && syscall.Access("/dev/shm", 0o2|0o1) == nil {
+	var fs syscall.Statfs_t
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && syscall.Access("/dev/shm", 0o2|0o1) == nil &&
+		syscall.Statfs("/dev/shm", &fs) == nil && fs.Bavail*uint64(fs.Bsize) >= shmRoom {
 		parent = "/dev/shm"
 	}
 	d, err := tempDirIn(parent, pattern)
@@ -230,6 +232,12 @@ func fastTempDir(pattern string) (string, error) {
 	}
 	return d, err
 }
+
+// shmRoom is the space /dev/shm must have free to hold PostgreSQL's
+// clusters: the template and a cluster take about 40 MB each, and a
+// container's /dev/shm (docker's and Kubernetes' default: 64 MB) filled
+// the copy of a second cluster half-way (No space left on device).
+const shmRoom = 256 << 20
 
 // The initdb template: initdb (about a second even with --no-sync) runs
 // once per process, and each cluster starts from a copy of its result.
