@@ -49,13 +49,21 @@ func Build(file string, sc Scenario) (*Scenario, error) {
 		}
 		s.Generator = &g
 	}
+	return settle(&s)
+}
+
+// settle makes a story read (Parse) or built (Build) one a run can play:
+// its defaults, its servers' settings (those it gives, over its backend's
+// defaults or over the ones set in Go) and Resolve's one validation and
+// counterfactual.
+func settle(s *Scenario) (*Scenario, error) {
 	s.applyDefaults()
-	set, err := s.decodeSettings(nil, s.Settings, "") // the backend's defaults when none are set
+	set, err := s.decodeSettings(s.settings, s.Settings, "")
 	if err != nil {
 		return nil, err
 	}
 	s.Settings = set
-	v, err := Resolve(&s, Changes{}) // as Parse does: defaults, one validation, its counterfactual
+	v, err := Resolve(s, Changes{})
 	if err != nil {
 		return nil, err
 	}

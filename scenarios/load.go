@@ -410,12 +410,9 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err == nil {
 		sc := Scenario(p)
 		sc.File, sc.lines, sc.settings = file, lines, settingsNode(doc.Content[0])
-		sc.applyDefaults()
-		if sc.Settings, err = sc.decodeSettings(sc.settings, nil, ""); err == nil {
-			var v Variant
-			if v, err = Resolve(&sc, Changes{}); err == nil {
-				return v.Scenario, nil
-			}
+		var settled *Scenario
+		if settled, err = settle(&sc); err == nil {
+			return settled, nil
 		}
 	}
 	var e *Error
