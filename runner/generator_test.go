@@ -2,9 +2,12 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/scenarios"
 )
 
@@ -15,7 +18,9 @@ import (
 // pause that caused it, whichever trial reads it, so no trial may end
 // unknown for a stall the schedule caused (it once did: trial 2 blamed
 // client 2, paused on purpose by trial 1). Every trial also loses an
-// update: the pause outlasts the lease, and three clients go on.
+// update: the pause outlasts the lease, and three clients go on. And every
+// pause strikes inside its critical section (pausedInside): between the
+// write's read and its completion, which comes after the pause has ended.
 func TestTrialsJudgedByTheirOwnPauses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server, PostgreSQL and client processes")
@@ -38,8 +43,45 @@ func TestTrialsJudgedByTheirOwnPauses(t *testing.T) {
 		if tr.Injected != 1 {
 			t.Fatalf("trial %d: %d faults struck, want the planned pause", i+1, tr.Injected)
 		}
+		if err := pausedInside(tr.Events); err != nil {
+			t.Errorf("trial %d: %v", i+1, err)
+		}
 		if tr.Check.Verdict != checker.Unsafe {
 			t.Errorf("trial %d: %s; want unsafe (a pause of 3 TTLs in a critical section)", i+1, tr.Check.Summary)
 		}
 	}
+}
+
+// pausedInside checks that each pause in evs struck inside a critical
+// section of its client: a write invoked before the pause and completed
+// after it ended. Struck as the write's invocation arrived, a pause once
+// reached the worker after its work and write in 1 trial of about 40, and
+// that trial counted as safe.
+func pausedInside(evs []history.Event) error {
+	for i, f := range evs {
+		if f.Type != history.Fault || f.Op != "pause" || f.Fault == nil {
+			continue
+		}
+		invoked := -1
+		for j := i - 1; j >= 0; j-- {
+			if e := evs[j]; e.Process == f.Fault.Client && e.Op == history.OpWrite && e.Type == history.Invoke {
+				invoked = j
+				break
+			}
+		}
+		if invoked < 0 {
+			return fmt.Errorf("the pause of client %d at %v came before any write of it", f.Fault.Client, time.Duration(f.Time))
+		}
+		for _, e := range evs[invoked+1:] {
+			if e.Process != f.Fault.Client || e.Op != history.OpWrite || e.Type == history.Invoke {
+				continue
+			}
+			if ended := f.Time + f.Fault.Lasts; e.Time < ended {
+				return fmt.Errorf("client %d's write completed at %v, before its pause (from %v) ended at %v: the pause missed the critical section",
+					f.Fault.Client, time.Duration(e.Time), time.Duration(f.Time), time.Duration(ended))
+			}
+			break
+		}
+	}
+	return nil
 }

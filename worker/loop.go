@@ -20,10 +20,16 @@ import (
 // OpStopLoop ends the running one after its current cycle, before its
 // Duration: the harness stops the loops once the trial's faults have run
 // their course, so that a loop timed for a fault that could strike late
-// does not run on idle when it struck early.
+// does not run on idle when it struck early. OpHold stops the loop's next
+// write after its read, before its work, and is done once it has; OpResume
+// lets that write go on (or takes back a hold not reached yet): the
+// harness strikes a fault while the write is held, so the fault always
+// lands inside the critical section.
 const (
 	OpLoop     = "loop"
 	OpStopLoop = "stop-loop"
+	OpHold     = "hold"
+	OpResume   = "resume"
 )
 
 // Loop configures one generator loop.
@@ -78,6 +84,7 @@ func (s *state) loop(ctx context.Context, c Command) error {
 		s.outMu.Lock()
 		s.lazyWrites = false
 		s.outMu.Unlock()
+		s.dropHold("the loop ended before another write")
 	}()
 	rng := rand.New(rand.NewPCG(l.Seed, l.Seed^0x9e3779b97f4a7c15))
 	deadline := time.Now().Add(l.Duration)
@@ -109,6 +116,72 @@ func (c *Client) Loop(ctx context.Context, key string, ttl time.Duration, l Loop
 // goroutine, then returns too.
 func (c *Client) StopLoop(ctx context.Context) error {
 	return c.Do(ctx, Command{Op: OpStopLoop})
+}
+
+// Hold stops the running loop's next write after its read, before its
+// work, and returns once it has: the write's invocation is recorded and
+// its client is inside its critical section. It fails when Resume came
+// first or the loop ended before another write. Resume must follow.
+func (c *Client) Hold(ctx context.Context) error {
+	return c.Do(ctx, Command{Op: OpHold})
+}
+
+// Resume lets a held write go on, or takes back a hold not reached yet. It
+// does not wait for the worker's reply: a paused worker reads the command
+// once it is continued.
+func (c *Client) Resume() {
+	c.Send(Command{Op: OpResume})
+}
+
+// armHold makes the loop's next write wait (OpHold); the hold command id
+// is done once it does. A hold armed before replaces the older one, which
+// fails.
+func (s *state) armHold(id int64) {
+	s.dropHold("another hold replaced it")
+	s.holdMu.Lock()
+	s.holdID = id
+	s.holdMu.Unlock()
+}
+
+// dropHold fails a hold not reached yet, with why.
+func (s *state) dropHold(why string) {
+	s.holdMu.Lock()
+	id := s.holdID
+	s.holdID = 0
+	s.holdMu.Unlock()
+	if id != 0 {
+		s.send(Reply{ID: id, Done: true, Error: why})
+	}
+}
+
+// resumeHold lets a held write go on (OpResume), or fails a hold not
+// reached yet.
+func (s *state) resumeHold() {
+	s.dropHold("resumed before a write was held")
+	s.holdMu.Lock()
+	if s.resume != nil {
+		close(s.resume)
+		s.resume = nil
+	}
+	s.holdMu.Unlock()
+}
+
+// held waits, when a hold is armed, until the harness resumes the write:
+// it tells the harness the write is held (the hold command is done) and
+// waits for OpResume.
+func (s *state) held() {
+	s.holdMu.Lock()
+	id := s.holdID
+	if id == 0 {
+		s.holdMu.Unlock()
+		return
+	}
+	s.holdID = 0
+	resume := make(chan struct{})
+	s.resume = resume
+	s.holdMu.Unlock()
+	s.send(Reply{ID: id, Done: true})
+	<-resume
 }
 
 // SetRecorder sends the worker's events to rec from now on, so that one

@@ -122,6 +122,8 @@ func (s *state) write(ctx context.Context, c Command) {
 		s.event(c.ID, done)
 		return
 	}
+	// A fault aimed at this critical section strikes here (OpHold).
+	s.held()
 	time.Sleep(c.Work)
 	done.Read, done.Wrote = history.Int64(read), history.Int64(read+1)
 	if !s.cleared(c, l) {

@@ -203,6 +203,12 @@ type state struct {
 	// stopLoop ends the running generator loop after its current cycle
 	// (OpStopLoop).
 	stopLoop atomic.Bool
+	// holdID is the hold command waiting for the loop's next write (0:
+	// none); resume, while a write is held, lets it go on (OpHold,
+	// OpResume; holdMu guards both).
+	holdMu sync.Mutex
+	holdID int64
+	resume chan struct{}
 }
 
 // send writes a reply. Replies the harness acts on go out at once: the
@@ -283,7 +289,16 @@ func Serve(in io.Reader, out io.Writer) int {
 			// The running loop ends after its current cycle; its own
 			// done goes out first.
 			s.stopLoop.Store(true)
+			s.resumeHold() // a held write would never end its cycle
 			loops.Wait()
+			s.send(Reply{ID: c.ID, Done: true})
+			continue
+		case c.Op == OpHold:
+			// Done once the loop's next write is held.
+			s.armHold(c.ID)
+			continue
+		case c.Op == OpResume:
+			s.resumeHold()
 			s.send(Reply{ID: c.ID, Done: true})
 			continue
 		case c.Op == OpLoop:
