@@ -81,7 +81,7 @@ func TestImage(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("sim sweep in the image: exit %d\n%s", code, out)
 	}
-	rows := sweepCSV(t, filepath.Join(runs, "sweep"))
+	rows := readCSV(t, filepath.Join(runs, "sweep"), "sweep.csv")
 	var locks []string
 	for _, row := range rows {
 		if row["trials"] != "2" || row["trials_unknown"] != "0" {

@@ -1,5 +1,5 @@
 // sweep.go writes what sim sweep (and sim sweep merge) leaves: sweep.csv,
-// the damage and violation plots built from its rows, and the table on
+// trials.csv, the damage and violation plots built from its rows, and the table on
 // the terminal.
 
 package reports
@@ -14,7 +14,7 @@ import (
 	"github.com/locksim/locksim/sweep"
 )
 
-// WriteSweep writes a sweep's sweep.csv and its two plots
+// WriteSweep writes a sweep's sweep.csv, trials.csv and its two plots
 // (damage.png/.svg, violations.png/.svg) into d; scenario names the
 // swept scenario in the plots' titles.
 func WriteSweep(d *outdir.Dir, scenario string, rows []sweep.Row) error {
@@ -27,6 +27,17 @@ func WriteSweep(d *outdir.Dir, scenario string, rows []sweep.Row) error {
 		return err
 	}
 	if err := f.Close(); err != nil {
+		return err
+	}
+	t, err := d.Create("trials.csv")
+	if err != nil {
+		return err
+	}
+	if err := sweep.WriteTrialsCSV(t, rows); err != nil {
+		t.Close()
+		return err
+	}
+	if err := t.Close(); err != nil {
 		return err
 	}
 	if len(rows) == 0 {

@@ -163,7 +163,8 @@ func (s Servers) String() string {
 	return s.Lock + " on " + on
 }
 
-// ShardResult is what one shard wrote: its sweep.json and sweep.csv, and
+// ShardResult is what one shard wrote: its sweep.json, sweep.csv and
+// trials.csv (read into its rows' Each), and
 // the directory they are in (errors name it).
 type ShardResult struct {
 	Dir  string
@@ -171,8 +172,8 @@ type ShardResult struct {
 	Rows []Row
 }
 
-// ReadShard reads what a shard wrote in dir: its sweep.json and
-// sweep.csv.
+// ReadShard reads what a shard wrote in dir: its sweep.json, sweep.csv
+// and trials.csv.
 func ReadShard(dir string) (ShardResult, error) {
 	s := ShardResult{Dir: dir}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -191,6 +192,14 @@ func ReadShard(dir string) (ShardResult, error) {
 	defer f.Close()
 	if s.Rows, err = ReadCSV(f); err != nil {
 		return s, fmt.Errorf("%s: %v", filepath.Join(dir, "sweep.csv"), err)
+	}
+	t, err := os.Open(filepath.Join(dir, "trials.csv"))
+	if err != nil {
+		return s, fmt.Errorf("%s: no trials.csv (a shard written by an older sim: play it again)", dir)
+	}
+	defer t.Close()
+	if err := ReadTrialsCSV(t, s.Rows); err != nil {
+		return s, fmt.Errorf("%s: %v", filepath.Join(dir, "trials.csv"), err)
 	}
 	return s, nil
 }
@@ -247,6 +256,9 @@ func Merge(shards []ShardResult) (Description, []Row, error) {
 		if r.Trials != first.Desc.Trials {
 			return Description{}, nil, fmt.Errorf("%s at %s=%s: the shards played %d trials, want %d", r.Lock, r.Param,
 				r.Value.Format(r.Param), r.Trials, first.Desc.Trials)
+		}
+		if err := checkEach(&r, first.Desc.Trials); err != nil {
+			return Description{}, nil, err
 		}
 		rows[i] = r
 	}

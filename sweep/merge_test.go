@@ -18,16 +18,21 @@ func trialOutcome(l, p, t int) Row {
 	h := uint64(l*7919+p*104729+t*1299709) * 0x9e3779b97f4a7c15
 	h ^= h >> 29
 	o := Row{Trials: 1, CriticalSections: 20 + int(h%13), Injected: int(h>>8) % 3, Refused: int(h>>12) % 2}
+	each := Trial{Number: t + 1, Seed: h, Schedule: fmt.Sprintf("at %dms: pause 300ms of client %d during its critical section", h%50, 1+h%4),
+		Struck: o.Injected, Verdict: "safe", CriticalSections: o.CriticalSections, Summary: "a made-up trial, with a comma"}
 	if h>>32%9 == 0 {
 		// The machine was too slow for this one: no verdict, no counts.
-		return Row{Trials: 1, Unknown: 1}
+		each.Verdict, each.Struck, each.CriticalSections = "unknown", 0, 0
+		return Row{Trials: 1, Unknown: 1, Each: []Trial{each}}
 	}
 	if h>>20%3 == 0 {
 		o.Violated, o.Violations = 1, 1+int(h>>24)%4
+		each.Verdict, each.Violated = "unsafe", true
 		if h>>28%2 == 0 {
-			o.Damaged = 1
+			o.Damaged, each.Damaged = 1, true
 		}
 	}
+	o.Each = []Trial{each}
 	return o
 }
 
@@ -55,15 +60,21 @@ func playSweep(d Description, s Shard) []Row {
 	return rows
 }
 
-// throughCSV writes rows as sweep.csv and reads them back.
+// throughCSV writes rows as sweep.csv and trials.csv and reads them back.
 func throughCSV(t *testing.T, rows []Row) []Row {
 	t.Helper()
-	var b bytes.Buffer
+	var b, tb bytes.Buffer
 	if err := WriteCSV(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteTrialsCSV(&tb, rows); err != nil {
 		t.Fatal(err)
 	}
 	back, err := ReadCSV(&b)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadTrialsCSV(&tb, back); err != nil {
 		t.Fatal(err)
 	}
 	return back
@@ -136,6 +147,14 @@ func TestMergeRefuses(t *testing.T) {
 		{"rows", func(s []ShardResult) []ShardResult { s[1].Rows = s[1].Rows[1:]; return s }, "shard2: sweep.csv has 11 rows, want 12"},
 		{"value", func(s []ShardResult) []ShardResult { s[2].Rows[1].Resolved++; return s }, "shard3: sweep.csv row 2 is pause="},
 		{"none", func(s []ShardResult) []ShardResult { return nil }, "name the shards' directories"},
+		{"trial twice", func(s []ShardResult) []ShardResult {
+			s[1].Rows[0].Each = append(s[1].Rows[0].Each, s[0].Rows[0].Each[0])
+			return s
+		}, "is in two shards' trials.csv"},
+		{"trial by no shard", func(s []ShardResult) []ShardResult {
+			s[0].Rows[5].Each = s[0].Rows[5].Each[1:]
+			return s
+		}, "redis+fenced at pause=113.333ms: trial 3 is in no shard's trials.csv"},
 	} {
 		_, _, err := Merge(c.shape(shardsOf(t, testDescription(), 3)))
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
@@ -160,7 +179,7 @@ func TestCSVRoundTrip(t *testing.T) {
 			// The file has the duration it resolved to.
 			r.Value = Value{X: float64(r.Resolved)}
 		}
-		if b != r {
+		if !reflect.DeepEqual(b, r) {
 			t.Errorf("row %d back as\n%+v, want\n%+v", i+1, b, r)
 		}
 	}
@@ -279,5 +298,38 @@ func TestDescriptionSaysWhatEachLockRanOn(t *testing.T) {
 	want := "redsync on 5 redis node(s), redis on 1 redis node(s), postgres-session+fenced on postgres (fence postgres)"
 	if got := d.serversLine(); got != want {
 		t.Errorf("servers: %q, want %q", got, want)
+	}
+}
+
+// TestReadTrialsCSVErrors: a malformed trials.csv is one line naming the
+// line and the field.
+func TestReadTrialsCSVErrors(t *testing.T) {
+	rows := playSweep(testDescription(), Shard{})[:2]
+	var b bytes.Buffer
+	if err := WriteTrialsCSV(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	good := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	header := good[0]
+	for _, c := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"empty", nil, "line 1: empty file"},
+		{"old header", []string{strings.TrimSuffix(header, ",summary"), good[1]}, "line 1: header"},
+		{"no such row", []string{header, bad(good[1], 0, "zookeeper")}, "line 2: lock zookeeper at pause="},
+		{"bad seed", []string{header, good[1], bad(good[2], 4, "-1")}, `line 3: seed: expected an unsigned integer, got "-1"`},
+		{"bad verdict", []string{header, bad(good[1], 7, "fine")}, `line 2: verdict: expected safe, unsafe, leaked or unknown, got "fine"`},
+		{"bad flag", []string{header, bad(good[1], 8, "yes")}, `line 2: violated: expected 0 or 1, got "yes"`},
+	} {
+		fresh := playSweep(testDescription(), Shard{})[:2]
+		for i := range fresh {
+			fresh[i].Each = nil
+		}
+		err := ReadTrialsCSV(strings.NewReader(strings.Join(c.lines, "\n")), fresh)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line with %q", c.name, err, c.want)
+		}
 	}
 }

@@ -77,6 +77,8 @@ type Row struct {
 	Refused int
 	// Injected sums the faults that struck.
 	Injected int
+	// Each lists the trials behind the counts (trials.csv).
+	Each []Trial
 }
 
 // outcome is one trial's counts. A trial without a verdict counts as
@@ -108,6 +110,7 @@ func (r *Row) add(o Row) {
 	r.CriticalSections += o.CriticalSections
 	r.Refused += o.Refused
 	r.Injected += o.Injected
+	r.Each = append(r.Each, o.Each...)
 }
 
 // Decided counts the trials with a verdict: the rates' denominator.
@@ -289,7 +292,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 					t.Close()
 					return nil, fmt.Errorf("%s, %s=%s, trial %d: %w", locks[li], param.Key, val.Format(param.Key), ti+1, err)
 				}
-				row.add(outcome(tr))
+				played := outcome(tr)
+				played.Each = []Trial{trialOf(tr, ti+1)}
+				row.add(played)
 				point := param.Key + "=" + val.Format(param.Key)
 				if tr.Check.Verdict == checker.Unknown && o.Unknown != nil {
 					o.Unknown(locks[li], point, ti+1, tr.Check.Summary)
@@ -371,10 +376,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		lo, hi := Wilson(r.Violated, r.Decided())
 		dlo, dhi := Wilson(r.Damaged, r.Decided())
-		value, perTTL := time.Duration(r.Resolved).String(), f(float64(r.Resolved)/float64(r.TTL))
-		if isRate(r.Param) {
-			value, perTTL = strconv.FormatFloat(r.Value.X, 'g', 4, 64), ""
-		}
+		value, perTTL := r.cells()
 		rate, damage := []string{f(r.Rate()), f(lo), f(hi), f(r.PerThousand())}, []string{f(r.DamageRate()), f(dlo), f(dhi)}
 		if r.NoData() {
 			rate, damage = []string{"", "", "", ""}, []string{"", "", ""}
@@ -391,6 +393,15 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// cells are the row's value and its multiple of the TTL as the CSVs
+// write them (no multiple for a rate).
+func (r Row) cells() (value, perTTL string) {
+	if isRate(r.Param) {
+		return strconv.FormatFloat(r.Value.X, 'g', 4, 64), ""
+	}
+	return time.Duration(r.Resolved).String(), strconv.FormatFloat(float64(r.Resolved)/float64(r.TTL), 'f', 4, 64)
 }
 
 // ReadCSV reads the rows WriteCSV wrote: the counts, the lock, the point
