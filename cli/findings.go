@@ -28,6 +28,7 @@ import (
 	"github.com/locksim/locksim/reports"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/sweep"
 	"github.com/locksim/locksim/worker"
 )
 
@@ -39,6 +40,8 @@ type findingsOptions struct {
 	huntBudget time.Duration
 	huntRuns   int
 	seed       int64
+	shard      string
+	shards     int
 	flags      *pflag.FlagSet
 }
 
@@ -62,7 +65,13 @@ found (its shrunk story) and what that means for the lock's users.
 subject's name as the page gives it) and keeps the others from FILE's
 .json, for when one library releases a new version. The runs go to DIR
 (default runs/findings-<time>). A progress bar on stderr counts the
-stories and hunts done.
+stories and hunts done. --examples '' plays no client program (the
+locksim image has no Node.js or Python).
+
+To spread it over N machines, run it on each with the same flags and
+--shard I/N (or auto, as sim sweep reads it) and a --doc of its own: each
+plays every Nth lock and writes only those. Then sim findings merge
+joins the shards' FILE.json into --doc.
 
 Exit codes: 0 written (findings about the locks are the page's content,
 not errors), 2 bad input, or a cell the harness could not run (the page
@@ -86,6 +95,9 @@ to FILE).`,
 	f.DurationVar(&o.huntBudget, "hunt-budget", 45*time.Second, "each hunt's search time (`D`; its shrinking comes after)")
 	f.IntVar(&o.huntRuns, "hunt-runs", 40, "each hunt's most candidates (`N`)")
 	f.Int64Var(&o.seed, "seed", 1, "seed `S` of the hunts")
+	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the locks, into a --doc of its own (sim findings merge joins them); auto: the index from "+sweep.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sweep.EnvShardIndex+", both from 0")
+	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sweep.EnvShards+")")
+	cmd.AddCommand(findingsMergeCmd())
 	return cmd
 }
 
@@ -101,7 +113,8 @@ type subject struct {
 }
 
 // subjects lists every registered lock that is not a mutant, then every
-// lock of every client program under dir.
+// lock of every client program under dir (none when dir is ""). Every
+// shard of a sharded run lists them alike.
 func subjects(ctx context.Context, dir string) ([]subject, error) {
 	var out []subject
 	for _, n := range clients.Names() {
@@ -110,6 +123,9 @@ func subjects(ctx context.Context, dir string) ([]subject, error) {
 			continue
 		}
 		out = append(out, subject{Subject: findings.Subject{Name: n, Lock: n, About: s.Doc, Servers: string(s.Backend)}, backend: s.Backend})
+	}
+	if dir == "" {
+		return out, nil // --examples '': no client program
 	}
 	progs, err := clientPrograms(dir)
 	if err != nil {
@@ -200,6 +216,18 @@ func only(all []subject, names []string) ([]subject, error) {
 	return out, nil
 }
 
+// ofShard keeps the subjects shard plays: every Nth of the list, which
+// every shard computes alike (all of them for no shard).
+func ofShard(subs []subject, shard sweep.Shard) []subject {
+	var out []subject
+	for i, s := range subs {
+		if shard.Has(i) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Writer) error {
 	if o.huntBudget <= 0 || o.huntRuns < 1 {
 		return errors.New("--hunt-budget: expected a positive duration; --hunt-runs: expected 1 or more")
@@ -211,6 +239,20 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	report, err := findings.Load(base + ".json")
 	if err != nil {
 		return asFlag("--doc", err)
+	}
+	if o.shard, err = sweep.ResolveShard(o.shard, o.shards, os.LookupEnv); err != nil {
+		return err
+	}
+	var shard sweep.Shard
+	if o.shard != "" {
+		if shard, err = sweep.ParseShard(o.shard); err != nil {
+			return err
+		}
+		if !o.flags.Changed("doc") {
+			return fmt.Errorf("--shard %s: give the shard a --doc of its own (e.g. shard-%d/findings.md); sim findings merge writes %s", o.shard, shard.I, o.doc)
+		}
+		// A shard's page holds its locks only.
+		report.Subjects, report.Shard = nil, o.shard
 	}
 	for _, p := range []string{o.doc, base + ".html"} {
 		if err := outdir.CheckFile(p); err != nil {
@@ -225,6 +267,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
+	subs = ofShard(subs, shard)
 	var stories []*scenarios.Scenario
 	list, err := scenarios.Select(true, nil)
 	if err != nil {

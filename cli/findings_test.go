@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locksim/locksim/findings"
+	"github.com/locksim/locksim/sweep"
 )
 
 // TestFindingsBadInput: a name --only does not know, a --doc that is not
@@ -26,6 +30,9 @@ func TestFindingsBadInput(t *testing.T) {
 		{[]string{"findings", "--doc", filepath.Join(dir, "f.txt")}, "expected a Markdown file (.md)"},
 		{[]string{"findings", "--doc", theirs}, "not a findings.json locksim wrote"},
 		{[]string{"findings", "--hunt-budget", "0s"}, "--hunt-budget: expected a positive duration"},
+		{[]string{"findings", "--shard", "1/2"}, "--shard 1/2: give the shard a --doc of its own (e.g. shard-1/findings.md)"},
+		{[]string{"findings", "--shard", "3/2", "--doc", filepath.Join(dir, "s.md")}, `--shard "3/2": expected 1 <= I <= N`},
+		{[]string{"findings", "--shards", "2", "--doc", filepath.Join(dir, "s.md")}, "--shards 2: it counts the shards of --shard auto"},
 	} {
 		code, out, errb := sim(t, append(c.args, "--examples", examples, "--out", filepath.Join(t.TempDir(), "runs"))...)
 		if code != exitHarness || !strings.Contains(errb, c.want) || strings.Count(errb, "\n") != 1 || out != "" {
@@ -69,6 +76,76 @@ func TestFindingsOfOneProgram(t *testing.T) {
 	for _, f := range []string{"findings.html", "findings.json"} {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(doc), f)); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestFindingsShardsSplitTheLocks: the shards of a split play every lock
+// once between them, each every Nth.
+func TestFindingsShardsSplitTheLocks(t *testing.T) {
+	var all []subject
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		all = append(all, subject{Subject: findings.Subject{Name: n}})
+	}
+	var got []string
+	for i := 1; i <= 2; i++ {
+		for _, s := range ofShard(all, sweep.Shard{I: i, N: 2}) {
+			got = append(got, s.Name)
+		}
+	}
+	if strings.Join(got, "") != "acebd" || len(ofShard(all, sweep.Shard{})) != 5 {
+		t.Errorf("shards 1/2 then 2/2 play %v; want a c e, then b d", got)
+	}
+}
+
+// TestFindingsMerge plays the user's path of a split run's end: two
+// shards' findings.json, sim findings merge into a page, every lock of
+// both on it and no shard left; bad input is one line, exit 2.
+func TestFindingsMerge(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for i, name := range []string{"redis", "etcd"} {
+		r := &findings.Report{Command: "bin/sim findings", Seed: 1, Shard: fmt.Sprintf("%d/2", i+1),
+			Subjects: []findings.Subject{{Name: name, Lock: name, About: "the " + name + " lock", Date: "2026-12-02",
+				Hunt: &findings.Hunt{Runs: 3, Command: "bin/sim hunt " + name}}}}
+		b, err := r.JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("shard-%d", i+1), "findings.json")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	doc := filepath.Join(dir, "merged", "findings.md")
+	os.MkdirAll(filepath.Dir(doc), 0o755)
+	code, out, errb := sim(t, append(append([]string{"findings", "merge"}, paths...), "--doc", doc)...)
+	if code != exitOK || !strings.Contains(out, "2 lock(s) from 2 shard(s)") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+	}
+	md, _ := os.ReadFile(doc)
+	js, _ := os.ReadFile(filepath.Join(dir, "merged", "findings.json"))
+	for _, want := range []string{"the redis lock", "the etcd lock"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("findings.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(string(js), `"shard"`) {
+		t.Errorf("the merged findings.json is still a shard:\n%s", js)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{paths[0]}, "shard 2/2 missing"},
+		{[]string{paths[0], filepath.Join(dir, "nope.json")}, "nope.json: no such file"},
+		{[]string{paths[0], paths[1], "--doc", filepath.Join(dir, "f.txt")}, "expected a Markdown file (.md)"},
+	} {
+		code, out, errb := sim(t, append([]string{"findings", "merge"}, c.args...)...)
+		if code != exitHarness || !strings.Contains(errb, c.want) || strings.Count(errb, "\n") != 1 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and one line with %q", c.args, code, out, errb, c.want)
 		}
 	}
 }

@@ -50,7 +50,9 @@ write sweep.csv (one row per lock and point: trials, trials with a
 violation, rate and its 95% Wilson interval, violations per 1000 critical
 sections, trials with damage, damage rate and interval, writes refused by
 the fence, and the counts behind the rates; a trial the machine was too
-slow for is counted apart, in trials_unknown, and in no rate), sweep.json (what was swept, and the servers each lock ran on)
+slow for is counted apart, in trials_unknown, and in no rate),
+trials.csv (every trial: its seed, schedule and verdict), sweep.json
+(what was swept, and the servers each lock ran on)
 and damage.png/.svg and violations.png/.svg, one line per lock with its
 interval as an error bar beside the other locks' and the legend outside the plot; a point where every trial was unknown has no rate
 (empty in sweep.csv, "no data" in the table, an open ring in the plots).

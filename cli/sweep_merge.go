@@ -24,9 +24,10 @@ func sweepMergeCmd() *cobra.Command {
 		Long: `Join the directories of the N shards of one sweep (sim sweep NAME --seed S
 --shard I/N, for I from 1 to N, each with the same flags): check that they
 are one sweep (same scenario, seed, parameter, points, trials, locks,
-overrides and backend, each shard once), add up their counts per lock and
-point, and write sweep.csv, sweep.json, damage.png/.svg and
-violations.png/.svg as the whole sweep would have. Rates and intervals are
+overrides and backend, each shard once, each trial in one shard's
+trials.csv), add up their counts per lock and point, and write sweep.csv,
+trials.csv, sweep.json, damage.png/.svg and violations.png/.svg as the
+whole sweep would have. Rates and intervals are
 computed from the summed counts.`,
 		Example: `  sim sweep merge shard-1 shard-2 shard-3 shard-4 --out sweep`,
 		Args:    usage(cobra.MinimumNArgs(1), "sweep merge: name the shards' directories, e.g. sim sweep merge shard-1 shard-2"),

@@ -29,7 +29,10 @@ type Report struct {
 	// versions, as the binary was built with them.
 	Modules []string `json:"modules"`
 	// Machine says where it ran (cores, the servers' versions).
-	Machine  string    `json:"machine"`
+	Machine string `json:"machine"`
+	// Shard is I/N on the page of one shard of a sharded run (sim
+	// findings --shard), which sim findings merge joins; empty otherwise.
+	Shard    string    `json:"shard,omitempty"`
 	Subjects []Subject `json:"subjects"`
 }
 

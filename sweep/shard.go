@@ -38,9 +38,11 @@ func (s Shard) String() string {
 // in turn, so every shard gets its share of every lock and point: within
 // one lock and point, the shards' counts differ by one at most.
 func (s Shard) Plays(l, p, t, points, trials int) bool {
-	if s.N <= 1 {
-		return true
-	}
-	k := (l*points+p)*trials + t
-	return k%s.N == s.I-1
+	return s.Has((l*points+p)*trials + t)
+}
+
+// Has says whether the shard has item k (from 0) of a list every shard
+// numbers alike: those with k mod N = I-1 (the zero Shard has them all).
+func (s Shard) Has(k int) bool {
+	return s.N <= 1 || k%s.N == s.I-1
 }

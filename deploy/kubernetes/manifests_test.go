@@ -112,7 +112,7 @@ func TestManifests(t *testing.T) {
 			}
 		}
 	}
-	for _, kind := range []string{"sweep", "hunt"} {
+	for _, kind := range []string{"sweep", "hunt", "findings"} {
 		job, merge := jobs[kind+".yaml"], jobs[kind+"-merge.yaml"]
 		if job == nil || merge == nil {
 			t.Fatalf("want %s.yaml and %s-merge.yaml, each a Job", kind, kind)
@@ -140,8 +140,8 @@ func TestManifests(t *testing.T) {
 		if got := envValue(c, "LOCKSIM_SHARDS"); got != strconv.Itoa(n) {
 			t.Errorf("%s.yaml: LOCKSIM_SHARDS %q, completions %d: they must agree", kind, got, n)
 		}
-		if kind == "sweep" && !strings.Contains(line, "--seed") {
-			t.Errorf("sweep.yaml: runs %q: a sharded sweep needs --seed", line)
+		if kind != "hunt" && !strings.Contains(line, "--seed") {
+			t.Errorf("%s.yaml: runs %q: its shards need one --seed", kind, line)
 		}
 		m := checkPod(t, kind+"-merge.yaml", &merge.Spec.Template.Spec, claims)
 		mline := strings.Join(append(slices.Clone(m.Command), m.Args...), " ")
@@ -149,7 +149,7 @@ func TestManifests(t *testing.T) {
 			t.Errorf("%s-merge.yaml: runs %q, want sim %s merge", kind, mline, kind)
 		}
 		for i := 0; i < n+1; i++ {
-			has := strings.Count(mline, dir+strconv.Itoa(i)+" ")
+			has := len(regexp.MustCompile(regexp.QuoteMeta(dir+strconv.Itoa(i))+`\b`).FindAllString(mline, -1))
 			if want := map[bool]int{true: 1, false: 0}[i < n]; has != want {
 				t.Errorf("%s-merge.yaml: names %s%d %d times, want %d (completions %d)", kind, dir, i, has, want, n)
 			}
