@@ -235,3 +235,15 @@ func TestHuntTTLDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestHuntHelpNamesEveryKind: the help's prose, which groups the fault
+// kinds by how a hunt places them, names every kind the registry lets a
+// hunt place, so that a kind added to the registry is told there too.
+func TestHuntHelpNamesEveryKind(t *testing.T) {
+	long := strings.Join(strings.Fields(huntCmd().Long), " ")
+	for _, k := range hunt.Searchable() {
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(k) + `\b`).MatchString(long) {
+			t.Errorf("sim hunt --help does not name the fault kind %s", k)
+		}
+	}
+}
