@@ -364,7 +364,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		if ctx.Err() != nil {
 			return interrupted("interrupted; nothing written to %s; the runs so far are in %s", o.doc, o.out)
 		}
-		bar.step(s.Name + ": hunt " + huntShort(s.Hunt))
+		bar.step(s.Name + ": hunt " + s.Hunt.Word(true))
 		s.Seconds = time.Since(started).Seconds()
 		s.Date = time.Now().Format("2006-01-02")
 	}
@@ -410,7 +410,7 @@ func writeFindings(r *findings.Report, doc, base string, stdout io.Writer) error
 		return fmt.Errorf("--doc: %v", err)
 	}
 	for _, s := range r.Subjects {
-		fmt.Fprintf(stdout, "%-32s %2d stories, %d worse than its reference; hunt: %s\n", s.Name, len(s.Cells), s.Count("finding"), huntShort(s.Hunt))
+		fmt.Fprintf(stdout, "%-32s %2d stories, %d worse than its reference; hunt: %s\n", s.Name, len(s.Cells), s.Count("finding"), s.Hunt.Word(true))
 	}
 	fmt.Fprintf(stdout, "written: %s, %s.html, %s.json\n", doc, base, base)
 	return nil
@@ -471,18 +471,6 @@ func huntSubject(ctx context.Context, s findings.Subject, out string, o findings
 		}
 	}
 	return h
-}
-
-func huntShort(h *findings.Hunt) string {
-	switch {
-	case h == nil:
-		return "not run"
-	case h.Error != "":
-		return "could not run"
-	case h.Found:
-		return "found: " + h.Summary
-	}
-	return fmt.Sprintf("nothing in %d candidates", h.Runs)
 }
 
 // slug is a subject's name as a folder name.

@@ -58,17 +58,23 @@ func (r *Report) Markdown() []byte {
 // marks are the Markdown's signs for a cell's kind, as sim matrix's.
 var marks = map[string]string{"match": "✅ ", "differs": "❌ ", "finding": "🔎 ", "story": "⚠️ ", "unknown": "❔ ", "error": "💥 ", "na": ""}
 
-func huntWord(h *Hunt) string {
+// Word says a hunt's result in a few words, as the page's table and sim
+// findings' lines give it; detail adds what a finding was.
+func (h *Hunt) Word(detail bool) string {
 	switch {
 	case h == nil:
 		return "not run"
 	case h.Error != "":
 		return "could not run"
+	case h.Found && detail:
+		return fmt.Sprintf("found in %d candidates: %s", h.Runs, h.Summary)
 	case h.Found:
 		return fmt.Sprintf("found (%d candidates)", h.Runs)
 	}
 	return fmt.Sprintf("nothing in %d candidates", h.Runs)
 }
+
+func huntWord(h *Hunt) string { return h.Word(false) }
 
 func huntSentence(h *Hunt) string {
 	switch {
