@@ -18,27 +18,18 @@ import (
 // (damage.png/.svg, violations.png/.svg) into d; scenario names the
 // swept scenario in the plots' titles.
 func WriteSweep(d *outdir.Dir, scenario string, rows []sweep.Row) error {
-	f, err := d.Create("sweep.csv")
-	if err != nil {
-		return err
-	}
-	if err := sweep.WriteCSV(f, rows); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	t, err := d.Create("trials.csv")
-	if err != nil {
-		return err
-	}
-	if err := sweep.WriteTrialsCSV(t, rows); err != nil {
-		t.Close()
-		return err
-	}
-	if err := t.Close(); err != nil {
-		return err
+	for name, write := range map[string]func(io.Writer, []sweep.Row) error{"sweep.csv": sweep.WriteCSV, "trials.csv": sweep.WriteTrialsCSV} {
+		f, err := d.Create(name)
+		if err != nil {
+			return err
+		}
+		if err := write(f, rows); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
 	}
 	if len(rows) == 0 {
 		return nil

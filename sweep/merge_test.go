@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -193,9 +194,7 @@ func TestCSVRoundTrip(t *testing.T) {
 
 // TestReadCSVErrors: a malformed sweep.csv is one line naming the line.
 func TestReadCSVErrors(t *testing.T) {
-	var b bytes.Buffer
-	WriteCSV(&b, playSweep(testDescription(), Shard{})[:3])
-	good := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	good := lines(t, WriteCSV, playSweep(testDescription(), Shard{})[:3])
 	header := good[0]
 	for _, c := range []struct {
 		name  string
@@ -221,6 +220,16 @@ func TestReadCSVErrors(t *testing.T) {
 }
 
 // bad replaces field i of a CSV line.
+// lines are what write writes of rows, line by line.
+func lines(t *testing.T, write func(io.Writer, []Row) error, rows []Row) []string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+}
+
 func bad(line string, i int, v string) string {
 	f := strings.Split(line, ",")
 	f[i] = v
@@ -304,12 +313,7 @@ func TestDescriptionSaysWhatEachLockRanOn(t *testing.T) {
 // TestReadTrialsCSVErrors: a malformed trials.csv is one line naming the
 // line and the field.
 func TestReadTrialsCSVErrors(t *testing.T) {
-	rows := playSweep(testDescription(), Shard{})[:2]
-	var b bytes.Buffer
-	if err := WriteTrialsCSV(&b, rows); err != nil {
-		t.Fatal(err)
-	}
-	good := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	good := lines(t, WriteTrialsCSV, playSweep(testDescription(), Shard{})[:2])
 	header := good[0]
 	for _, c := range []struct {
 		name  string
