@@ -88,6 +88,9 @@ func TestSweepShardsMerge(t *testing.T) {
 	otherSeed, again := filepath.Join(tmp, "other-seed"), filepath.Join(tmp, "again")
 	copyShard(t, s2, otherSeed, func(d *sweep.Description) { d.Seed = 8 })
 	copyShard(t, s1, again, nil)
+	older := filepath.Join(tmp, "older")
+	copyShard(t, s2, older, nil)
+	os.Remove(filepath.Join(older, "trials.csv")) // a shard of a sim before trials.csv
 	for _, c := range []struct {
 		dirs []string
 		want string
@@ -97,6 +100,7 @@ func TestSweepShardsMerge(t *testing.T) {
 		{[]string{s1, again, s2}, again + ": shard 1/2 again (" + s1 + " is shard 1/2 too)"},
 		{[]string{s1, whole}, whole + ": not a shard"},
 		{[]string{s1, tmp}, tmp + ": no sweep.json"},
+		{[]string{s1, older}, older + ": no trials.csv (a shard written by an older sim: play it again)"},
 	} {
 		code, out, errb := sim(t, append([]string{"sweep", "merge", "--out", filepath.Join(tmp, "refused")}, c.dirs...)...)
 		if code != 2 || out != "" || !strings.Contains(errb, c.want) || strings.Count(errb, "\n") != 1 {
@@ -128,12 +132,14 @@ func copyShard(t *testing.T, from, to string, edit func(*sweep.Description)) {
 	if err := os.MkdirAll(to, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	csv, err := os.ReadFile(filepath.Join(from, "sweep.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(to, "sweep.csv"), csv, 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"sweep.csv", "trials.csv"} {
+		csv, err := os.ReadFile(filepath.Join(from, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, name), csv, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	d, err := sweep.ReadDescription(filepath.Join(from, "sweep.json"))
 	if err != nil {
