@@ -213,8 +213,8 @@ func Merge(shards []ShardResult) (Description, []Row, error) {
 		return Description{}, nil, fmt.Errorf("merge: name the shards' directories")
 	}
 	first := shards[0]
-	n := first.Desc.Shards
-	by := map[int]string{}
+	var split []Shard
+	var dirs []string
 	for _, s := range shards {
 		d := s.Desc
 		if d.Shards < 1 || d.Shard < 1 || d.Shard > d.Shards {
@@ -227,24 +227,14 @@ func Merge(shards []ShardResult) (Description, []Row, error) {
 					s.Dir, f[0], f[1], first.Dir, want[i][1])
 			}
 		}
-		if other, dup := by[d.Shard]; dup {
-			return Description{}, nil, fmt.Errorf("%s: shard %d/%d again (%s is shard %d/%d too)", s.Dir, d.Shard, n, other, d.Shard, n)
-		}
-		by[d.Shard] = s.Dir
 		if err := checkRows(s, first); err != nil {
 			return Description{}, nil, err
 		}
+		split, dirs = append(split, Shard{I: d.Shard, N: d.Shards}), append(dirs, s.Dir)
 	}
-	for i := 1; i <= n; i++ {
-		if _, ok := by[i]; !ok {
-			var given []string
-			for j := 1; j <= n; j++ {
-				if dir, ok := by[j]; ok {
-					given = append(given, fmt.Sprintf("%d/%d in %s", j, n, dir))
-				}
-			}
-			return Description{}, nil, fmt.Errorf("shard %d/%d missing: the directories given hold %s", i, n, strings.Join(given, ", "))
-		}
+	inOrder, err := EachOnce(split, dirs, "directories")
+	if err != nil {
+		return Description{}, nil, err
 	}
 	rows := make([]Row, len(first.Rows))
 	for i := range rows {
@@ -271,10 +261,7 @@ func Merge(shards []ShardResult) (Description, []Row, error) {
 		}
 	}
 	d := first.Desc
-	d.Shard, d.Shards, d.MergedFrom = 0, 0, nil
-	for i := 1; i <= n; i++ {
-		d.MergedFrom = append(d.MergedFrom, by[i])
-	}
+	d.Shard, d.Shards, d.MergedFrom = 0, 0, inOrder
 	return d, rows, nil
 }
 

@@ -46,3 +46,31 @@ func (s Shard) Plays(l, p, t, points, trials int) bool {
 func (s Shard) Has(k int) bool {
 	return s.N <= 1 || k%s.N == s.I-1
 }
+
+// EachOnce checks that shards, named by names in errors, are shards 1 to
+// N of one split of N, each once (their N agree: the caller checks it),
+// and returns the names in shard order. kind is what the names are
+// ("directories", "files").
+func EachOnce(shards []Shard, names []string, kind string) ([]string, error) {
+	n := shards[0].N
+	by := make([]string, n+1)
+	for k, s := range shards {
+		if by[s.I] != "" {
+			return nil, fmt.Errorf("%s: shard %d/%d again (%s is shard %d/%d too)", names[k], s.I, n, by[s.I], s.I, n)
+		}
+		by[s.I] = names[k]
+	}
+	for i := 1; i <= n; i++ {
+		if by[i] != "" {
+			continue
+		}
+		var given []string
+		for j := 1; j <= n; j++ {
+			if by[j] != "" {
+				given = append(given, fmt.Sprintf("%d/%d in %s", j, n, by[j]))
+			}
+		}
+		return nil, fmt.Errorf("shard %d/%d missing: the %s given hold %s", i, n, kind, strings.Join(given, ", "))
+	}
+	return by[1:], nil
+}

@@ -40,13 +40,12 @@ type Trial struct {
 	Summary string
 }
 
-// trialOf is trial number n's line, from its play.
-func trialOf(tr *runner.Trial, n int) Trial {
+// trialOf is trial number n's line, from its play and its outcome o.
+func trialOf(tr *runner.Trial, n int, o Row) Trial {
 	var plan []string
 	for _, p := range tr.Plan {
 		plan = append(plan, p.String())
 	}
-	o := outcome(tr)
 	return Trial{Number: n, Seed: tr.Seed, Schedule: strings.Join(plan, "; "), Struck: tr.Injected,
 		Verdict: tr.Check.Verdict, Violated: o.Violated > 0, Damaged: o.Damaged > 0,
 		CriticalSections: tr.Check.Mutex.Holds, Summary: tr.Check.Summary}
