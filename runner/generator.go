@@ -316,8 +316,9 @@ func (t *Trials) strike(ctx context.Context, g scenarios.Generator, plan []Plann
 		}
 		f := gen.Build(nemesis.Aim{Client: p.Client, Node: p.Node}, p.drawn(gen))
 		var left <-chan struct{}
+		var c *worker.Client // the client whose write is held
 		if !gen.Whole {
-			c := r.clients[p.Client]
+			c = r.clients[p.Client]
 			if c == nil {
 				return struck, quiet, fmt.Errorf("the plan aims at client %d, which the trial does not have", p.Client)
 			}
@@ -342,8 +343,8 @@ func (t *Trials) strike(ctx context.Context, g scenarios.Generator, plan []Plann
 			left = leave(p.Client)
 		}
 		err := r.inject(ctx, f)
-		if !gen.Whole {
-			r.clients[p.Client].Resume()
+		if c != nil {
+			c.Resume()
 		}
 		if err != nil {
 			return struck, quiet, err
