@@ -342,6 +342,7 @@ func writeJSON(dir *outdir.Dir, name string, v any) error {
 
 func huntMergeCmd() *cobra.Command {
 	var out string
+	var partial bool
 	cmd := &cobra.Command{
 		Use:   "merge DIR... [--out DIR]",
 		Short: "join the shards of a hunt (sim hunt --shard I/N): one hunt.json, and the finding with the fewest faults",
@@ -349,17 +350,21 @@ func huntMergeCmd() *cobra.Command {
 --shard I/N, for I from 1 to N, with the same lock, storage, faults and
 TTL): check that they are one hunt, each shard once, add up their runs,
 and keep the finding whose final story has the fewest faults, with its
-found.yaml, original.yaml and schema.json. Exit codes as sim hunt's: 1 a
-shard found a violation, 0 none did, 2 bad input.`,
+found.yaml, original.yaml and schema.json. A shard missing (a lost pod)
+is refused, since "nothing found" would then cover candidates nobody
+played; --partial merges what is there and lists the missing shards in
+hunt.json and on stdout. Exit codes as sim hunt's: 1 a shard found a
+violation, 0 none did, 2 bad input.`,
 		Example: `  sim hunt merge hunt-1 hunt-2 hunt-3 --out hunt`,
 		Args:    usage(cobra.MinimumNArgs(1), "hunt merge: name the shards' directories, e.g. sim hunt merge hunt-1 hunt-2"),
-		RunE:    func(cmd *cobra.Command, args []string) error { return cmdHuntMerge(args, out, cmd.OutOrStdout()) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return cmdHuntMerge(args, out, partial, cmd.OutOrStdout()) },
 	}
 	cmd.Flags().StringVar(&out, "out", "", "where the merged hunt goes (`DIR`; default runs/hunt-merge-<time>)")
+	cmd.Flags().BoolVar(&partial, "partial", false, "merge even when shards are missing; hunt.json's missing_shards lists them")
 	return cmd
 }
 
-func cmdHuntMerge(dirs []string, out string, stdout io.Writer) error {
+func cmdHuntMerge(dirs []string, out string, partial bool, stdout io.Writer) error {
 	if out == "" {
 		out = filepath.Join("runs", "hunt-merge-"+time.Now().Format("20060102-150405"))
 	}
@@ -378,7 +383,7 @@ func cmdHuntMerge(dirs []string, out string, stdout io.Writer) error {
 		}
 		shards = append(shards, &r)
 	}
-	res, best, err := hunt.Merge(shards)
+	res, best, err := hunt.Merge(shards, dirs, partial)
 	if err != nil {
 		return err
 	}
@@ -399,6 +404,9 @@ func cmdHuntMerge(dirs []string, out string, stdout io.Writer) error {
 	}
 	if err := writeJSON(dir, "hunt.json", res); err != nil {
 		return err
+	}
+	if len(res.MissingShards) > 0 {
+		fmt.Fprintf(stdout, "partial: shard(s) %s missing, their candidates not searched\n", strings.Join(res.MissingShards, ", "))
 	}
 	if !res.Found {
 		fmt.Fprintf(stdout, "nothing found in %s: %s; %s\n", res.Shard, huntRuns(res), filepath.Join(out, "hunt.json"))

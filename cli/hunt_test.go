@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,9 @@ func TestHuntBadInputExits2(t *testing.T) {
 
 // TestHuntMerge: sim hunt merge joins the shards' hunt.json (a made-up
 // hunt: no server starts), keeps the finding and exits 1; a directory
-// that is not a hunt's is one line and exit 2.
+// that is not a hunt's, or a set with a shard missing, is one line and
+// exit 2, and nothing is written; --partial merges what is there and
+// hunt.json names the missing shard.
 func TestHuntMerge(t *testing.T) {
 	var dirs []string
 	for i, found := range []bool{false, true} {
@@ -90,6 +93,23 @@ func TestHuntMerge(t *testing.T) {
 	}
 	if code, _, errOut := sim(t, "hunt", "merge", t.TempDir()); code != 2 || !strings.Contains(errOut, "not a hunt's directory") {
 		t.Errorf("an empty directory: exit %d, stderr %q", code, errOut)
+	}
+	lost := filepath.Join(t.TempDir(), "merged")
+	code, _, errOut = sim(t, "hunt", "merge", dirs[1], "--out", lost)
+	if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "shard 1/2 missing") {
+		t.Errorf("shard 1 of 2 missing: exit %d, stderr %q; want 2 and one line naming it", code, errOut)
+	}
+	if _, err := os.Stat(lost); !os.IsNotExist(err) {
+		t.Errorf("a refused merge wrote %s: %v", lost, err)
+	}
+	code, stdout, errOut = sim(t, "hunt", "merge", dirs[0], "--partial", "--out", lost)
+	if code != 0 || !strings.Contains(stdout, "shard(s) 2/2 missing") {
+		t.Errorf("--partial without shard 2: exit %d, stdout %q, stderr %q", code, stdout, errOut)
+	}
+	merged = hunt.Result{}
+	b, _ = os.ReadFile(filepath.Join(lost, "hunt.json"))
+	if json.Unmarshal(b, &merged) != nil || !slices.Equal(merged.MissingShards, []string{"2/2"}) || merged.Found {
+		t.Errorf("--partial hunt.json: %s", b)
 	}
 }
 

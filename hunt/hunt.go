@@ -127,8 +127,16 @@ type Result struct {
 	FellBack string `json:"fell_back_to,omitempty"`
 	// Unknown counts the story runs (of StoryRuns) the timing guard gave
 	// no verdict: never a finding.
-	Unknown     int    `json:"unknown_runs"`
-	Interrupted string `json:"interrupted,omitempty"`
+	Unknown int `json:"unknown_runs"`
+	// HarnessFailures counts the story runs (of StoryRuns) that ended in a
+	// harness failure (a server or client that would not start, a client
+	// that did not answer): each candidate's is played again on fresh
+	// servers, never counted as a finding.
+	HarnessFailures int    `json:"harness_failures"`
+	Interrupted     string `json:"interrupted,omitempty"`
+	// MissingShards lists the shards a partial merge (sim hunt merge
+	// --partial) did not have: what they would have played was not searched.
+	MissingShards []string `json:"missing_shards,omitempty"`
 }
 
 // hunter is one hunt in progress.

@@ -239,7 +239,8 @@ func TestClaims(t *testing.T) {
 
 // TestMerge: the shards of one hunt add up their runs, and the finding
 // is the shard's with the fewest faults; shards of another hunt, or one
-// twice, are refused.
+// twice, or a set with one missing, are refused; a partial merge, asked
+// for, lists the shard it lacks.
 func TestMerge(t *testing.T) {
 	sp, _ := NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second, 0)
 	var shards []*Result
@@ -251,9 +252,13 @@ func TestMerge(t *testing.T) {
 		}
 		shards = append(shards, res)
 	}
-	m, best, err := Merge(shards)
+	names := []string{"hunt-1", "hunt-2", "hunt-3"}
+	m, best, err := Merge(shards, names, false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(m.MissingShards) != 0 {
+		t.Errorf("every shard given, missing %v", m.MissingShards)
 	}
 	if m.Candidates != shards[0].Candidates+shards[1].Candidates+shards[2].Candidates || !m.Found || best < 0 || m.Final == nil {
 		t.Fatalf("merged %+v from %d shards (best %d)", m, len(shards), best)
@@ -265,11 +270,19 @@ func TestMerge(t *testing.T) {
 	}
 	other := *shards[1]
 	other.Seed = 4
-	if _, _, err := Merge([]*Result{shards[0], &other}); err == nil || !strings.Contains(err.Error(), "same hunt") {
+	if _, _, err := Merge([]*Result{shards[0], &other}, names, false); err == nil || !strings.Contains(err.Error(), "same hunt") {
 		t.Errorf("another seed's shard merged: %v", err)
 	}
-	if _, _, err := Merge([]*Result{shards[0], shards[0]}); err == nil || !strings.Contains(err.Error(), "once") {
+	if _, _, err := Merge([]*Result{shards[0], shards[0]}, names, true); err == nil || !strings.Contains(err.Error(), "shard 1/3 again") {
 		t.Errorf("a shard twice merged: %v", err)
+	}
+	two := []*Result{shards[0], shards[2]}
+	if _, _, err := Merge(two, []string{"hunt-1", "hunt-3"}, false); err == nil || !strings.Contains(err.Error(), "shard 2/3 missing") {
+		t.Errorf("shard 2 of 3 missing, merged: %v", err)
+	}
+	p, _, err := Merge(two, []string{"hunt-1", "hunt-3"}, true)
+	if err != nil || !slices.Equal(p.MissingShards, []string{"2/3"}) || p.Candidates != shards[0].Candidates+shards[2].Candidates {
+		t.Errorf("partial merge without shard 2: %+v, %v", p, err)
 	}
 }
 
@@ -512,7 +525,7 @@ func TestCountsAgree(t *testing.T) {
 		}
 		shards, total = append(shards, res), total+played
 	}
-	m, _, err := Merge(shards)
+	m, _, err := Merge(shards, []string{"1", "2", "3"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

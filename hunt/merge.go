@@ -9,44 +9,55 @@ import (
 )
 
 // Merge joins the results of the shards of one hunt (the same lock,
-// storage, faults, TTL and seed; shards 1 to N of N, each once): the
-// candidates and every count of story runs add up, and the finding (its
-// faults, thresholds and reproductions) is the shard's whose final
-// story has the fewest faults (the earliest shard on a tie). It also
-// returns the index of that shard (-1: none found).
-func Merge(shards []*Result) (*Result, int, error) {
+// storage, faults, TTL and seed; shards 1 to N of N, each once), named
+// by names in errors: the candidates and every count of story runs add
+// up, and the finding (its faults, thresholds and reproductions) is the
+// shard's whose final story has the fewest faults (the earliest shard on
+// a tie). A shard missing is an error unless partial is set; then the
+// result lists the missing shards (Result.MissingShards). It also returns
+// the index of the chosen shard (-1: none found).
+func Merge(shards []*Result, names []string, partial bool) (*Result, int, error) {
 	if len(shards) == 0 {
 		return nil, -1, fmt.Errorf("no shard to merge")
 	}
 	first := shards[0]
-	sh, err := sweep.ParseShard(first.Shard)
-	if err != nil {
-		return nil, -1, err
-	}
-	n := sh.N
-	seen := map[int]bool{}
-	out := &Result{Lock: first.Lock, Storage: first.Storage, Faults: first.Faults, TTL: first.TTL, Seed: first.Seed,
-		Shard: fmt.Sprintf("%d shard(s) of %d", len(shards), n), Shapes: first.Shapes}
-	best := -1
+	var split []sweep.Shard
 	for i, s := range shards {
 		if s.Lock != first.Lock || s.Storage != first.Storage || strings.Join(s.Faults, ",") != strings.Join(first.Faults, ",") ||
 			s.TTL != first.TTL || s.Seed != first.Seed {
-			return nil, -1, fmt.Errorf("shard %d (%s) is not of the same hunt as shard 1: lock, storage, faults, TTL and seed must match", i+1, s.Shard)
+			return nil, -1, fmt.Errorf("%s: shard %s is not of the same hunt as %s: lock, storage, faults, TTL and seed must match", names[i], s.Shard, names[0])
 		}
 		sh, err := sweep.ParseShard(s.Shard)
 		if err != nil {
-			return nil, -1, err
+			return nil, -1, fmt.Errorf("%s: %v", names[i], err)
 		}
-		if sh.N != n || seen[sh.I] {
-			return nil, -1, fmt.Errorf("shard %s: want each of shards 1 to %d once", s.Shard, n)
+		if len(split) > 0 && sh.N != split[0].N {
+			return nil, -1, fmt.Errorf("%s: shard %s, but %s is shard %s: not shards of one hunt", names[i], s.Shard, names[0], first.Shard)
 		}
-		seen[sh.I] = true
+		split = append(split, sh)
+	}
+	n := split[0].N
+	_, missing, err := sweep.Gather(split, names)
+	if err == nil && !partial {
+		_, err = sweep.EachOnce(split, names, "directories")
+	}
+	if err != nil {
+		return nil, -1, err
+	}
+	out := &Result{Lock: first.Lock, Storage: first.Storage, Faults: first.Faults, TTL: first.TTL, Seed: first.Seed,
+		Shard: fmt.Sprintf("%d shard(s) of %d", len(shards), n), Shapes: first.Shapes}
+	for _, m := range missing {
+		out.MissingShards = append(out.MissingShards, m.String())
+	}
+	best := -1
+	for i, s := range shards {
 		out.Candidates += s.Candidates
 		out.CandidateRuns += s.CandidateRuns
 		out.ShrinkRuns += s.ShrinkRuns
 		out.ReproductionRuns += s.ReproductionRuns
 		out.StoryRuns += s.StoryRuns
 		out.Unknown += s.Unknown
+		out.HarnessFailures += s.HarnessFailures
 		out.ServersReused += s.ServersReused
 		out.Seconds = math.Max(out.Seconds, s.Seconds)
 		if s.Found && (best < 0 || len(s.Final.Faults) < len(shards[best].Final.Faults)) {

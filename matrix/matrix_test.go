@@ -74,7 +74,7 @@ func TestPlayRecordsEachCell(t *testing.T) {
 	for _, name := range []string{"redis-ttl-expiry", "redis-unsafe-release", "postgres-idle-timeout"} {
 		sc, err := scenarios.Find(name)
 		if err != nil {
-			t.Skipf("%s: %v", name, err)
+			t.Fatalf("%s: %v", name, err)
 		}
 		list = append(list, sc)
 	}

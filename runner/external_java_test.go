@@ -30,7 +30,7 @@ const (
 func writeLockClient(t *testing.T) []string {
 	t.Helper()
 	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("java is not installed: the Java client (examples/zookeeper-writelock) cannot run here")
+		missingProgram(t, "java is not installed: the Java client (examples/zookeeper-writelock) cannot run here", err)
 	}
 	path, err := filepath.Abs(filepath.Join("..", writeLockClientPath))
 	if err != nil {

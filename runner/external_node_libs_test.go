@@ -21,7 +21,7 @@ func nodeExample(t *testing.T, name, pkg string) []string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skipf("node is not installed: the Node.js client (examples/%s) cannot run here", name)
+		missingProgram(t, "node is not installed: the Node.js client (examples/"+name+") cannot run here", err)
 	}
 	dir, err := filepath.Abs(filepath.Join("..", "examples", name))
 	if err != nil {

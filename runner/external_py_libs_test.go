@@ -21,7 +21,7 @@ import (
 func pyClient(t *testing.T, example, imports, pkgs string) []string {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skipf("/usr/bin/python3 is not installed: the Python client (examples/%s) cannot run here", example)
+		missingProgram(t, "/usr/bin/python3 is not installed: the Python client (examples/"+example+") cannot run here", err)
 	}
 	if out, err := exec.Command("/usr/bin/python3", "-c", "import "+imports).CombinedOutput(); err != nil {
 		t.Fatalf("examples/%s needs Debian's %s (make test-deps): %v: %s", example, pkgs, err, out)

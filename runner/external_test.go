@@ -294,7 +294,7 @@ func TestNodeHrtimeIsMonotonic(t *testing.T) {
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed")
+		missingProgram(t, "node is not installed", err)
 	}
 	before := history.Monotonic()
 	out, err := exec.Command(node, "-e", "process.stdout.write(process.hrtime.bigint().toString())").Output()

@@ -98,7 +98,7 @@ func TestSelect(t *testing.T) {
 func TestWithLockArticle(t *testing.T) {
 	sc, err := Find("etcd-pause")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	_, err = WithLock(sc, "zookeeper")
 	if want := "scenario etcd-pause uses an etcd lock; zookeeper is a zookeeper lock"; err == nil || err.Error() != want {

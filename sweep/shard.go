@@ -52,25 +52,40 @@ func (s Shard) Has(k int) bool {
 // and returns the names in shard order. kind is what the names are
 // ("directories", "files").
 func EachOnce(shards []Shard, names []string, kind string) ([]string, error) {
-	n := shards[0].N
-	by := make([]string, n+1)
-	for k, s := range shards {
-		if by[s.I] != "" {
-			return nil, fmt.Errorf("%s: shard %d/%d again (%s is shard %d/%d too)", names[k], s.I, n, by[s.I], s.I, n)
-		}
-		by[s.I] = names[k]
+	by, missing, err := Gather(shards, names)
+	if err != nil {
+		return nil, err
 	}
-	for i := 1; i <= n; i++ {
-		if by[i] != "" {
-			continue
-		}
+	if len(missing) > 0 {
+		n := shards[0].N
 		var given []string
-		for j := 1; j <= n; j++ {
-			if by[j] != "" {
-				given = append(given, fmt.Sprintf("%d/%d in %s", j, n, by[j]))
+		for j, name := range by {
+			if name != "" {
+				given = append(given, fmt.Sprintf("%d/%d in %s", j+1, n, name))
 			}
 		}
-		return nil, fmt.Errorf("shard %d/%d missing: the %s given hold %s", i, n, kind, strings.Join(given, ", "))
+		return nil, fmt.Errorf("shard %s missing: the %s given hold %s", missing[0], kind, strings.Join(given, ", "))
 	}
-	return by[1:], nil
+	return by, nil
+}
+
+// Gather puts shards, named by names, in shard order (by[I-1] is shard
+// I's name, "" where it is missing) and lists the shards of 1 to N that
+// none is. A shard given twice is an error. It is EachOnce without its
+// last check, for a merge that is told to accept a partial set.
+func Gather(shards []Shard, names []string) (by []string, missing []Shard, err error) {
+	n := shards[0].N
+	by = make([]string, n)
+	for k, s := range shards {
+		if by[s.I-1] != "" {
+			return nil, nil, fmt.Errorf("%s: shard %d/%d again (%s is shard %d/%d too)", names[k], s.I, n, by[s.I-1], s.I, n)
+		}
+		by[s.I-1] = names[k]
+	}
+	for i, name := range by {
+		if name == "" {
+			missing = append(missing, Shard{I: i + 1, N: n})
+		}
+	}
+	return by, missing, nil
 }
