@@ -357,7 +357,9 @@ hunt.json and on stdout. Exit codes as sim hunt's: 1 a shard found a
 violation, 0 none did, 2 bad input.`,
 		Example: `  sim hunt merge hunt-1 hunt-2 hunt-3 --out hunt`,
 		Args:    usage(cobra.MinimumNArgs(1), "hunt merge: name the shards' directories, e.g. sim hunt merge hunt-1 hunt-2"),
-		RunE:    func(cmd *cobra.Command, args []string) error { return cmdHuntMerge(args, out, partial, cmd.OutOrStdout()) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdHuntMerge(args, out, partial, cmd.OutOrStdout())
+		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "where the merged hunt goes (`DIR`; default runs/hunt-merge-<time>)")
 	cmd.Flags().BoolVar(&partial, "partial", false, "merge even when shards are missing; hunt.json's missing_shards lists them")
