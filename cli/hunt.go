@@ -320,7 +320,11 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 // huntRuns says how many candidates a hunt played and the story runs
 // they took, in hunt.json's terms ("3 candidate(s) (5 run(s))").
 func huntRuns(res *hunt.Result) string {
-	return fmt.Sprintf("%d candidate(s) (%d run(s))", res.Candidates, res.CandidateRuns)
+	s := fmt.Sprintf("%d candidate(s) (%d run(s))", res.Candidates, res.CandidateRuns)
+	if res.HarnessFailures > 0 {
+		s += fmt.Sprintf(", %d harness failure(s) played again", res.HarnessFailures)
+	}
+	return s
 }
 
 // huntFound is the line of counts under a finding, each of hunt.json's

@@ -267,3 +267,36 @@ func TestHuntHelpNamesEveryKind(t *testing.T) {
 		}
 	}
 }
+
+// TestHuntGoesOnAfterAHarnessFailure: sim hunt of a client program (redis-py's
+// Lock) whose fourth start dies before its hello: that story run is a
+// harness failure, played again on fresh servers; the hunt goes on to its
+// finding (exit 1), hunt.json counts the failure and stdout says so.
+func TestHuntGoesOnAfterAHarnessFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts python3, redis-server and PostgreSQL")
+	}
+	prog, err := filepath.Abs(filepath.Join("..", "examples", "redis-py", "client.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := t.TempDir()
+	wrapper := filepath.Join(t.TempDir(), "dies-once.sh")
+	script := "#!/bin/sh\n# numbers its start (mkdir is atomic), and the fourth dies before its hello\ni=1\nwhile ! mkdir \"" + starts + "/$i\" 2>/dev/null; do i=$((i+1)); done\n" +
+		"[ \"$i\" = 4 ] && exit 3\nexec /usr/bin/python3 " + prog + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	code, out, errOut := sim(t, "hunt", "redis", "--client-cmd", wrapper, "--storage", "plain", "--faults", "pause", "--runs", "3", "--ttl", "300ms", "--seed", "1", "--out", dir)
+	if code != exitMismatch || !strings.Contains(out, "FOUND redis") || !strings.Contains(errOut, "harness failure (not a verdict)") {
+		t.Fatalf("exit %d, want 1 with a finding after a harness failure; stdout %q, stderr %q", code, out, errOut)
+	}
+	var res hunt.Result
+	if b, err := os.ReadFile(filepath.Join(dir, "hunt.json")); err != nil || json.Unmarshal(b, &res) != nil || res.HarnessFailures != 1 {
+		t.Fatalf("hunt.json: %v, harness_failures %d, want 1", err, res.HarnessFailures)
+	}
+	if !strings.Contains(out, "1 harness failure(s) played again") {
+		t.Errorf("stdout does not count the harness failure: %q", out)
+	}
+}

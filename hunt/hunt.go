@@ -153,6 +153,9 @@ type hunter struct {
 	baselineBroke bool
 	// unbisected is the shrunk plan before its sizes were bisected.
 	unbisected Plan
+	// failedInRow counts the story runs in a row that ended in a harness
+	// failure.
+	failedInRow int
 }
 
 // Run searches, and shrinks the first finding. It returns the result
@@ -262,29 +265,54 @@ func (h *hunter) play(ctx context.Context, p Plan, name string) (bool, Played, e
 	return out.Verdict == checker.Unsafe, out, err
 }
 
-// run plays story s once and counts the run: in StoryRuns, in the
-// current phase's count, and in Unknown and ServersReused when it was.
+// harnessReplays bounds the replays of a story run that ended in a
+// harness failure (a server or client that would not start, a client
+// that did not answer); the failed run leaves its kept servers spoiled,
+// so a replay starts fresh ones (runner.Kept). A failure past the
+// replays is harnessFailuresInRow in a row, and the hunt stops.
+const (
+	harnessReplays       = 2
+	harnessFailuresInRow = harnessReplays + 1
+)
+
+// run plays story s and counts the run: in StoryRuns, in the current
+// phase's count, and in Unknown and ServersReused when it was. A run that
+// ends in a harness failure is counted in HarnessFailures, never judged,
+// and played again (harnessReplays); the hunt stops on the third failure
+// in a row.
 func (h *hunter) run(ctx context.Context, s *Story) (Played, error) {
-	h.played++
-	h.res.StoryRuns++
-	if h.phase != nil {
-		*h.phase++
+	for {
+		h.played++
+		h.res.StoryRuns++
+		if h.phase != nil {
+			*h.phase++
+		}
+		out, err := h.o.Play(ctx, s)
+		out.Story = s
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, err
+			}
+			h.res.HarnessFailures++
+			h.failedInRow++
+			if h.failedInRow >= harnessFailuresInRow {
+				return out, fmt.Errorf("%d harness failures in a row, the last: %w", h.failedInRow, err)
+			}
+			h.o.Say("harness failure (not a verdict): %v; playing it again on fresh servers", err)
+			continue
+		}
+		h.failedInRow = 0
+		if out.Verdict == checker.Unknown {
+			h.res.Unknown++
+		}
+		if out.Reused {
+			h.res.ServersReused++
+		}
+		if f := h.o.Progress; f != nil && h.phase != nil {
+			f(Progress{Phase: h.phaseName(), Played: out, Candidates: h.res.Candidates, StoryRuns: h.res.StoryRuns, PhaseRuns: *h.phase})
+		}
+		return out, nil
 	}
-	out, err := h.o.Play(ctx, s)
-	out.Story = s
-	if err != nil {
-		return out, err
-	}
-	if out.Verdict == checker.Unknown {
-		h.res.Unknown++
-	}
-	if out.Reused {
-		h.res.ServersReused++
-	}
-	if f := h.o.Progress; f != nil && h.phase != nil {
-		f(Progress{Phase: h.phaseName(), Played: out, Candidates: h.res.Candidates, StoryRuns: h.res.StoryRuns, PhaseRuns: *h.phase})
-	}
-	return out, nil
 }
 
 // phaseName names the phase whose count h.phase is.

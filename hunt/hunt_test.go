@@ -3,6 +3,7 @@ package hunt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
 )
 
@@ -571,5 +573,43 @@ func TestRoundUp(t *testing.T) {
 		if got := strconv.FormatFloat(roundUp(c.x), 'f', -1, 64); got != c.want {
 			t.Errorf("roundUp(%v) = %s, want %s", c.x, got, c.want)
 		}
+	}
+}
+
+// TestHarnessFailuresArePlayedAgain: a story run that ends in a harness
+// failure is counted as one, never judged, and played again; the hunt
+// goes on and finds what it would have found, its counts agreeing; three
+// failures in a row stop it, with the last failure named.
+func TestHarnessFailuresArePlayedAgain(t *testing.T) {
+	sp, _ := NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second, 0)
+	oracleRuns, played := 0, 0
+	flaky := func(ctx context.Context, s *Story) (Played, error) {
+		played++
+		if played%5 == 2 { // one run in five fails to start its clients, never twice in a row
+			return Played{Verdict: checker.Unsafe}, &runner.HarnessError{Err: errors.New("client 1: node C: i/o timeout")}
+		}
+		return oracle(&oracleRuns)(ctx, s)
+	}
+	var said []string
+	res, story, _, err := Run(context.Background(), Options{Space: sp, Seed: 3, Runs: 20, Play: flaky,
+		Say: func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) }})
+	if err != nil || !res.Found || story == nil {
+		t.Fatalf("a hunt with a harness failure in five runs: found %v, err %v", res != nil && res.Found, err)
+	}
+	if want := (played + 3) / 5; res.HarnessFailures != want {
+		t.Errorf("%d harness failures counted, the player failed %d times", res.HarnessFailures, want)
+	}
+	checkCounts(t, "flaky", res, played)
+	if !slices.ContainsFunc(said, func(l string) bool { return strings.Contains(l, "harness failure (not a verdict): client 1: node C") }) {
+		t.Errorf("the hunt did not say it played a failed run again: %q", said)
+	}
+	played = 0
+	broken := func(context.Context, *Story) (Played, error) {
+		played++
+		return Played{}, &runner.HarnessError{Err: errors.New("redis-server would not start")}
+	}
+	res, _, _, err = Run(context.Background(), Options{Space: sp, Seed: 3, Runs: 20, Play: broken})
+	if err == nil || !strings.Contains(err.Error(), "3 harness failures in a row, the last: redis-server would not start") || played != 3 || res != nil {
+		t.Errorf("a harness that never starts: %d runs, err %v", played, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,6 +26,24 @@ type Pause struct {
 	Node   string
 	For    time.Duration
 	guard
+	// signalled holds the CLOCK_MONOTONIC instants of the last SIGSTOP
+	// and of the first SIGCONT after it (0: not yet): the pause as the
+	// harness struck it (Signalled).
+	signalled struct {
+		sync.Mutex
+		stop, cont int64
+	}
+}
+
+// Signalled is the last pause as struck, on CLOCK_MONOTONIC
+// (history.Monotonic): its SIGSTOP and the SIGCONT that ended it (cont is
+// 0 while the process is still stopped). A loaded machine sends the timer's
+// SIGCONT late, and the process may run later still (the runner measures
+// that from the client's own report).
+func (f *Pause) Signalled() (stop, cont int64) {
+	f.signalled.Lock()
+	defer f.signalled.Unlock()
+	return f.signalled.stop, f.signalled.cont
 }
 
 func (f *Pause) Name() string { return "pause" }
@@ -68,6 +87,22 @@ func (f *Pause) Inject(ctx context.Context, t *Target) error {
 			}
 			return p.Signal(syscall.SIGCONT)
 		}
+	}
+	stopped, continued := stop, cont
+	stop = func() error {
+		f.signalled.Lock()
+		defer f.signalled.Unlock()
+		f.signalled.stop, f.signalled.cont = history.Monotonic(), 0
+		return stopped()
+	}
+	cont = func() error {
+		err := continued()
+		f.signalled.Lock()
+		defer f.signalled.Unlock()
+		if f.signalled.cont == 0 {
+			f.signalled.cont = history.Monotonic()
+		}
+		return err
 	}
 	return f.inject(ctx, func(add func(undoFunc)) error {
 		if err := stop(); err != nil {

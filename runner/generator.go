@@ -52,8 +52,10 @@ type Trial struct {
 	// Check is what the checkers found in Events.
 	Check checker.Result
 	// Injected counts the planned faults that struck (a client that never
-	// entered a critical section after a fault was armed escapes it).
+	// entered a critical section after a fault was armed escapes it);
+	// Struck measures each as it struck.
 	Injected int
+	Struck   []Struck
 	// Wall is how long the trial took, reset and check included.
 	Wall time.Duration
 	// Machine is how the machine behaved during the trial.
@@ -197,9 +199,11 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	schedDone := make(chan struct{})
 	loopsFrom := time.Now()
 	var quiet time.Time // when the struck faults have run their course
+	var struck []struckFault
 	go func() {
 		defer close(schedDone)
-		tr.Injected, quiet, schedErr = t.strike(ctx, g, tr.Plan, loopsDone, arm)
+		struck, quiet, schedErr = t.strike(ctx, g, tr.Plan, loopsDone, arm)
+		tr.Injected = len(struck)
 	}()
 	// The loops are timed for the latest a fault may strike (loopDuration);
 	// once the schedule is done and its faults have run their course and
@@ -280,6 +284,12 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	}
 	tr.Machine = r.machine(stalls, margin, why)
 	tr.Machine.Stalled = stalled
+	tr.Struck = measure(struck, tr.Events, stalls, g.Work.Duration)
+	for _, s := range tr.Struck {
+		if off := s.Off(ttl); off != "" && tr.Machine.OffPlan == "" {
+			tr.Machine.OffPlan = off
+		}
+	}
 	var err error
 	if tr.Check, err = Verdict(r.sc, tr.Events, &tr.Machine, nil); err != nil {
 		return nil, harness("the trial's history breaks the recording's rules: %v", err)
@@ -299,7 +309,7 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 // (leave); every other fault is healed with the trial. It returns how
 // many faults struck, and quiet: when the last of them has run its course
 // (a pause ended, a delayed write landed).
-func (t *Trials) strike(ctx context.Context, g scenarios.Generator, plan []Planned, loopsDone <-chan struct{}, leave func(int) <-chan struct{}) (struck int, quiet time.Time, err error) {
+func (t *Trials) strike(ctx context.Context, g scenarios.Generator, plan []Planned, loopsDone <-chan struct{}, leave func(int) <-chan struct{}) (struck []struckFault, quiet time.Time, err error) {
 	r := t.r
 	start := time.Now()
 	for _, p := range plan {
@@ -349,7 +359,7 @@ func (t *Trials) strike(ctx context.Context, g scenarios.Generator, plan []Plann
 		if err != nil {
 			return struck, quiet, err
 		}
-		struck++
+		struck = append(struck, struckFault{p: p, fault: f, at: r.rec.Now()})
 		course := time.Now()
 		if gen.Outlasts != nil {
 			course = course.Add(gen.Outlasts(p.Size))

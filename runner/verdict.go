@@ -37,7 +37,8 @@ func Verdict(sc *scenarios.Scenario, events []history.Event, m *history.Machine,
 // as timed, or when the machine was busy and a step did not happen as
 // told (the departure may be the machine's). A generator trial that found
 // a violation gets none when the machine stalled past the trial's margin,
-// or when the lock broke only where no fault struck (unattributed).
+// or when the lock broke only where no fault struck (unattributed); and
+// none, safe or not, when its fault struck off its planned size (OffPlan).
 func Judge(res checker.Result, sc *scenarios.Scenario, events []history.Event, m *history.Machine, departed *StoryError) (_ checker.Result, voided bool) {
 	if m == nil {
 		return res, false
@@ -46,6 +47,8 @@ func Judge(res checker.Result, sc *scenarios.Scenario, events []history.Event, m
 	if sc.Generator != nil {
 		what = "trial"
 		switch {
+		case m.OffPlan != "":
+			why = "the fault struck off its plan: " + m.OffPlan
 		case res.Verdict == checker.Safe:
 		case m.Stalled:
 			why = m.Busy

@@ -196,14 +196,16 @@ func TestCSVRoundTrip(t *testing.T) {
 func TestReadCSVErrors(t *testing.T) {
 	good := lines(t, WriteCSV, playSweep(testDescription(), Shard{})[:3])
 	header := good[0]
+	old := strings.TrimSuffix(header, ","+strings.Join(SpreadHeader, ","))
 	for _, c := range []struct {
 		name  string
 		lines []string
 		want  string
 	}{
 		{"empty", nil, "line 1: empty file"},
-		{"old header", []string{strings.TrimSuffix(header, ",violations,trials_unknown"), good[1]}, "line 1: no violations column"},
-		{"no unknown column", []string{strings.TrimSuffix(header, ",trials_unknown"), good[1]}, "line 1: no trials_unknown column"},
+		{"without the spread", []string{old, strings.Join(strings.Split(good[1], ",")[:len(Header)], ",")}, ""},
+		{"old header", []string{strings.TrimSuffix(old, ",violations,trials_unknown"), good[1]}, "line 1: no violations column"},
+		{"no unknown column", []string{strings.TrimSuffix(old, ",trials_unknown"), good[1]}, "line 1: no trials_unknown column"},
 		{"short record", []string{header, good[1], "redis,pause,20ms", good[3]}, "line 3"},
 		{"bad count", []string{header, good[1], good[2], bad(good[3], 5, "x")}, `line 4: trials: expected a count, got "x"`},
 		{"bad ttl", []string{header, bad(good[1], 4, "soon")}, `line 2: ttl: expected a duration, got "soon"`},
@@ -213,6 +215,12 @@ func TestReadCSVErrors(t *testing.T) {
 		{"unknown param", []string{header, bad(good[1], 1, "speed")}, `line 2: param: unknown key "speed"`},
 	} {
 		_, err := ReadCSV(strings.NewReader(strings.Join(c.lines, "\n")))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error %v, want one line with %q", c.name, err, c.want)
 		}
@@ -321,7 +329,8 @@ func TestReadTrialsCSVErrors(t *testing.T) {
 		want  string
 	}{
 		{"empty", nil, "line 1: empty file"},
-		{"old header", []string{strings.TrimSuffix(header, ",summary"), good[1]}, "line 1: header"},
+		{"old header", []string{strings.TrimSuffix(header, ",planned_ttl,struck_ttl,overrun_ttl"), good[1]}, "line 1: header"},
+		{"bad struck", []string{header, bad(good[1], 13, "long")}, `_ttl: expected a multiple of the TTL or nothing, got "long"`},
 		{"no such row", []string{header, bad(good[1], 0, "zookeeper")}, "line 2: lock zookeeper at pause="},
 		{"bad seed", []string{header, good[1], bad(good[2], 4, "-1")}, `line 3: seed: expected an unsigned integer, got "-1"`},
 		{"bad verdict", []string{header, bad(good[1], 7, "fine")}, `line 2: verdict: expected safe, unsafe, leaked or unknown, got "fine"`},

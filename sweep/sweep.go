@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -293,7 +295,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 					return nil, fmt.Errorf("%s, %s=%s, trial %d: %w", locks[li], param.Key, val.Format(param.Key), ti+1, err)
 				}
 				played := outcome(tr)
-				played.Each = []Trial{trialOf(tr, ti+1, played)}
+				played.Each = []Trial{trialOf(tr, ti+1, ttl, played)}
 				row.add(played)
 				point := param.Key + "=" + val.Format(param.Key)
 				if tr.Check.Verdict == checker.Unknown && o.Unknown != nil {
@@ -363,13 +365,39 @@ var Header = []string{"lock", "param", "value", "value_per_ttl", "ttl", "trials"
 	"rate_low95", "rate_high95", "violations_per_1000_cs", "trials_damaged", "damage_rate",
 	"damage_low95", "damage_high95", "fenced_rejections", "critical_sections", "faults_struck", "violations", "trials_unknown"}
 
-// WriteCSV writes the rows under Header. Rates are fractions (0 to 1),
+// SpreadHeader are the columns WriteCSV adds after Header: each point's
+// faults as they struck, in TTLs, over its trials that measured one (the
+// unknown ones too): the fewest, the median and the most. They are read
+// from trials.csv again, so ReadCSV does not need them.
+var SpreadHeader = []string{"struck_min_ttl", "struck_median_ttl", "struck_max_ttl"}
+
+// Spread is the fewest, median and most of the point's trials' faults as
+// they struck, in TTLs (NaN when none was measured).
+func (r Row) Spread() (lo, median, hi float64) {
+	var xs []float64
+	for _, t := range r.Each {
+		if !math.IsNaN(t.Measured.Struck) {
+			xs = append(xs, t.Measured.Struck)
+		}
+	}
+	if len(xs) == 0 {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	slices.Sort(xs)
+	median = xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		median = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return xs[0], median, xs[len(xs)-1]
+}
+
+// WriteCSV writes the rows under Header and SpreadHeader. Rates are fractions (0 to 1),
 // left empty at a point with no decided trial (no data is not a rate of
 // 0); every count is also there as a count (ReadCSV reads them back), so
 // that shards' rows can be added up.
 func WriteCSV(w io.Writer, rows []Row) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(Header); err != nil {
+	if err := cw.Write(slices.Concat(Header, SpreadHeader)); err != nil {
 		return err
 	}
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
@@ -387,6 +415,8 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		rec = append(rec, damage...)
 		rec = append(rec, strconv.Itoa(r.Refused), strconv.Itoa(r.CriticalSections), strconv.Itoa(r.Injected),
 			strconv.Itoa(r.Violations), strconv.Itoa(r.Unknown))
+		lo, median, hi := r.Spread()
+		rec = append(rec, ttlCell(lo), ttlCell(median), ttlCell(hi))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

@@ -10,9 +10,11 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/runner"
@@ -38,22 +40,66 @@ type Trial struct {
 	CriticalSections int
 	// Summary is the check's one line.
 	Summary string
+	// Measured is its first fault as it struck, in TTLs (runner.Struck):
+	// Planned the size it was to have, Struck the size it had, Overrun how
+	// far past the lease its critical section's write landed; each NaN
+	// when not measured (an empty cell).
+	Measured Measured
 }
 
-// trialOf is trial number n's line, from its play and its outcome o.
-func trialOf(tr *runner.Trial, n int, o Row) Trial {
+// Measured is a trial's fault as it struck, in multiples of the TTL.
+type Measured struct{ Planned, Struck, Overrun float64 }
+
+// unmeasured is a Measured with nothing measured.
+var unmeasured = Measured{math.NaN(), math.NaN(), math.NaN()}
+
+// measuredOf is tr's first measured fault, in TTLs of ttl.
+func measuredOf(tr *runner.Trial, ttl time.Duration) Measured {
+	m := unmeasured
+	for _, s := range tr.Struck {
+		if s.Want == 0 || s.Size == 0 {
+			continue
+		}
+		m.Planned, m.Struck = float64(s.Want)/float64(ttl), float64(s.Size)/float64(ttl)
+		if s.Overran {
+			m.Overrun = float64(s.Overrun) / float64(ttl)
+		}
+		break
+	}
+	return m
+}
+
+// trialOf is trial number n's line, from its play with lease ttl and its
+// outcome o.
+func trialOf(tr *runner.Trial, n int, ttl time.Duration, o Row) Trial {
 	var plan []string
 	for _, p := range tr.Plan {
 		plan = append(plan, p.String())
 	}
 	return Trial{Number: n, Seed: tr.Seed, Schedule: strings.Join(plan, "; "), Struck: tr.Injected,
 		Verdict: tr.Check.Verdict, Violated: o.Violated > 0, Damaged: o.Damaged > 0,
-		CriticalSections: tr.Check.Mutex.Holds, Summary: tr.Check.Summary}
+		CriticalSections: tr.Check.Mutex.Holds, Summary: tr.Check.Summary, Measured: measuredOf(tr, ttl)}
 }
 
 // TrialsHeader is trials.csv's first line.
 var TrialsHeader = []string{"lock", "param", "value", "trial", "seed", "schedule", "faults_struck", "verdict",
-	"violated", "damaged", "critical_sections", "summary"}
+	"violated", "damaged", "critical_sections", "summary", "planned_ttl", "struck_ttl", "overrun_ttl"}
+
+// ttlCell writes a multiple of the TTL, "" for NaN (not measured).
+func ttlCell(x float64) string {
+	if math.IsNaN(x) {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'f', 3, 64)
+}
+
+// parseTTLCell reads a ttlCell.
+func parseTTLCell(s string) (float64, error) {
+	if s == "" {
+		return math.NaN(), nil
+	}
+	return strconv.ParseFloat(s, 64)
+}
 
 // WriteTrialsCSV writes every trial of rows (Row.Each), rows in order and
 // each row's trials by number.
@@ -72,7 +118,8 @@ func WriteTrialsCSV(w io.Writer, rows []Row) error {
 		value, _ := r.cells()
 		for _, t := range r.Each {
 			rec := []string{r.Lock, r.Param, value, strconv.Itoa(t.Number), strconv.FormatUint(t.Seed, 10), t.Schedule,
-				strconv.Itoa(t.Struck), t.Verdict, b(t.Violated), b(t.Damaged), strconv.Itoa(t.CriticalSections), t.Summary}
+				strconv.Itoa(t.Struck), t.Verdict, b(t.Violated), b(t.Damaged), strconv.Itoa(t.CriticalSections), t.Summary,
+				ttlCell(t.Measured.Planned), ttlCell(t.Measured.Struck), ttlCell(t.Measured.Overrun)}
 			if err := cw.Write(rec); err != nil {
 				return err
 			}
@@ -122,6 +169,15 @@ func ReadTrialsCSV(r io.Reader, rows []Row) error {
 			s := rec[slices.Index(TrialsHeader, c.name)]
 			if *c.n, err = strconv.Atoi(s); err != nil || *c.n < 0 {
 				return fmt.Errorf("line %d: %s: expected a count, got %q", line, c.name, s)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			x    *float64
+		}{{"planned_ttl", &t.Measured.Planned}, {"struck_ttl", &t.Measured.Struck}, {"overrun_ttl", &t.Measured.Overrun}} {
+			s := rec[slices.Index(TrialsHeader, c.name)]
+			if *c.x, err = parseTTLCell(s); err != nil {
+				return fmt.Errorf("line %d: %s: expected a multiple of the TTL or nothing, got %q", line, c.name, s)
 			}
 		}
 		if t.Seed, err = strconv.ParseUint(rec[4], 10, 64); err != nil {
