@@ -39,6 +39,9 @@ type Trials struct {
 	// logs is the temp dir holding the clients' logs when Options.Out
 	// was empty; Close removes it.
 	logs string
+	// storage resets the protected storage before each trial, on a
+	// connection it keeps (nil: the run has no storage).
+	storage *storage.Resetter
 }
 
 // Trial is the outcome of one generator trial.
@@ -113,6 +116,9 @@ func OpenTrials(ctx context.Context, sc *scenarios.Scenario, o Options) (*Trials
 
 // Close heals, stops the clients and the servers.
 func (t *Trials) Close() {
+	if t.storage != nil {
+		t.storage.Close()
+	}
 	t.r.teardown()
 	if t.logs != "" {
 		env.RemoveTempDir(t.logs)
@@ -130,7 +136,10 @@ func (t *Trials) reset(ctx context.Context) error {
 	}
 	var resetStorage func() error
 	if r.storage != nil {
-		resetStorage = func() error { return storage.Reset(ctx, r.storage.DSN(r.storage.Addr())) }
+		if t.storage == nil {
+			t.storage = storage.NewResetter(r.storage.DSN(r.storage.Addr()))
+		}
+		resetStorage = func() error { return t.storage.Reset(ctx) }
 	}
 	return resetServers(ctx, r.servers, resetStorage)
 }
@@ -284,11 +293,17 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	}
 	tr.Machine = r.machine(stalls, margin, why)
 	tr.Machine.Stalled = stalled
-	tr.Struck = measure(struck, tr.Events, stalls, g.Work.Duration)
+	tr.Struck = measure(struck, tr.Events, stalls, g)
 	for _, s := range tr.Struck {
 		if off := s.Off(ttl); off != "" && tr.Machine.OffPlan == "" {
 			tr.Machine.OffPlan = off
 		}
+	}
+	if tr.Machine.OffPlan == "" {
+		tr.Machine.OffPlan = escaped(tr.Plan, tr.Struck)
+	}
+	if tr.Machine.OffPlan == "" {
+		tr.Machine.OffPlan = slowWrite(tr.Events, tr.Struck, g, ttl, margin)
 	}
 	var err error
 	if tr.Check, err = Verdict(r.sc, tr.Events, &tr.Machine, nil); err != nil {

@@ -55,11 +55,11 @@ func TestTrialsJudgedByTheirOwnPauses(t *testing.T) {
 			t.Fatalf("trial %d: %d faults measured, want the pause", i+1, len(tr.Struck))
 		}
 		s := tr.Struck[0]
-		if s.Want != planned || s.Signalled < planned || s.Size < s.Signalled || !s.Overran || s.Overrun < planned-sc.TTL.Duration {
-			t.Errorf("trial %d: pause planned %v, measured %+v: want SIGSTOP to SIGCONT at least %v, the client running again no sooner, its write landing at least %v past its lease",
+		if s.Want != planned || s.Signalled < planned || s.Resumed < s.Signalled || s.Size < planned-s.Slack || !s.Overran || s.Overrun < planned-sc.TTL.Duration {
+			t.Errorf("trial %d: pause planned %v, measured %+v: want SIGSTOP to SIGCONT at least %v, the client running again no sooner, its write held up no less, and landing at least %v past its lease",
 				i+1, planned, s, planned, planned-sc.TTL.Duration)
 		}
-		t.Logf("trial %d: pause %v planned, %v signalled, client ran again after %v; write %v past its lease", i+1, planned, s.Signalled, s.Size, s.Overrun)
+		t.Logf("trial %d: pause %v planned, %v signalled, client ran again after %v, write held up %v, %v past its lease", i+1, planned, s.Signalled, s.Resumed, s.Size, s.Overrun)
 		switch {
 		case tr.Check.Verdict == checker.Unknown && tr.Machine.OffPlan != "" && s.Off(sc.TTL.Duration) != "":
 			t.Logf("trial %d: unknown on a loaded machine: %s", i+1, tr.Check.Summary)

@@ -1,14 +1,17 @@
 // struck.go measures each fault of a generator trial as it struck, not as
-// it was planned: a loaded machine sends a pause's SIGCONT late and runs
-// the paused client later still, and a delayed write lands later than its
-// link's delay. A trial whose fault struck off its planned size by more
-// than StruckTolerance decides nothing about that size: its verdict is
-// withheld (history.Machine.OffPlan), whichever way it went.
+// it was planned: a loaded machine sends a pause's SIGCONT late, runs the
+// paused client later still, and keeps a write waiting at its server, so
+// the critical section the fault aimed at lasts longer than planned. A
+// trial whose fault struck off its planned size by more than the
+// tolerance (StruckTolerance of the TTL), or in which another client's
+// write ran that much past its work, decides nothing about that size: its
+// verdict is withheld (history.Machine.OffPlan), whichever way it went.
 
 package runner
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/locksim/locksim/history"
@@ -31,20 +34,29 @@ type Struck struct {
 	Planned
 	// At is when it struck, on the trial's history clock (ns).
 	At int64
-	// Want is the size it should have had as struck: its kind's
-	// Outlasts of the planned size (a pause's length; a delay's effect on
-	// the held write's round trip, both ways). 0: not measured (a clock
-	// fault strikes at once).
+	// Want is how long the fault should have held up its client's
+	// critical section: its kind's Outlasts of the planned size (a
+	// pause's length; a delay's effect on the held write's round trip,
+	// both ways). 0: not judged (a clock fault strikes at once; work of
+	// an unbounded length hides it).
 	Want time.Duration
-	// Size is the size it had: a client's pause from its SIGSTOP to the
-	// moment the client ran again (its own stall report; the SIGCONT
-	// where none came); a delay the held write's own, from the strike (the
-	// write held after its read) to its completion, less the work the
-	// generator does before it writes.
+	// Size is how long it held it up: from the strike (the write held
+	// after its read) to the write's completion, less the work done in
+	// between (Generator.Work). It holds everything the machine adds: a
+	// SIGCONT sent late, a client run late, a write that waited for its
+	// server.
 	Size time.Duration
-	// Signalled is a pause's span from its SIGSTOP to its SIGCONT (0 for
-	// other faults).
-	Signalled time.Duration
+	// Slack is how far Size may be off Want as the work's own spread
+	// (uniform work: half of Work), on top of the tolerance.
+	Slack time.Duration
+	// Signalled and Resumed are a client's pause from its SIGSTOP to its
+	// SIGCONT, and to when the client ran again (the end of its own stall
+	// report; the SIGCONT where none came). 0 for other faults.
+	Signalled, Resumed time.Duration
+	// Lead is how long the aimed critical section had run when the
+	// fault struck: from the acquire's invocation to the strike (its
+	// grant and its read; planned to be at once).
+	Lead time.Duration
 	// Overrun is how far past its lease the aimed critical section's
 	// write completed: the write's completion less the acquire's
 	// invocation and granted TTL (negative: within the lease). Overran
@@ -61,14 +73,24 @@ type struckFault struct {
 	at    int64 // on the history clock
 }
 
+// tolerance is how far a fault or a write may run off its plan, for a
+// trial with leases of ttl.
+func tolerance(ttl time.Duration) time.Duration {
+	return max(time.Duration(StruckTolerance*float64(ttl)), StruckToleranceFloor)
+}
+
 // Off says how the fault struck off its plan, in TTLs ("pause 0.80 TTL
-// planned, 0.86 TTL struck"), or "" when within the tolerance or not
-// measured.
+// planned, 0.86 TTL struck"; a critical section that had run long before
+// it struck), or "" when within the tolerance or not measured.
 func (s Struck) Off(ttl time.Duration) string {
 	if s.Want == 0 || s.Size == 0 {
 		return ""
 	}
-	tol := max(time.Duration(StruckTolerance*float64(ttl)), StruckToleranceFloor)
+	tol := tolerance(ttl)
+	if s.Lead > tol {
+		return fmt.Sprintf("client %d's critical section had run %.2f TTL when its %s struck, planned at once (tolerance %.2f TTL)", s.Client, ttlOf(s.Lead, ttl), s.Fault, ttlOf(tol, ttl))
+	}
+	tol += s.Slack
 	if d := s.Size - s.Want; d <= tol && d >= -tol {
 		return ""
 	}
@@ -77,26 +99,41 @@ func (s Struck) Off(ttl time.Duration) string {
 
 func ttlOf(d, ttl time.Duration) float64 { return float64(d) / float64(ttl) }
 
+// workSpread is how far a write's work may be off the generator's Work:
+// fixed 0, uniform half of it; ok is false for exponential work, which
+// has no bound.
+func workSpread(g scenarios.Generator) (spread time.Duration, ok bool) {
+	switch g.WorkDist {
+	case "fixed":
+		return 0, true
+	case "exponential":
+		return 0, false
+	}
+	return g.Work.Duration / 2, true
+}
+
 // measure measures the struck faults from the trial's history and the
 // clients' stall reports (on CLOCK_MONOTONIC, as a pause's signals are);
-// work is the generator's work between a write's read and its write.
-func measure(struck []struckFault, events []history.Event, stalls map[int][]worker.Stall, work time.Duration) []Struck {
+// g is the trial's generator (its work between a write's read and its
+// write).
+func measure(struck []struckFault, events []history.Event, stalls map[int][]worker.Stall, g scenarios.Generator) []Struck {
+	spread, bounded := workSpread(g)
 	var out []Struck
 	for _, sf := range struck {
-		s := Struck{Planned: sf.p, At: sf.at}
+		s := Struck{Planned: sf.p, At: sf.at, Slack: spread}
 		gen := scenarios.Generator{Fault: sf.p.Fault}.Generated()
-		if gen != nil && gen.Outlasts != nil && !gen.Whole {
-			s.Want = gen.Outlasts(sf.p.Size)
-		}
 		acquire, write, done := heldSection(events, sf.p.Client, sf.at)
+		if gen != nil && gen.Outlasts != nil && !gen.Whole && bounded && write != nil && done != nil {
+			s.Want = gen.Outlasts(sf.p.Size)
+			s.Size = time.Duration(done.Time-sf.at) - g.Work.Duration
+		}
 		if pause, ok := sf.fault.(*nemesis.Pause); ok && pause.Client != 0 {
-			stop, cont := pause.Signalled()
-			if cont > stop && stop != 0 {
-				s.Signalled = time.Duration(cont - stop)
-				s.Size = measureSpan(stop, cont, stalls[pause.Client])
+			if stop, cont := pause.Signalled(); cont > stop && stop != 0 {
+				s.Signalled, s.Resumed = time.Duration(cont-stop), measureSpan(stop, cont, stalls[pause.Client])
 			}
-		} else if gen != nil && gen.UntilSectionEnds && write != nil && done != nil {
-			s.Size = time.Duration(done.Time-sf.at) - work
+		}
+		if acquire != nil {
+			s.Lead = time.Duration(sf.at - acquire.Time)
 		}
 		if acquire != nil && done != nil && acquire.TTL > 0 {
 			s.Overrun, s.Overran = time.Duration(done.Time-(acquire.Time+acquire.TTL)), true
@@ -108,12 +145,13 @@ func measure(struck []struckFault, events []history.Event, stalls map[int][]work
 
 // measureSpan is a pause from its SIGSTOP (stop) to when its client ran
 // again: the end of the client's stall report that covers the SIGSTOP
-// and ends after the SIGCONT (cont; its ticker fires at once when it
-// runs), or the SIGCONT where no report came.
+// (its ticker fires at once when it runs), or the SIGCONT (cont) where no
+// report came or where it ends first (the SIGCONT's instant is read just
+// after the signal is sent).
 func measureSpan(stop, cont int64, stalls []worker.Stall) time.Duration {
 	ran := cont
 	for _, st := range stalls {
-		if st.From <= stop && st.To >= cont {
+		if st.From <= stop && st.To > stop {
 			ran = max(ran, st.To)
 		}
 	}
@@ -152,4 +190,69 @@ func heldSection(events []history.Event, client int, at int64) (acquire, write, 
 		write = current
 	}
 	return acquire, write, done
+}
+
+// escaped says which planned client fault never struck (its client
+// reached no critical section in time: a loaded machine's), "" when every
+// one did: the trial was not the one planned.
+func escaped(plan []Planned, struck []Struck) string {
+	for _, p := range plan {
+		if gen := (scenarios.Generator{Fault: p.Fault}).Generated(); gen == nil || gen.Whole {
+			continue
+		}
+		if !slices.ContainsFunc(struck, func(s Struck) bool { return s.Planned == p }) {
+			return fmt.Sprintf("%s never struck: its client reached no critical section in time", p)
+		}
+	}
+	return ""
+}
+
+// slowWrite says which write ran past its work by more than margin (the
+// timing guard's, as a stall of its client would be judged) while the struck faults had their effect (from the first
+// strike to the last held write's completion), other than the held
+// writes themselves (Struck measures those): a client kept waiting at
+// its server there can decide whether the aimed write is overtaken. ""
+// when none did, or when the work has no bound.
+func slowWrite(events []history.Event, struck []Struck, g scenarios.Generator, ttl, margin time.Duration) string {
+	spread, bounded := workSpread(g)
+	if !bounded || len(struck) == 0 {
+		return ""
+	}
+	from, to := struck[0].At, int64(0)
+	held := map[int64]bool{} // the held writes, by their invocation's Seq
+	for _, s := range struck {
+		from = min(from, s.At)
+		_, write, done := heldSection(events, s.Client, s.At)
+		if write != nil {
+			held[write.Seq] = true
+		}
+		if done != nil {
+			to = max(to, done.Time)
+		}
+	}
+	if to == 0 {
+		return ""
+	}
+	limit := g.Work.Duration + spread + margin
+	invoked := map[int]*history.Event{}
+	for i := range events {
+		e := &events[i]
+		if e.Op != history.OpWrite || e.Process == 0 {
+			continue
+		}
+		if e.Type == history.Invoke {
+			invoked[e.Process] = e
+			continue
+		}
+		w := invoked[e.Process]
+		delete(invoked, e.Process)
+		if w == nil || held[w.Seq] || e.Time < from || w.Time > to {
+			continue
+		}
+		if took := time.Duration(e.Time - w.Time); took > limit {
+			return fmt.Sprintf("client %d's write took %v, its work %v, more than the %v margin past it, while the fault had its effect",
+				e.Process, took.Round(100*time.Microsecond), g.Work.Duration, margin)
+		}
+	}
+	return ""
 }

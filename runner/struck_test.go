@@ -69,6 +69,9 @@ func TestMeasureAPause(t *testing.T) {
 	if got != 146*time.Millisecond {
 		t.Errorf("pause as struck: %v, want 146ms (the client ran again 5ms after its SIGCONT)", got)
 	}
+	if got := measureSpan(1000, 1000+ms(141), []worker.Stall{{From: 1000 - ms(8), To: 1000 + ms(140)}}); got != 141*time.Millisecond {
+		t.Errorf("a stall report ending before the SIGCONT's instant was read: %v, want the SIGCONT's 141ms", got)
+	}
 	if got := measureSpan(1000, 1000+ms(141), nil); got != 141*time.Millisecond {
 		t.Errorf("pause as signalled: %v, want 141ms", got)
 	}

@@ -329,7 +329,7 @@ func TestReadTrialsCSVErrors(t *testing.T) {
 		want  string
 	}{
 		{"empty", nil, "line 1: empty file"},
-		{"old header", []string{strings.TrimSuffix(header, ",planned_ttl,struck_ttl,overrun_ttl"), good[1]}, "line 1: header"},
+		{"old header", []string{strings.TrimSuffix(header, ",planned_ttl,struck_ttl,lead_ttl,overrun_ttl"), good[1]}, "line 1: header"},
 		{"bad struck", []string{header, bad(good[1], 13, "long")}, `_ttl: expected a multiple of the TTL or nothing, got "long"`},
 		{"no such row", []string{header, bad(good[1], 0, "zookeeper")}, "line 2: lock zookeeper at pause="},
 		{"bad seed", []string{header, good[1], bad(good[2], 4, "-1")}, `line 3: seed: expected an unsigned integer, got "-1"`},

@@ -41,17 +41,18 @@ type Trial struct {
 	// Summary is the check's one line.
 	Summary string
 	// Measured is its first fault as it struck, in TTLs (runner.Struck):
-	// Planned the size it was to have, Struck the size it had, Overrun how
-	// far past the lease its critical section's write landed; each NaN
-	// when not measured (an empty cell).
+	// Planned the size it was to have, Struck the size it had, Lead how
+	// long its critical section had run when it struck, Overrun how far
+	// past the lease its critical section's write landed; each NaN when
+	// not measured (an empty cell).
 	Measured Measured
 }
 
 // Measured is a trial's fault as it struck, in multiples of the TTL.
-type Measured struct{ Planned, Struck, Overrun float64 }
+type Measured struct{ Planned, Struck, Lead, Overrun float64 }
 
 // unmeasured is a Measured with nothing measured.
-var unmeasured = Measured{math.NaN(), math.NaN(), math.NaN()}
+var unmeasured = Measured{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
 
 // measuredOf is tr's first measured fault, in TTLs of ttl.
 func measuredOf(tr *runner.Trial, ttl time.Duration) Measured {
@@ -60,7 +61,7 @@ func measuredOf(tr *runner.Trial, ttl time.Duration) Measured {
 		if s.Want == 0 || s.Size == 0 {
 			continue
 		}
-		m.Planned, m.Struck = float64(s.Want)/float64(ttl), float64(s.Size)/float64(ttl)
+		m.Planned, m.Struck, m.Lead = float64(s.Want)/float64(ttl), float64(s.Size)/float64(ttl), float64(s.Lead)/float64(ttl)
 		if s.Overran {
 			m.Overrun = float64(s.Overrun) / float64(ttl)
 		}
@@ -83,7 +84,7 @@ func trialOf(tr *runner.Trial, n int, ttl time.Duration, o Row) Trial {
 
 // TrialsHeader is trials.csv's first line.
 var TrialsHeader = []string{"lock", "param", "value", "trial", "seed", "schedule", "faults_struck", "verdict",
-	"violated", "damaged", "critical_sections", "summary", "planned_ttl", "struck_ttl", "overrun_ttl"}
+	"violated", "damaged", "critical_sections", "summary", "planned_ttl", "struck_ttl", "lead_ttl", "overrun_ttl"}
 
 // ttlCell writes a multiple of the TTL, "" for NaN (not measured).
 func ttlCell(x float64) string {
@@ -119,7 +120,7 @@ func WriteTrialsCSV(w io.Writer, rows []Row) error {
 		for _, t := range r.Each {
 			rec := []string{r.Lock, r.Param, value, strconv.Itoa(t.Number), strconv.FormatUint(t.Seed, 10), t.Schedule,
 				strconv.Itoa(t.Struck), t.Verdict, b(t.Violated), b(t.Damaged), strconv.Itoa(t.CriticalSections), t.Summary,
-				ttlCell(t.Measured.Planned), ttlCell(t.Measured.Struck), ttlCell(t.Measured.Overrun)}
+				ttlCell(t.Measured.Planned), ttlCell(t.Measured.Struck), ttlCell(t.Measured.Lead), ttlCell(t.Measured.Overrun)}
 			if err := cw.Write(rec); err != nil {
 				return err
 			}
@@ -174,7 +175,7 @@ func ReadTrialsCSV(r io.Reader, rows []Row) error {
 		for _, c := range []struct {
 			name string
 			x    *float64
-		}{{"planned_ttl", &t.Measured.Planned}, {"struck_ttl", &t.Measured.Struck}, {"overrun_ttl", &t.Measured.Overrun}} {
+		}{{"planned_ttl", &t.Measured.Planned}, {"struck_ttl", &t.Measured.Struck}, {"lead_ttl", &t.Measured.Lead}, {"overrun_ttl", &t.Measured.Overrun}} {
 			s := rec[slices.Index(TrialsHeader, c.name)]
 			if *c.x, err = parseTTLCell(s); err != nil {
 				return fmt.Errorf("line %d: %s: expected a multiple of the TTL or nothing, got %q", line, c.name, s)
