@@ -116,7 +116,9 @@ unit:
 
 # bench prints the figures: generator throughput against the loopback floor
 # (runner), checking 100k operations with the harness's peak RSS (checker),
-# one sweep of 10 points x 30 trials (sweep; once: it takes ~50 s), each
+# one sweep of 10 points x 30 trials (sweep; once: it takes ~50 s), the
+# same sweep idle and beside a busy loop per core, compared trial by trial
+# (sweep; about 4.5 minutes), each
 # example client program against the Go worker on a story of its servers
 # (median of 5 each; runner, once), and the conformance suite's time on
 # each lock, s/suite against its budget of 10 s a lock (clients/locktest;

@@ -84,6 +84,8 @@ func TestFlagSpellings(t *testing.T) {
 		{[]string{"run", "x", "-x"}, "sim: flag provided but not defined: -x (sim run --help lists the flags)\n"},
 		{[]string{"run", "x", "--trails", "3"}, "sim: flag provided but not defined: --trails; did you mean --trials? (sim run --help lists the flags)\n"},
 		{[]string{"sweep", "gen-pause", "--pionts", "3"}, "flag provided but not defined: --pionts; did you mean --points?"},
+		{[]string{"sweep", "gen-pause", "--param", "pause=0.2ttl..3ttl", "--x", "struck"}, `--x: expected planned or measured, got "struck"`},
+		{[]string{"sweep", "gen-pause", "--param", "ttl=50ms..200ms", "--x", "measured"}, "--x measured: ttl is no fault's size"},
 	} {
 		code, _, errb := sim(t, c.args...)
 		if code != exitHarness || !strings.Contains(errb, c.want) || strings.Count(errb, "\n") != 1 {

@@ -33,7 +33,9 @@ type sweepOptions struct {
 	quiet          bool
 	shard          string
 	shards         int
-	backend        runner.Host
+	// x is the plots' x axis: planned or measured (reports.XAxis).
+	x       string
+	backend runner.Host
 	// flags are the flags as given, to refuse one with no effect (nil:
 	// none given).
 	flags *pflag.FlagSet
@@ -98,11 +100,27 @@ redraws the plots.`,
 	f.StringVar(&o.out, "out", "", "where sweep.csv, damage.png/.svg and violations.png/.svg go (`DIR`; default runs/sweep-NAME-<time>)")
 	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the trials (needs --seed; sim sweep merge joins the shards); auto: the index from "+sweep.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sweep.EnvShardIndex+", both from 0")
 	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sweep.EnvShards+")")
+	f.StringVar(&o.x, "x", string(reports.XPlanned), "the plots' x axis, `planned|measured`: the value swept, or the trials' median fault size as it struck (trials.csv's struck_ttl)")
 	backendFlags(f, &o.backend)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display")
 	cmd.RegisterFlagCompletionFunc("locks", completeLocks)
 	cmd.AddCommand(sweepMergeCmd())
 	return cmd
+}
+
+// checkX checks --x against the swept parameter key: measured needs a
+// fault's size, which the trials measure.
+func checkX(x, key string) error {
+	switch reports.XAxis(x) {
+	case reports.XPlanned:
+		return nil
+	case reports.XMeasured:
+		if k, ok := sweep.LookupKey(key); ok && !k.Measurable() {
+			return fmt.Errorf("--x measured: %s is no fault's size, so no trial measures it; sweep a fault's size (--param pause=...) or drop --x", key)
+		}
+		return nil
+	}
+	return fmt.Errorf("--x: expected planned or measured, got %q", x)
 }
 
 // checkSweep checks sim sweep's flags.
@@ -149,6 +167,13 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 			return err
 		}
 		param = &p
+	}
+	key := ""
+	if param != nil {
+		key = param.Key
+	}
+	if err := checkX(o.x, key); err != nil {
+		return err
 	}
 	sc, err := scenarios.Find(o.name)
 	if err != nil {
@@ -214,7 +239,7 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 		}
 		return err
 	}
-	if err := reports.WriteSweep(dir, sc.Name, rows); err != nil {
+	if err := reports.WriteSweep(dir, sc.Name, rows, reports.XAxis(o.x)); err != nil {
 		return err
 	}
 	if err := sweep.WriteDescription(dir, desc); err != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 func sweepMergeCmd() *cobra.Command {
-	var out string
+	var out, x string
 	cmd := &cobra.Command{
 		Use:   "merge DIR... [--out DIR]",
 		Short: "join the shards of a sweep (sim sweep --shard I/N): one sweep.csv and the plots",
@@ -31,13 +31,14 @@ whole sweep would have. Rates and intervals are
 computed from the summed counts.`,
 		Example: `  sim sweep merge shard-1 shard-2 shard-3 shard-4 --out sweep`,
 		Args:    usage(cobra.MinimumNArgs(1), "sweep merge: name the shards' directories, e.g. sim sweep merge shard-1 shard-2"),
-		RunE:    func(cmd *cobra.Command, args []string) error { return cmdSweepMerge(args, out, cmd.OutOrStdout()) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return cmdSweepMerge(args, out, x, cmd.OutOrStdout()) },
 	}
 	cmd.Flags().StringVar(&out, "out", "", "where the merged sweep goes (`DIR`; default runs/sweep-merge-<time>)")
+	cmd.Flags().StringVar(&x, "x", string(reports.XPlanned), "the plots' x axis, `planned|measured` (as sim sweep's)")
 	return cmd
 }
 
-func cmdSweepMerge(dirs []string, out string, stdout io.Writer) error {
+func cmdSweepMerge(dirs []string, out, x string, stdout io.Writer) error {
 	if out == "" {
 		out = filepath.Join("runs", "sweep-merge-"+time.Now().Format("20060102-150405"))
 	}
@@ -57,11 +58,16 @@ func cmdSweepMerge(dirs []string, out string, stdout io.Writer) error {
 		return err
 	}
 	desc.Version = version()
+	if len(rows) > 0 {
+		if err := checkX(x, rows[0].Param); err != nil {
+			return err
+		}
+	}
 	dir, err := claimOut(out, outdir.Sweep, "sim sweep merge "+desc.Scenario)
 	if err != nil {
 		return err
 	}
-	if err := reports.WriteSweep(dir, desc.Scenario, rows); err != nil {
+	if err := reports.WriteSweep(dir, desc.Scenario, rows, reports.XAxis(x)); err != nil {
 		return err
 	}
 	if err := sweep.WriteDescription(dir, desc); err != nil {

@@ -7,6 +7,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -14,10 +15,22 @@ import (
 	"github.com/locksim/locksim/sweep"
 )
 
+// XAxis is what a sweep's plots put on their x axis.
+type XAxis string
+
+const (
+	// XPlanned draws each point at the value swept (the default).
+	XPlanned XAxis = "planned"
+	// XMeasured draws each point at its trials' median fault size as
+	// struck (sweep.Row.Spread), for a fault's size: on a loaded machine
+	// the two part.
+	XMeasured XAxis = "measured"
+)
+
 // WriteSweep writes a sweep's sweep.csv, trials.csv and its two plots
-// (damage.png/.svg, violations.png/.svg) into d; scenario names the
-// swept scenario in the plots' titles.
-func WriteSweep(d *outdir.Dir, scenario string, rows []sweep.Row) error {
+// (damage.png/.svg, violations.png/.svg, their x axis as x says) into d;
+// scenario names the swept scenario in the plots' titles.
+func WriteSweep(d *outdir.Dir, scenario string, rows []sweep.Row, x XAxis) error {
 	for name, write := range map[string]func(io.Writer, []sweep.Row) error{"sweep.csv": sweep.WriteCSV, "trials.csv": sweep.WriteTrialsCSV} {
 		f, err := d.Create(name)
 		if err != nil {
@@ -34,7 +47,7 @@ func WriteSweep(d *outdir.Dir, scenario string, rows []sweep.Row) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	for _, rp := range SweepPlots(scenario, rows) {
+	for _, rp := range SweepPlots(scenario, rows, x) {
 		if err := WriteRatePlot(rp.RatePlot, d, rp.File); err != nil {
 			return err
 		}
@@ -52,10 +65,22 @@ type SweepPlot struct {
 // SweepPlots are a sweep's two plots, from its rows: the damage to the
 // protected data and the violations of the lock or the data, each a line
 // per lock (fenced ones dashed) with its 95% Wilson interval; a point
-// every trial of which was unknown has no rate.
-func SweepPlots(scenario string, rows []sweep.Row) []SweepPlot {
+// every trial of which was unknown has no rate. With x XMeasured, a
+// point sits at its trials' median fault size as struck (at its planned
+// value where none was measured).
+func SweepPlots(scenario string, rows []sweep.Row, x XAxis) []SweepPlot {
 	key := rows[0].Param
 	xlabel, mark, what := sweepAxis(key)
+	at := sweep.Row.X
+	if x == XMeasured {
+		xlabel += " as struck (median of the trials)"
+		at = func(r sweep.Row) float64 {
+			if _, median, _ := r.Spread(); !math.IsNaN(median) {
+				return median
+			}
+			return r.X()
+		}
+	}
 	var out []SweepPlot
 	for _, plot := range []struct {
 		file, ylabel, title string
@@ -79,11 +104,11 @@ func SweepPlots(scenario string, rows []sweep.Row) []SweepPlot {
 			k, n := plot.k(r)
 			s := &rp.Series[i]
 			if r.NoData() {
-				s.NoData = append(s.NoData, r.X()) // every trial unknown: no rate
+				s.NoData = append(s.NoData, at(r)) // every trial unknown: no rate
 				continue
 			}
 			lo, hi := sweep.Wilson(k, n)
-			s.X = append(s.X, r.X())
+			s.X = append(s.X, at(r))
 			s.Y = append(s.Y, 100*float64(k)/float64(max(n, 1)))
 			s.Low, s.High = append(s.Low, 100*lo), append(s.High, 100*hi)
 		}

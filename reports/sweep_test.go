@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,7 @@ func TestSweepPlots(t *testing.T) {
 	rows[0].Violated = 1
 	rows[1].Violated, rows[1].Damaged = 8, 6
 	rows[3].Unknown = 10
-	plots := SweepPlots("gen-pause", rows)
+	plots := SweepPlots("gen-pause", rows, XPlanned)
 	if len(plots) != 2 || plots[0].File != "damage" || plots[1].File != "violations" {
 		t.Fatalf("plots %+v", plots)
 	}
@@ -45,10 +46,20 @@ func TestSweepPlots(t *testing.T) {
 	if v := plots[1].Series[0]; v.Y[0] != 10 {
 		t.Errorf("violations of redis at 0.5 TTL: %v%%, want 10", v.Y[0])
 	}
+	// Against the sizes measured: redis at 2 TTLs struck 2.1, 2.3 and 2.2
+	// TTLs (median 2.2); at 0.5 none was measured, so it stays at 0.5.
+	nan := math.NaN()
+	for _, struck := range []float64{2.1, 2.3, 2.2} {
+		rows[1].Each = append(rows[1].Each, sweep.Trial{Measured: sweep.Measured{Planned: 2, Struck: struck, Lead: nan, Overrun: nan}})
+	}
+	measured := SweepPlots("gen-pause", rows, XMeasured)[0]
+	if x := measured.Series[0].X; len(x) != 2 || x[0] != 0.5 || math.Abs(x[1]-2.2) > 1e-9 || !strings.Contains(measured.XLabel, "as struck") {
+		t.Errorf("redis against the measured pause: x %v, label %q; want 0.5 and 2.2", x, measured.XLabel)
+	}
 
 	d := claimTemp(t)
 	dir := d.Path()
-	if err := WriteSweep(d, "gen-pause", rows); err != nil {
+	if err := WriteSweep(d, "gen-pause", rows, XPlanned); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"sweep.csv", "damage.png", "damage.svg", "violations.png", "violations.svg"} {

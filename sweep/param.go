@@ -35,6 +35,11 @@ func (k Key) Axis() string {
 	return k.Name + " / TTL"
 }
 
+// Measurable says the key sizes a fault whose size a trial measures as
+// it struck (runner.Struck), so that a plot can draw the rates against
+// the sizes measured (Row.Spread) rather than planned.
+func (k Key) Measurable() bool { return k.Fault != "" && !k.Rate() }
+
 // Keys lists the parameters a sweep can vary: every fault size the
 // registry lets a generator draw, then ttl and work.
 var Keys = keys()

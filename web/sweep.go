@@ -105,7 +105,7 @@ func (w *liveSweep) snapshot() *sweepSnapshot {
 		snap.Rows = append(snap.Rows, sweepRow{Lock: r.Lock, Value: r.Value.Format(r.Param), Trials: r.Trials, Unknown: r.Unknown, Damaged: r.Damaged, Violated: r.Violated})
 	}
 	if len(rows) > 0 {
-		for _, p := range reports.SweepPlots(w.preset.Scenario, rows) {
+		for _, p := range reports.SweepPlots(w.preset.Scenario, rows, reports.XPlanned) {
 			if svg, err := reports.RatePlotSVG(p.RatePlot); err == nil {
 				snap.Plots = append(snap.Plots, string(svg))
 			}
