@@ -43,7 +43,7 @@ func TestSweepShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(recs[0], ",") != strings.Join(sweep.Header, ",") {
+	if strings.Join(recs[0], ",") != strings.Join(append(sweep.Header, sweep.SpreadHeader...), ",") {
 		t.Fatalf("header %v", recs[0])
 	}
 	if len(recs) != 1+3*2 {

@@ -390,11 +390,12 @@ type Machine struct {
 	// stalled longer than the margin: the story may not have happened as
 	// timed (runner.Judge decides what that does to the verdict).
 	Stalled bool `json:"stalled,omitempty"`
-	// OffPlan says how a generator trial's fault struck off its planned
-	// size by more than the tolerance (runner.StruckTolerance), as "pause
-	// 0.80 TTL planned, 0.86 TTL struck"; empty when it struck as planned.
-	// Such a trial decides nothing about the planned size: no verdict,
-	// safe or not.
+	// OffPlan says how a generator trial's fault struck off its plan
+	// (runner.Struck.Off: where the aimed critical section was to end
+	// against its lease and where it did; a fault that never struck;
+	// another client's write past the margin); empty when it struck as
+	// planned. Such a trial decides nothing about the planned size: no
+	// verdict, safe or not.
 	OffPlan string `json:"off_plan,omitempty"`
 }
 

@@ -2,10 +2,11 @@
 // it was planned: a loaded machine sends a pause's SIGCONT late, runs the
 // paused client later still, and keeps a write waiting at its server, so
 // the critical section the fault aimed at lasts longer than planned. A
-// trial whose fault struck off its planned size by more than the
-// tolerance (StruckTolerance of the TTL), or in which another client's
-// write ran that much past its work, decides nothing about that size: its
-// verdict is withheld (history.Machine.OffPlan), whichever way it went.
+// trial whose section ended on the other side of its lease's end than
+// planned (Struck.Off), whose fault never struck, or in which another
+// client's write ran past its work by more than the margin, decides
+// nothing about the fault's size: its verdict is withheld
+// (history.Machine.OffPlan), whichever way it went.
 
 package runner
 
@@ -20,10 +21,11 @@ import (
 	"github.com/locksim/locksim/worker"
 )
 
-// StruckTolerance is how far, as a share of the TTL, a fault may strike
-// off its planned size before the trial's verdict is withheld; it is at
-// least StruckToleranceFloor, the timers' own accuracy on an idle
-// machine (toxiproxy's delays are whole milliseconds).
+// StruckTolerance is how near, as a share of the TTL, a critical section
+// may end to its lease's end before the measure cannot tell the side it
+// ended on (Struck.Off); it is at least StruckToleranceFloor, the timers'
+// own accuracy on an idle machine (toxiproxy's delays are whole
+// milliseconds).
 const (
 	StruckTolerance      = 0.05
 	StruckToleranceFloor = 2 * time.Millisecond
@@ -46,9 +48,8 @@ type Struck struct {
 	// SIGCONT sent late, a client run late, a write that waited for its
 	// server.
 	Size time.Duration
-	// Slack is how far Size may be off Want as the work's own spread
-	// (uniform work: half of Work), on top of the tolerance.
-	Slack time.Duration
+	// Work is the generator's mean work in a critical section.
+	Work time.Duration
 	// Signalled and Resumed are a client's pause from its SIGSTOP to its
 	// SIGCONT, and to when the client ran again (the end of its own stall
 	// report; the SIGCONT where none came). 0 for other faults.
@@ -79,22 +80,32 @@ func tolerance(ttl time.Duration) time.Duration {
 	return max(time.Duration(StruckTolerance*float64(ttl)), StruckToleranceFloor)
 }
 
-// Off says how the fault struck off its plan, in TTLs ("pause 0.80 TTL
-// planned, 0.86 TTL struck"; a critical section that had run long before
-// it struck), or "" when within the tolerance or not measured.
+// Off says how the fault struck off its plan, or "" when it did not in
+// a way that could decide the trial: the aimed critical section was
+// planned to end inside its lease or past it (its fault's Want plus the
+// work, from its grant), and it ended on the other side, or within the
+// tolerance of the lease's end where the plan was clear of it. A section
+// that ran long on either side of the end it was planned to reach (a
+// 3-TTL pause struck 3.1 TTL long; a 0.3-TTL pause after a slow read)
+// decides the same as planned. "" too when not measured.
 func (s Struck) Off(ttl time.Duration) string {
-	if s.Want == 0 || s.Size == 0 {
+	if s.Want == 0 || s.Size == 0 || !s.Overran {
 		return ""
 	}
 	tol := tolerance(ttl)
-	if s.Lead > tol {
-		return fmt.Sprintf("client %d's critical section had run %.2f TTL when its %s struck, planned at once (tolerance %.2f TTL)", s.Client, ttlOf(s.Lead, ttl), s.Fault, ttlOf(tol, ttl))
-	}
-	tol += s.Slack
-	if d := s.Size - s.Want; d <= tol && d >= -tol {
+	planned := s.Want + s.Work - ttl
+	near := func(d time.Duration) bool { return d < tol && d > -tol }
+	if (planned > 0) == (s.Overrun > 0) && (!near(s.Overrun) || near(planned)) {
 		return ""
 	}
-	return fmt.Sprintf("%s %.2f TTL planned, %.2f TTL struck (tolerance %.2f TTL)", s.Fault, ttlOf(s.Want, ttl), ttlOf(s.Size, ttl), ttlOf(tol, ttl))
+	side := func(d time.Duration) string {
+		if d > 0 {
+			return fmt.Sprintf("%.2f TTL past its lease", ttlOf(d, ttl))
+		}
+		return fmt.Sprintf("%.2f TTL inside its lease", ttlOf(-d, ttl))
+	}
+	return fmt.Sprintf("client %d's critical section was to end %s (%s %.2f TTL), and ended %s (%s %.2f TTL struck, %.2f TTL after its grant; tolerance %.2f TTL)",
+		s.Client, side(planned), s.Fault, ttlOf(s.Want, ttl), side(s.Overrun), s.Fault, ttlOf(s.Size, ttl), ttlOf(s.Lead, ttl), ttlOf(tol, ttl))
 }
 
 func ttlOf(d, ttl time.Duration) float64 { return float64(d) / float64(ttl) }
@@ -117,10 +128,10 @@ func workSpread(g scenarios.Generator) (spread time.Duration, ok bool) {
 // g is the trial's generator (its work between a write's read and its
 // write).
 func measure(struck []struckFault, events []history.Event, stalls map[int][]worker.Stall, g scenarios.Generator) []Struck {
-	spread, bounded := workSpread(g)
+	_, bounded := workSpread(g)
 	var out []Struck
 	for _, sf := range struck {
-		s := Struck{Planned: sf.p, At: sf.at, Slack: spread}
+		s := Struck{Planned: sf.p, At: sf.at, Work: g.Work.Duration}
 		gen := scenarios.Generator{Fault: sf.p.Fault}.Generated()
 		acquire, write, done := heldSection(events, sf.p.Client, sf.at)
 		if gen != nil && gen.Outlasts != nil && !gen.Whole && bounded && write != nil && done != nil {

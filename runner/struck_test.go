@@ -11,28 +11,29 @@ import (
 	"github.com/locksim/locksim/worker"
 )
 
-// TestStruckOff: a fault that struck within the tolerance (5% of the TTL,
-// at least 2ms) of its plan says nothing; one off by more says both sizes
-// in TTLs; an unmeasured one says nothing.
+// TestStruckOff: a fault whose critical section ended on the side of its
+// lease's end it was planned to (however long it ran) says nothing; one
+// that ended on the other side, or within the tolerance (5% of the TTL)
+// of the end where the plan was clear of it, says both; an unmeasured one
+// says nothing.
 func TestStruckOff(t *testing.T) {
 	ttl := 100 * time.Millisecond
+	ms := time.Millisecond
 	for _, c := range []struct {
-		want, size time.Duration
-		off        string
+		want, size, overrun time.Duration
+		off                 string
 	}{
-		{80 * time.Millisecond, 84 * time.Millisecond, ""},
-		{80 * time.Millisecond, 86 * time.Millisecond, "pause 0.80 TTL planned, 0.86 TTL struck (tolerance 0.05 TTL)"},
-		{80 * time.Millisecond, 74 * time.Millisecond, "pause 0.80 TTL planned, 0.74 TTL struck"},
-		{80 * time.Millisecond, 0, ""},
-		{0, 86 * time.Millisecond, ""},
+		{20 * ms, 31 * ms, -58 * ms, ""},                             // a 0.2-TTL pause after a slow read: still well inside
+		{300 * ms, 311 * ms, 213 * ms, ""},                           // a 3-TTL pause struck long: still well past
+		{51 * ms, 52 * ms, 35 * ms, "ended 0.35 TTL past its lease"}, // inside as planned, past as struck
+		{113 * ms, 113 * ms, -1 * ms, "ended 0.01 TTL inside its lease"},
+		{80 * ms, 90 * ms, 2 * ms, "was to end 0.18 TTL inside its lease"}, // too near the end to tell
+		{80 * ms, 0, 0, ""},
 	} {
-		s := Struck{Planned: Planned{Fault: "pause"}, Want: c.want, Size: c.size}
-		if got := s.Off(ttl); c.off == "" && got != "" || !strings.HasPrefix(got, c.off) {
-			t.Errorf("want %v, struck %v: %q, want %q", c.want, c.size, got, c.off)
+		s := Struck{Planned: Planned{Fault: "pause", Client: 1}, Want: c.want, Size: c.size, Work: 2 * ms, Overrun: c.overrun, Overran: c.size != 0}
+		if got := s.Off(ttl); c.off == "" && got != "" || !strings.Contains(got, c.off) {
+			t.Errorf("want %v, struck %v, overrun %v: %q, want %q", c.want, c.size, c.overrun, got, c.off)
 		}
-	}
-	if got := (Struck{Planned: Planned{Fault: "pause"}, Want: 20 * time.Millisecond, Size: 21900 * time.Microsecond}).Off(20 * time.Millisecond); got != "" {
-		t.Errorf("1.9ms off a 20ms TTL is within the 2ms floor: %q", got)
 	}
 }
 
