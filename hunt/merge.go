@@ -38,8 +38,8 @@ func Merge(shards []*Result, names []string, partial bool) (*Result, int, error)
 	}
 	n := split[0].N
 	_, missing, err := sweep.Gather(split, names)
-	if err == nil && !partial {
-		_, err = sweep.EachOnce(split, names, "directories")
+	if err == nil && len(missing) > 0 && !partial {
+		_, err = sweep.EachOnce(split, names, "directories") // says which is missing
 	}
 	if err != nil {
 		return nil, -1, err

@@ -303,7 +303,7 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 		tr.Machine.OffPlan = escaped(tr.Plan, tr.Struck)
 	}
 	if tr.Machine.OffPlan == "" {
-		tr.Machine.OffPlan = slowWrite(tr.Events, tr.Struck, g, ttl, margin)
+		tr.Machine.OffPlan = slowWrite(tr.Events, tr.Struck, g, margin)
 	}
 	var err error
 	if tr.Check, err = Verdict(r.sc, tr.Events, &tr.Machine, nil); err != nil {

@@ -64,6 +64,9 @@ type Struck struct {
 	// says it was measured (a held write and its acquire were seen).
 	Overrun time.Duration
 	Overran bool
+	// heldSeq and heldDone are the held write's invocation (its Seq) and
+	// completion time (0: none seen), for slowWrite.
+	heldSeq, heldDone int64
 }
 
 // struckFault is a fault the schedule injected, for measuring after the
@@ -74,8 +77,8 @@ type struckFault struct {
 	at    int64 // on the history clock
 }
 
-// tolerance is how far a fault or a write may run off its plan, for a
-// trial with leases of ttl.
+// tolerance is how near its lease's end a critical section may end
+// before Off cannot tell the side it ended on, for leases of ttl.
 func tolerance(ttl time.Duration) time.Duration {
 	return max(time.Duration(StruckTolerance*float64(ttl)), StruckToleranceFloor)
 }
@@ -134,6 +137,12 @@ func measure(struck []struckFault, events []history.Event, stalls map[int][]work
 		s := Struck{Planned: sf.p, At: sf.at, Work: g.Work.Duration}
 		gen := scenarios.Generator{Fault: sf.p.Fault}.Generated()
 		acquire, write, done := heldSection(events, sf.p.Client, sf.at)
+		if write != nil {
+			s.heldSeq = write.Seq
+		}
+		if done != nil {
+			s.heldDone = done.Time
+		}
 		if gen != nil && gen.Outlasts != nil && !gen.Whole && bounded && write != nil && done != nil {
 			s.Want = gen.Outlasts(sf.p.Size)
 			s.Size = time.Duration(done.Time-sf.at) - g.Work.Duration
@@ -219,12 +228,13 @@ func escaped(plan []Planned, struck []Struck) string {
 }
 
 // slowWrite says which write ran past its work by more than margin (the
-// timing guard's, as a stall of its client would be judged) while the struck faults had their effect (from the first
-// strike to the last held write's completion), other than the held
-// writes themselves (Struck measures those): a client kept waiting at
-// its server there can decide whether the aimed write is overtaken. ""
-// when none did, or when the work has no bound.
-func slowWrite(events []history.Event, struck []Struck, g scenarios.Generator, ttl, margin time.Duration) string {
+// timing guard's, as a stall of its client would be judged) while the
+// struck faults had their effect (from the first strike to the last held
+// write's completion), other than the held writes themselves (Struck
+// measures those): a client kept waiting at its server there can decide
+// whether the aimed write is overtaken. "" when none did, or when the
+// work has no bound.
+func slowWrite(events []history.Event, struck []Struck, g scenarios.Generator, margin time.Duration) string {
 	spread, bounded := workSpread(g)
 	if !bounded || len(struck) == 0 {
 		return ""
@@ -233,13 +243,10 @@ func slowWrite(events []history.Event, struck []Struck, g scenarios.Generator, t
 	held := map[int64]bool{} // the held writes, by their invocation's Seq
 	for _, s := range struck {
 		from = min(from, s.At)
-		_, write, done := heldSection(events, s.Client, s.At)
-		if write != nil {
-			held[write.Seq] = true
+		if s.heldSeq != 0 {
+			held[s.heldSeq] = true
 		}
-		if done != nil {
-			to = max(to, done.Time)
-		}
+		to = max(to, s.heldDone)
 	}
 	if to == 0 {
 		return ""

@@ -11,12 +11,10 @@ import (
 	"github.com/locksim/locksim/scenarios"
 )
 
-// BenchmarkSweep10x30 times a whole sweep of gen-pause on single Redis:
-// pause from 0.2 to 3 TTLs, 10 points x 30 trials, TTL 50ms, trials of at
-// least 60ms (longer when the pause needs it), servers and client processes
-// started once and reset between trials (target: 60 s or less). It reports
-// the seconds for the sweep and the milliseconds a trial.
-func BenchmarkSweep10x30(b *testing.B) {
+// genPauseSweep is the benchmarks' sweep: gen-pause, its pause from 0.2
+// to 3 TTLs.
+func genPauseSweep(b *testing.B) (*scenarios.Scenario, Param) {
+	b.Helper()
 	sc, err := scenarios.Find("gen-pause")
 	if err != nil {
 		b.Fatal(err)
@@ -25,6 +23,16 @@ func BenchmarkSweep10x30(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return sc, p
+}
+
+// BenchmarkSweep10x30 times a whole sweep of gen-pause on single Redis:
+// pause from 0.2 to 3 TTLs, 10 points x 30 trials, TTL 50ms, trials of at
+// least 60ms (longer when the pause needs it), servers and client processes
+// started once and reset between trials (target: 60 s or less). It reports
+// the seconds for the sweep and the milliseconds a trial.
+func BenchmarkSweep10x30(b *testing.B) {
+	sc, p := genPauseSweep(b)
 	var secs []float64
 	for b.Loop() {
 		start := time.Now()
@@ -51,14 +59,7 @@ func BenchmarkSweep10x30(b *testing.B) {
 // two counts' 95% Wilson intervals must overlap. It reports the unknown
 // trials of each and the trials that went the other way.
 func BenchmarkSweepIdleAgainstLoaded(b *testing.B) {
-	sc, err := scenarios.Find("gen-pause")
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := ParseParam("pause=0.2ttl..3ttl")
-	if err != nil {
-		b.Fatal(err)
-	}
+	sc, p := genPauseSweep(b)
 	play := func() []Row {
 		rows, err := Run(context.Background(), sc, Options{Param: &p, Points: 10, Trials: 30, Seed: 1})
 		if err != nil {
