@@ -192,12 +192,12 @@ type planned struct {
 
 // referenceOf is the story sc as the lock it is judged against plays it,
 // when --lock or --client-cmd puts a user's lock in the story: the lock
-// played stands in for scenarios.ReferenceLock(sc), played by the
-// harness's own worker. nil when the played lock is that reference
-// itself, when --expect says what to meet instead, or when the reference
-// cannot play the story (scenarios.NoReference).
+// played stands in for (scenarios.ReferenceFor), played by the harness's
+// own worker. nil when the played lock is that reference itself, when
+// --expect says what to meet instead, or when the reference cannot play
+// the story (scenarios.NoReference).
 func referenceOf(sc, played *scenarios.Scenario, o runOptions) (*scenarios.Scenario, error) {
-	lock := scenarios.ReferenceLock(sc)
+	lock := scenarios.ReferenceFor(sc, played.Lock, o.clientCmd != "")
 	if o.expect != "" || (o.lock == "" && o.clientCmd == "") || (o.clientCmd == "" && played.Lock == lock) ||
 		scenarios.NoReference(sc, lock) != "" {
 		return nil, nil

@@ -37,7 +37,7 @@ func init() {
 			}
 			return s, err
 		}})
-	Register(Spec{Name: "postgres-hashtext", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
+	Register(Spec{Name: "postgres-hashtext", Like: "postgres-session", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
 		Doc: "PostgreSQL session lock keyed by hashtext(name), a 32-bit hash: unrelated names can share one lock",
 		New: func(cfg Config) (Lock, error) {
 			s, err := NewPGSession(cfg)
@@ -46,7 +46,7 @@ func init() {
 			}
 			return s, err
 		}})
-	Register(Spec{Name: "postgres-pooled", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
+	Register(Spec{Name: "postgres-pooled", Like: "postgres-session", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
 		Doc: "PostgreSQL session lock through a pool: unlock lands on another connection and is ignored (leaks)",
 		New: func(cfg Config) (Lock, error) { return NewPGPooled(cfg) }})
 	Register(Spec{Name: "postgres-xact", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,

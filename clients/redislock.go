@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "redislock", Backend: RedisBackend,
+	Register(Spec{Name: "redislock", Like: "redis", Backend: RedisBackend,
 		Doc: "bsm/redislock on one Redis node (library defaults: no retry, random token)",
 		New: func(cfg Config) (Lock, error) { return NewRedislock(cfg) }})
 }

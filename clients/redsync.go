@@ -18,7 +18,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "redsync", Backend: RedisBackend, Nodes: 5,
+	Register(Spec{Name: "redsync", Like: "redlock", Backend: RedisBackend, Nodes: 5,
 		Doc: "go-redsync/redsync v4 (Redlock, library defaults, one try) over the scenario's Redis nodes",
 		New: func(cfg Config) (Lock, error) { return NewRedsync(cfg) }})
 }

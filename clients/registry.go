@@ -198,6 +198,12 @@ type Spec struct {
 	// it breaks: its reference, which a story of the mutant is played
 	// with when a user's lock replaces it (scenarios.ReferenceLock).
 	MutantOf string
+	// Like names the lock this one stands in for: a library's lock, or a
+	// variant, that does what Like does (redislock, like redis). It is
+	// judged against Like on every story it plays, whatever lock the
+	// story was told with (scenarios.ReferenceFor). Empty: it stands in
+	// for no other.
+	Like string
 }
 
 var registry = map[string]Spec{}

@@ -65,6 +65,11 @@ const (
 	// (a write step with a period). The checker counts them: two rows of
 	// one (job, period) are the job run twice.
 	OpJob = "job"
+	// OpHung is a Note of a client process, added by the harness: the
+	// client's operation in flight never returned within the story's
+	// bound (runner.HangBound), so the harness killed the client and
+	// ended the story there. Its Detail says which call and the bound.
+	OpHung = "hung"
 )
 
 // Reasons a lock, the storage or the worker gives for a refusal (a Fail
@@ -397,6 +402,12 @@ type Machine struct {
 	// planned. Such a trial decides nothing about the planned size: no
 	// verdict, safe or not.
 	OffPlan string `json:"off_plan,omitempty"`
+	// Missed says which overlap a scripted story told did not happen: a
+	// step told to complete while another client's operation was in
+	// flight completed after it (runner/overlap.go). A story with claims
+	// is judged by its claims; one without (a counterfactual) has nothing
+	// else to show its race ran.
+	Missed string `json:"missed,omitempty"`
 }
 
 // ClientStall is a span in which a client did not run.

@@ -255,14 +255,29 @@ func (h *hunter) stop(ctx context.Context, err error) (*Result, *Story, *Story, 
 }
 
 // play runs plan p once, as the story called name (candidate, found),
-// and says whether it ended unsafe.
+// and says whether it broke the lock (Played.Broke).
 func (h *hunter) play(ctx context.Context, p Plan, name string) (bool, Played, error) {
 	s, err := h.o.Space.build(p, h.meta(name, p), nil)
 	if err != nil {
 		return false, Played{}, fmt.Errorf("candidate %s: %w", describePlan(p, h.o.Space.TTL), err)
 	}
 	out, err := h.run(ctx, s)
-	return out.Verdict == checker.Unsafe, out, err
+	return out.Broke(), out, err
+}
+
+// Broke says whether the run broke the lock: unsafe, or a call that
+// never returned (leaked, with the harness's note of the hung call): a
+// finding a hunt shrinks as any other.
+func (p Played) Broke() bool {
+	if p.Verdict == checker.Unsafe {
+		return true
+	}
+	for _, e := range p.Events {
+		if e.Type == history.Note && e.Op == history.OpHung {
+			return true
+		}
+	}
+	return false
 }
 
 // harnessReplays bounds the replays of a story run that ended in a

@@ -136,7 +136,7 @@ func Plan(locks []string, list []*scenarios.Scenario, out string, program func(*
 				c.CFSkipped = unplayable
 			}
 			c.Played = v.Scenario
-			if ref := scenarios.ReferenceLock(sc); program != nil || (l != sc.Lock && l != ref) {
+			if ref := scenarios.ReferenceFor(sc, l, program != nil); program != nil || (l != sc.Lock && l != ref) {
 				if c.Ref, err = referenceOf(sc, ref); err != nil {
 					c.Played, c.NA = nil, err.Error()
 				}

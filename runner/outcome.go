@@ -82,6 +82,13 @@ type Reference struct {
 	// Worse says the judged lock ended worse than the reference
 	// (checker.Worse): unsafe or leaked where the reference did not.
 	Worse bool `json:"worse"`
+	// StoryLock is the lock the story was told with, when it is not the
+	// reference (a lock with a defence of its own, such as
+	// zookeeper-lock-delay, or a mutant), and StoryExpected the verdict
+	// the story tells it ends with: said beside the judgement, never
+	// judged against.
+	StoryLock     string `json:"story_lock,omitempty"`
+	StoryExpected string `json:"story_expected,omitempty"`
 	// Run is the reference's own run; nil in a run read back from
 	// result.json.
 	Run *Outcome `json:"-"`
@@ -90,6 +97,9 @@ type Reference struct {
 // newReference records rr, the reference's run of the story, for out.
 func newReference(out, rr *Outcome) *Reference {
 	r := &Reference{Lock: rr.Scenario.Lock, Run: rr}
+	if own := out.Scenario.OwnLock(); own != r.Lock && own != out.Scenario.Lock && out.Scenario.Expected != "" {
+		r.StoryLock, r.StoryExpected = own, out.Scenario.Expected
+	}
 	if rr.Interrupted == "" {
 		r.Verdict, r.Summary, r.Dir, r.Departed = rr.Check.Verdict, rr.Check.Summary, rr.Dir, rr.Departed
 		r.Worse = checker.Worse(out.Check.Verdict, rr.Check.Verdict)
@@ -133,6 +143,9 @@ func (r *Reference) Sentence(own *Outcome) string {
 	default:
 		fmt.Fprintf(&b, "lock %s did better than the reference %s: %s where it ended %s", lock, r.Lock, own.Check.Verdict, r.Verdict)
 	}
+	if r.StoryLock != "" {
+		b.WriteString(" (" + r.StoryNote() + ")")
+	}
 	if d, rd := own.Departed, r.Departed; d != nil && (rd == nil || rd.Step != d.Step || rd.Saw != d.Saw) {
 		fmt.Fprintf(&b, "; at step %d the story says %s: lock %s shows %s", d.Step, d.Claimed, lock, d.Saw)
 		if rd == nil || rd.Step != d.Step {
@@ -144,6 +157,16 @@ func (r *Reference) Sentence(own *Outcome) string {
 		fmt.Fprintf(&b, "; at step %d the story says %s: the reference %s shows %s, lock %s as told", rd.Step, rd.Claimed, r.Lock, rd.Saw, lock)
 	}
 	return b.String()
+}
+
+// StoryNote says how the story's own lock ends, when it is not the
+// reference: "the story's own lock, zookeeper-lock-delay, ends safe as
+// told"; empty when it is.
+func (r *Reference) StoryNote() string {
+	if r.StoryLock == "" {
+		return ""
+	}
+	return fmt.Sprintf("the story's own lock, %s, ends %s as told", r.StoryLock, r.StoryExpected)
 }
 
 // Counterfactual is a scenario's counterfactual run, as the run it

@@ -136,6 +136,14 @@ type run struct {
 	// claims are the story's statements still waiting for their
 	// operations (story.go).
 	claims []claim
+	// inFlight is, by client, the operation last sent and how long the
+	// story waits for its answer (hang.go).
+	inFlight map[int]inFlight
+	// hung is the call that never returned, once one has not (hang.go).
+	hung *hungCall
+	// overlaps are the windows the story tells operations to overlap in
+	// (overlap.go).
+	overlaps overlaps
 	// guard watches the harness's timing during the steps (guard.go):
 	// the worst stall, when, and the story's span on the record's clock.
 	guard              *guard
@@ -295,7 +303,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 		sc: sc, o: o, log: o.Log, dir: dir,
 		rec:     history.NewRecorder(history.Monotonic(), hf),
 		clients: map[int]*worker.Client{},
-		pending: map[int]<-chan error{},
+		pending: map[int]<-chan error{}, inFlight: map[int]inFlight{},
 		target:  newTarget(),
 	}
 	if r.log == nil {
@@ -325,6 +333,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	}
 	m := r.machine(stalls, r.sc.Margin.Duration, busy)
 	m.Stalled = stalled
+	m.Missed = r.overlaps.missed(sc, events)
 	out := &Outcome{
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Events: events, Duration: time.Since(started),
@@ -403,11 +412,15 @@ func (r *run) play(ctx context.Context) error {
 		if expectsSomething(st) && st.Do != "renewal" {
 			r.claims = append(r.claims, claim{index: i, st: st, from: r.rec.Now()})
 		}
+		r.overlaps.sending(i, st, r.rec.Now(), r.sc.Margin.Duration)
 		if st.Do == "renewal" {
 			if err := r.checkRenewal(i, st); err != nil {
 				return err
 			}
 		} else if err := r.step(ctx, st); err != nil {
+			if r.hung != nil {
+				return r.endHung(ctx, i)
+			}
 			return harness("%s:%d: step %d (%s): %v", r.sc.File, st.Line, r.sc.StepNumber(i), st.Describe(), err)
 		}
 		if err := r.settle(false); err != nil {
@@ -418,6 +431,9 @@ func (r *run) play(ctx context.Context) error {
 	// Collect what is still in flight, so every operation has completed.
 	for id := range r.pending {
 		if err := r.wait(ctx, id); err != nil {
+			if r.hung != nil {
+				return r.endHung(ctx, len(r.sc.Steps)-1)
+			}
 			return harness("client %d: %v", id, err)
 		}
 	}
@@ -641,6 +657,7 @@ func (r *run) client(ctx context.Context, st scenarios.Step, cmd worker.Command)
 	w := r.clients[st.Client]
 	started, done := w.Start(cmd)
 	r.pending[st.Client] = done
+	r.inFlight[st.Client] = inFlight{op: st.Do, bound: HangBound(cmd.TTL) + cmd.Wait + cmd.Work}
 	if st.Async {
 		// Go on once the client has begun (recorded its invocation), so
 		// that a fault in the next step hits the operation, not its start.
@@ -696,13 +713,14 @@ func (r *run) wait(ctx context.Context, client int) error {
 		return nil
 	}
 	delete(r.pending, client)
+	call := r.inFlight[client]
 	select {
 	case err := <-ch:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(StepTimeout):
-		return harness("client %d did not answer within %v: a lock client that never returns is a harness failure, not a verdict", client, StepTimeout)
+	case <-time.After(call.bound):
+		return r.hang(client, call)
 	}
 }
 
@@ -741,9 +759,10 @@ func (r *run) awaitCheck(ctx context.Context, c int) (stopped int64, err error) 
 	}
 }
 
-// StepTimeout bounds how long the runner waits for a client's reply: far
-// longer than any story's pauses and work, so only a client that hangs
-// reaches it.
+// StepTimeout bounds how long the runner waits for a client to report
+// its lease check (awaitCheck): far longer than any story's pauses and
+// work, so only a client that hangs reaches it. A call's answer is
+// bounded by HangBound.
 const StepTimeout = 2 * time.Minute
 
 // inject records and injects a fault; it is healed by healAll.

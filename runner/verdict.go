@@ -32,14 +32,26 @@ func Verdict(sc *scenarios.Scenario, events []history.Event, m *history.Machine,
 // timing took the checkers' verdict away: the result is then unknown,
 // saying why.
 //
+// A call that never returned within its bound (hang.go) makes the run
+// leaked, unless it was already unsafe.
+//
 // A scripted story gets no verdict when the machine stalled past its
 // margin and no step claims anything that would show the story happened
 // as timed, or when the machine was busy and a step did not happen as
-// told (the departure may be the machine's). A generator trial that found
+// told (the departure may be the machine's); and none when a step told to
+// happen while another client's operation was in flight ended after it
+// (Machine.Missed), in a story with no claims or one that departed: the
+// race it tells never ran. A generator trial that found
 // a violation gets none when the machine stalled past the trial's margin,
 // or when the lock broke only where no fault struck (unattributed); and
 // none, safe or not, when its fault struck off its planned size (OffPlan).
 func Judge(res checker.Result, sc *scenarios.Scenario, events []history.Event, m *history.Machine, departed *StoryError) (_ checker.Result, voided bool) {
+	if e, hung := hungIn(events); hung && res.Verdict != checker.Unsafe {
+		// Liveness: the lock kept a caller waiting past any fault.
+		res.Verdict = checker.Leaked
+		res.Summary = "leaked: " + e.Detail + " (the harness killed it and ended the story there)"
+		return res, false
+	}
 	if m == nil {
 		return res, false
 	}
@@ -56,20 +68,34 @@ func Judge(res checker.Result, sc *scenarios.Scenario, events []history.Event, m
 			why, _ = unattributed(events, res)
 		}
 	} else {
-		told := departed != nil && m.Busy != ""
-		if told || (m.Stalled && !hasClaims(sc)) {
-			why = m.Busy
-			if told {
+		claimless := !hasClaims(sc)
+		switch {
+		case m.Missed != "" && (claimless || departed != nil):
+			why = "its race did not run as timed: " + m.Missed
+			if m.Busy != "" {
+				why += "; the machine was busy: " + m.Busy
+			}
+			if departed != nil {
 				why += "; and the run did not go as told: " + departed.Error()
 			}
+			return unknown(res, "unknown: this story's timing did not hold: "+why), true
+		case departed != nil && m.Busy != "":
+			why = m.Busy + "; and the run did not go as told: " + departed.Error()
+		case m.Stalled && claimless:
+			why = m.Busy
 		}
 	}
 	if why == "" {
 		return res, false
 	}
+	return unknown(res, "unknown: the machine was too slow for this "+what+": "+why), true
+}
+
+// unknown is res without a verdict, saying why.
+func unknown(res checker.Result, why string) checker.Result {
 	res.Verdict = checker.Unknown
-	res.Summary = "unknown: the machine was too slow for this " + what + ": " + why + "; run it again on a quieter machine"
-	return res, true
+	res.Summary = why + "; run it again on a quieter machine"
+	return res
 }
 
 // Recheck checks the run's history again and decides its verdict as the

@@ -345,7 +345,7 @@ func (s *Scenario) Same(o *Scenario) bool { return reflect.DeepEqual(s.bare(), o
 // lines) or what Resolve builds from them (its counterfactual story).
 func (s *Scenario) bare() Scenario {
 	b := *s
-	b.File, b.lines, b.cf, b.resolved, b.settings = "", nil, nil, false, nil
+	b.File, b.lines, b.cf, b.resolved, b.settings, b.own = "", nil, nil, false, nil, ""
 	b.Steps = slices.Clone(s.Steps)
 	for i := range b.Steps {
 		b.Steps[i] = b.Steps[i].bare()

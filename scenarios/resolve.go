@@ -141,6 +141,9 @@ func (v *Variant) withLock(cp *Scenario, name string) (bool, error) {
 	if name == sc.Lock {
 		return false, nil
 	}
+	if cp.own == "" {
+		cp.own = sc.Lock
+	}
 	cp.Lock = name
 	cp.Title = fmt.Sprintf("%s (played with lock %s instead of %s)", sc.Title, name, sc.Lock)
 	cp.Nodes = LockNodes(sc, spec)

@@ -98,6 +98,9 @@ type Scenario struct {
 	resolved bool
 	// cf is the counterfactual story, built once by Resolve.
 	cf *Scenario
+	// own is the lock the story was told with, once Resolve has put
+	// another in it (OwnLock).
+	own string
 	// compared marks a comparison of locks (Changes.Compare).
 	compared bool
 	// settings are the fields of the file that set its servers (nil:

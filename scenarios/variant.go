@@ -103,15 +103,42 @@ func Select(all bool, targets []string) ([]*Scenario, error) {
 	return list, nil
 }
 
-// ReferenceLock is the lock a user's lock is judged against when it replaces
-// sc's own (sim run --lock, --client-cmd): the story's own lock, or, when
-// that is a mutant, the lock the mutant breaks (clients.Spec.MutantOf).
-// The reference plays sc as it is.
+// ReferenceLock is the story's reference: its own lock, or, when that is
+// a mutant, the lock the mutant breaks (clients.Spec.MutantOf). A lock
+// that stands in for no other is judged against it (ReferenceFor). The
+// reference plays sc as it is.
 func ReferenceLock(sc *Scenario) string {
 	if spec, err := clients.Lookup(sc.Lock); err == nil && spec.MutantOf != "" {
 		return spec.MutantOf
 	}
 	return sc.Lock
+}
+
+// OwnLock is the lock the story was told with: its Lock, unless a run
+// put another in it (Resolve with Changes.Lock). Its expected verdict is
+// that lock's.
+func (s *Scenario) OwnLock() string {
+	if s.own != "" {
+		return s.own
+	}
+	return s.Lock
+}
+
+// ReferenceFor is the lock a stand-in is judged against on sc: for a
+// client program (program), the lock it says it is like, which lock is;
+// for a registered lock other than the story's own, the lock it is like
+// (clients.Spec.Like), else ReferenceLock(sc). So a stand-in is never judged against a defence it
+// does not claim: Kazoo, like zookeeper, is judged against zookeeper on
+// zookeeper-lock-delay's story, not against the story's own lock with
+// its lock-delay.
+func ReferenceFor(sc *Scenario, lock string, program bool) string {
+	if program {
+		return lock
+	}
+	if spec, err := clients.Lookup(lock); err == nil && spec.Like != "" && lock != sc.Lock {
+		return spec.Like
+	}
+	return ReferenceLock(sc)
 }
 
 // NoReference says why locksim's lock lock cannot play sc as the

@@ -105,3 +105,36 @@ func TestWithLockArticle(t *testing.T) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 }
+
+// TestReferenceFor: a stand-in is judged against the lock it stands in
+// for, whatever lock the story was told with; a lock that stands in for
+// none is judged against the story's own (a mutant's original).
+func TestReferenceFor(t *testing.T) {
+	for _, c := range []struct {
+		story, lock string
+		program     bool
+		want, own   string
+	}{
+		{"zookeeper-lock-delay", "zookeeper", true, "zookeeper", "zookeeper-lock-delay"}, // Kazoo, like zookeeper
+		{"postgres-xact-idle-timeout", "postgres-hashtext", false, "postgres-session", "postgres-xact"},
+		{"redis-unsafe-release", "redislock", false, "redis", "redis-plain-del"},
+		{"redis-ttl-expiry", "redsync", false, "redlock", "redis"},
+		{"redis-unsafe-release", "redis", false, "redis", "redis-plain-del"},                      // the mutant's original
+		{"postgres-idle-timeout", "postgres-xact", false, "postgres-session", "postgres-session"}, // stands in for none
+	} {
+		sc, err := Find(c.story)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ReferenceFor(sc, c.lock, c.program); got != c.want {
+			t.Errorf("%s on %s: reference %s, want %s", c.lock, c.story, got, c.want)
+		}
+		v, err := WithLock(sc, c.lock)
+		if err != nil {
+			t.Fatalf("%s on %s: %v", c.lock, c.story, err)
+		}
+		if got := v.Scenario.OwnLock(); got != c.own {
+			t.Errorf("%s on %s: own lock %s, want %s", c.lock, c.story, got, c.own)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/scenarios"
+)
+
+// op is one operation's invocation and completion, at ms on the record.
+func op(seq *int, client int, name string, from, to int, typ history.Type) []history.Event {
+	*seq += 2
+	return []history.Event{
+		{Seq: int64(*seq - 1), Process: client, Op: name, Type: history.Invoke, Time: int64(from) * 1e6},
+		{Seq: int64(*seq), Process: client, Op: name, Type: typ, Time: int64(to) * 1e6},
+	}
+}
+
+// TestMissedOverlap: postgres-session's counterfactual tells client 2 to
+// try the lock and write while client 1 works for 500ms. Played on time
+// the window holds; with client 2's try-lock answered after 900ms (as
+// beside two busy loops), client 2's write begins after client 1's has
+// ended, the race never runs, and the run says so. A killed client's
+// window times nothing.
+func TestMissedOverlap(t *testing.T) {
+	story, err := scenarios.Find("postgres-session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := story.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	play := func(tryLock int, kill bool) string {
+		var o overlaps
+		var events []history.Event
+		seq := 0
+		steps := sc.Steps
+		for i, st := range steps {
+			now := int64(i) * 1e6 // each step sent 1ms after the last
+			if kill && st.Do == "wait" {
+				st = scenarios.Step{Do: "kill", Client: st.Client}
+			}
+			o.sending(i, st, now, 100*time.Millisecond)
+		}
+		events = append(events, op(&seq, 1, "acquire", 0, 1, history.Ok)...)
+		events = append(events, op(&seq, 1, "write", 1, 510, history.Ok)...)
+		events = append(events, op(&seq, 2, "acquire", 2, tryLock, history.Ok)...)
+		events = append(events, op(&seq, 2, "write", tryLock, tryLock+5, history.Ok)...)
+		return o.missed(sc, events)
+	}
+	if m := play(5, false); m != "" {
+		t.Errorf("on time: missed %q", m)
+	}
+	m := play(900, false)
+	if want := "step 4 (client 2's write) was told to happen during step 2 (client 1's write), but began at t=0.900s, after that ended at t=0.510s"; m != want {
+		t.Errorf("slow try-lock: missed %q, want %q", m, want)
+	}
+	if m := play(900, true); m != "" {
+		t.Errorf("client 1 killed: missed %q", m)
+	}
+
+	// Judged: the claimless counterfactual loses its verdict; the story
+	// with claims keeps its own, since its claims show what happened.
+	res, voided := Judge(checker.Result{Verdict: checker.Safe}, sc, nil, &history.Machine{Missed: m}, nil)
+	if !voided || res.Verdict != checker.Unknown || !strings.Contains(res.Summary, "its race did not run as timed: "+m) {
+		t.Errorf("counterfactual with a missed overlap: %s (voided %v) %q", res.Verdict, voided, res.Summary)
+	}
+	if res, voided := Judge(checker.Result{Verdict: checker.Safe}, story, nil, &history.Machine{Missed: m}, nil); voided || res.Verdict != checker.Safe {
+		t.Errorf("story with claims and a missed overlap: %s %q", res.Verdict, res.Summary)
+	}
+	if res, voided := Judge(checker.Result{Verdict: checker.Unsafe}, sc, nil, &history.Machine{}, nil); voided || res.Verdict != checker.Unsafe {
+		t.Errorf("counterfactual on time: %s %q", res.Verdict, res.Summary)
+	}
+}
+
+// TestOverlapTimedByAFault: etcd-pause's client 2 acquires while client 1's
+// 200ms write is held up by a pause, 3.55s of sleeps later. Its
+// counterfactual takes the pause away, so the write ends first, as it
+// must: that window was the pause's, not the work's, and times nothing.
+func TestOverlapTimedByAFault(t *testing.T) {
+	story, err := scenarios.Find("etcd-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := story.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o overlaps
+	for i, st := range sc.Steps {
+		o.sending(i, st, int64(i)*1e6, 100*time.Millisecond)
+	}
+	seq := 0
+	var events []history.Event
+	events = append(events, op(&seq, 1, "acquire", 0, 1, history.Ok)...)
+	events = append(events, op(&seq, 1, "write", 1, 210, history.Ok)...)
+	events = append(events, op(&seq, 2, "acquire", 3600, 3605, history.Ok)...)
+	events = append(events, op(&seq, 2, "write", 3605, 3610, history.Ok)...)
+	if m := o.missed(sc, events); m != "" {
+		t.Errorf("missed %q", m)
+	}
+}
+
+// TestOverlapOfARefusedWrite: a write refused at once (its lock lost
+// already) never works its 500ms: the steps after it beginning later is
+// the lock's doing, not the machine's, and times nothing.
+func TestOverlapOfARefusedWrite(t *testing.T) {
+	story, err := scenarios.Find("postgres-session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := story.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o overlaps
+	for i, st := range sc.Steps {
+		o.sending(i, st, int64(i)*1e6, 100*time.Millisecond)
+	}
+	seq := 0
+	var events []history.Event
+	events = append(events, op(&seq, 1, "acquire", 0, 1, history.Ok)...)
+	events = append(events, op(&seq, 1, "write", 1, 3, history.Fail)...)
+	events = append(events, op(&seq, 2, "acquire", 2, 900, history.Ok)...)
+	events = append(events, op(&seq, 2, "write", 900, 905, history.Ok)...)
+	if m := o.missed(sc, events); m != "" {
+		t.Errorf("missed %q", m)
+	}
+	events[3].Type, events[3].Time = history.Ok, 510*1e6 // worked its 500ms
+	if m := o.missed(sc, events); m == "" {
+		t.Errorf("a write that worked its 500ms: no miss")
+	}
+}
+
+// TestOverlapAfterAnUntimedStep: redlock-delay-during-acquire waits for
+// client 1's acquire, which a latency holds up for seconds, while client
+// 2's 1.5s write works; client 1's write after that wait is timed by the
+// latency, not by the script, and times nothing.
+func TestOverlapAfterAnUntimedStep(t *testing.T) {
+	sc, err := scenarios.Find("redlock-delay-during-acquire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o overlaps
+	for i, st := range sc.Steps {
+		o.sending(i, st, int64(i)*1e6, 100*time.Millisecond)
+	}
+	seq := 0
+	var events []history.Event
+	events = append(events, op(&seq, 1, "acquire", 1, 4900, history.Fail)...)
+	events = append(events, op(&seq, 2, "acquire", 1110, 1120, history.Ok)...)
+	events = append(events, op(&seq, 2, "write", 1120, 3030, history.Ok)...)
+	events = append(events, op(&seq, 1, "write", 4928, 4930, history.Fail)...)
+	if m := o.missed(sc, events); m != "" {
+		t.Errorf("missed %q", m)
+	}
+}
