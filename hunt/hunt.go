@@ -151,6 +151,9 @@ type hunter struct {
 	// baselineBroke: the last plan that broke the lock broke the
 	// baseline too.
 	baselineBroke bool
+	// brokeAs says how the last run that broke the lock broke it
+	// (Played.Broke): UNSAFE, or HUNG.
+	brokeAs string
 	// unbisected is the shrunk plan before its sizes were bisected.
 	unbisected Plan
 	// failedInRow counts the story runs in a row that ended in a harness
@@ -194,7 +197,7 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 		if err != nil {
 			return h.stop(ctx, err)
 		}
-		verdict := map[bool]string{true: "UNSAFE (2 of 3)", false: "no violation"}[fails]
+		verdict := map[bool]string{true: h.brokeAs + " (2 of 3)", false: "no violation"}[fails]
 		if h.baselineBroke {
 			verdict = "unsafe, and so is " + sp.Baseline + ": not counted"
 		}
@@ -262,6 +265,12 @@ func (h *hunter) play(ctx context.Context, p Plan, name string) (bool, Played, e
 		return false, Played{}, fmt.Errorf("candidate %s: %w", describePlan(p, h.o.Space.TTL), err)
 	}
 	out, err := h.run(ctx, s)
+	if out.Broke() {
+		h.brokeAs = "UNSAFE"
+		if out.Verdict != checker.Unsafe {
+			h.brokeAs = "HUNG (a call never returned)"
+		}
+	}
 	return out.Broke(), out, err
 }
 
