@@ -93,7 +93,7 @@ to FILE).`,
 	f.StringVar(&o.out, "out", "", "where the runs go (`DIR`; default runs/findings-<time>)")
 	f.StringVar(&o.examples, "examples", "examples", "the folder whose client programs are played (`DIR`)")
 	f.DurationVar(&o.huntBudget, "hunt-budget", 45*time.Second, "each hunt's search time (`D`; its shrinking comes after)")
-	f.IntVar(&o.huntRuns, "hunt-runs", 40, "each hunt's most candidates (`N`)")
+	f.IntVar(&o.huntRuns, "hunt-runs", hunt.DefaultRuns, "each hunt's most candidates (`N`)")
 	f.Int64Var(&o.seed, "seed", 1, "seed `S` of the hunts")
 	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the locks, into a --doc of its own (sim findings merge joins them); auto: the index from "+sweep.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sweep.EnvShardIndex+", both from 0")
 	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sweep.EnvShards+")")

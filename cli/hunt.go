@@ -155,7 +155,7 @@ func storageFor(p *scenarios.ClientProgram) (mode, why string) {
 // given: 500ms, or the lock's shortest lease when that is longer (etcd
 // grants none under 2s, and faults are sized relative to the lease).
 func defaultHuntTTL(lock string) time.Duration {
-	ttl := 500 * time.Millisecond
+	ttl := hunt.DefaultTTL
 	if spec, err := clients.Lookup(lock); err == nil && spec.MinTTL > ttl {
 		ttl = spec.MinTTL
 	}

@@ -146,8 +146,12 @@ func (c Config) Timeout() time.Duration {
 	if c.NodeTimeout > 0 {
 		return c.NodeTimeout
 	}
-	return 200 * time.Millisecond
+	return DefaultNodeTimeout
 }
+
+// DefaultNodeTimeout bounds each request to one node when the config
+// does not say (a scenario's node_timeout).
+const DefaultNodeTimeout = 200 * time.Millisecond
 
 // Constructor builds a lock from a config.
 type Constructor func(cfg Config) (Lock, error)

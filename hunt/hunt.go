@@ -161,15 +161,32 @@ type hunter struct {
 	failedInRow int
 }
 
+// DESIGN's rule for a finding: a plan breaks the lock when MustBreak of
+// Plays runs of it do (and, in the shrink, every one of Plays); the
+// final story is played Plays more times and reproduces when MustBreak do.
+const (
+	Plays     = 3
+	MustBreak = 2
+)
+
+// A hunt's defaults: the candidates it plays, the story runs its shrink
+// may take, and the lease its clients ask for (a lock with a longer
+// shortest lease asks for that).
+const (
+	DefaultRuns       = 40
+	DefaultShrinkRuns = 60
+	DefaultTTL        = 500 * time.Millisecond
+)
+
 // Run searches, and shrinks the first finding. It returns the result
 // and, when it found one, the final story (with its claims and
 // narration) and the original one.
 func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 	if o.Runs <= 0 {
-		o.Runs = 40
+		o.Runs = DefaultRuns
 	}
 	if o.ShrinkRuns <= 0 {
-		o.ShrinkRuns = 60
+		o.ShrinkRuns = DefaultShrinkRuns
 	}
 	if o.Of <= 0 {
 		o.Shard, o.Of = 1, 1
@@ -197,7 +214,7 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 		if err != nil {
 			return h.stop(ctx, err)
 		}
-		verdict := map[bool]string{true: h.brokeAs + " (2 of 3)", false: "no violation"}[fails]
+		verdict := map[bool]string{true: fmt.Sprintf("%s (%d of %d)", h.brokeAs, MustBreak, Plays), false: "no violation"}[fails]
 		if h.baselineBroke {
 			verdict = "unsafe, and so is " + sp.Baseline + ": not counted"
 		}
@@ -234,7 +251,7 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 		what string
 		p    Plan
 	}{{"the shrunk plan before its sizes were bisected", h.unbisected}, {"the plan as found", orig}} {
-		if h.res.Reproduced >= 2 || len(alt.p.Turns) == 0 {
+		if h.res.Reproduced >= MustBreak || len(alt.p.Turns) == 0 {
 			break
 		}
 		o.Say("the shrunk story reproduced %d of %d: trying %s", h.res.Reproduced, h.res.ReproducedOf, alt.what)
@@ -355,7 +372,7 @@ func (h *hunter) phaseName() Phase {
 func (h *hunter) fails(ctx context.Context, p Plan) (bool, error) {
 	h.baselineBroke = false
 	unsafe := 0
-	for run := 0; run < 3; run++ {
+	for run := 0; run < Plays; run++ {
 		bad, _, err := h.play(ctx, p, "candidate")
 		if err != nil {
 			return false, err
@@ -363,11 +380,11 @@ func (h *hunter) fails(ctx context.Context, p Plan) (bool, error) {
 		if bad {
 			unsafe++
 		}
-		if unsafe >= 2 || unsafe+(2-run) < 2 || (run == 0 && !bad) {
+		if unsafe >= MustBreak || unsafe+(Plays-1-run) < MustBreak || (run == 0 && !bad) {
 			break
 		}
 	}
-	if unsafe < 2 {
+	if unsafe < MustBreak {
 		return false, nil
 	}
 	return h.baselineSafe(ctx, p)
@@ -533,7 +550,7 @@ func (h *hunter) shrink(ctx context.Context, p Plan) (Plan, error) {
 // first that is not ends it), within the shrink's budget of story runs,
 // and leaves the baseline safe.
 func (h *hunter) failsEvery(ctx context.Context, p Plan, budget int) (bool, error) {
-	for run := 0; run < 3; run++ {
+	for run := 0; run < Plays; run++ {
 		if h.played >= budget {
 			return false, nil
 		}
@@ -643,7 +660,7 @@ func clonePlan(p Plan) Plan {
 // from the last unsafe run: its claims and narration.
 func (h *hunter) reproduce(ctx context.Context, p Plan) (*Story, error) {
 	var last *Played
-	for run := 0; run < 3; run++ {
+	for run := 0; run < Plays; run++ {
 		bad, out, err := h.play(ctx, p, "found")
 		if err != nil {
 			return nil, err

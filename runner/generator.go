@@ -159,7 +159,7 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 	tr := &Trial{Seed: seed, Plan: Schedule(g, len(r.clients), t.nodes, seed)}
 	// The trial's timing is watched as a story's is (guard.go): a
 	// violation on a machine that stalled past the margin is no verdict.
-	guard := startGuard(10 * time.Millisecond)
+	guard := startGuard(GuardTick)
 	// r.paused is kept: a client paused by the last trial may report its
 	// stall during this one (guard.go: clientStalls).
 	r.storyFrom, r.storyTo = rec.Now(), 0

@@ -47,6 +47,10 @@ type guard struct {
 	at    time.Duration // when, since the guard started
 }
 
+// GuardTick is how often the guard wakes to measure the harness's own
+// stalls, in a story and in a generator's trials.
+const GuardTick = 10 * time.Millisecond
+
 func startGuard(tick time.Duration) *guard {
 	g := &guard{stop: make(chan struct{}), done: make(chan struct{})}
 	start := history.Monotonic()

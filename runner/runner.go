@@ -382,7 +382,7 @@ func (r *run) play(ctx context.Context) error {
 		return err
 	}
 	// The story's timing is watched from its first step to its last.
-	r.guard, r.storyFrom = startGuard(10*time.Millisecond), r.rec.Now()
+	r.guard, r.storyFrom = startGuard(GuardTick), r.rec.Now()
 	r.cpuFrom, r.cpuKnown = cpuStall()
 	defer func() {
 		r.worst, r.worstAt = r.guard.Stop()

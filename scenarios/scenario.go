@@ -413,8 +413,8 @@ func ActionNames() []string {
 }
 
 // DefaultNodeTimeout bounds each request to one node when a scenario's
-// node_timeout does not say.
-const DefaultNodeTimeout = 200 * time.Millisecond
+// node_timeout does not say: the locks' own default.
+const DefaultNodeTimeout = clients.DefaultNodeTimeout
 
 // NodeName is the letter of the i-th node (0 -> A).
 func NodeName(i int) string { return backends.NodeName(i) }

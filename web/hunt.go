@@ -69,7 +69,7 @@ var huntPresets = []HuntPreset{{
 		"(the classic shapes of the literature first), plays each candidate until one breaks mutual exclusion " +
 		"in 2 of 3 runs, then shrinks it: faults dropped while it still fails, each trigger moved earlier, " +
 		"each size bisected. At the end, the story it found beside the one Kleppmann wrote by hand.",
-	Lock: "redlock", Storage: "none", TTL: 500 * time.Millisecond, Clients: 3, Seed: 1, Runs: 10,
+	Lock: "redlock", Storage: "none", TTL: hunt.DefaultTTL, Clients: 3, Seed: 1, Runs: 10,
 	ShrinkRuns: 40, Budget: 2 * time.Minute, Story: "redlock-clock-jump",
 }}
 
