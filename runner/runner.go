@@ -304,7 +304,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 		rec:     history.NewRecorder(history.Monotonic(), hf),
 		clients: map[int]*worker.Client{},
 		pending: map[int]<-chan error{}, inFlight: map[int]inFlight{},
-		target:  newTarget(),
+		target: newTarget(),
 	}
 	if r.log == nil {
 		r.log = io.Discard
