@@ -303,8 +303,9 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 		sc: sc, o: o, log: o.Log, dir: dir,
 		rec:     history.NewRecorder(history.Monotonic(), hf),
 		clients: map[int]*worker.Client{},
-		pending: map[int]<-chan error{}, inFlight: map[int]inFlight{},
-		target: newTarget(),
+		pending:  map[int]<-chan error{},
+		inFlight: map[int]inFlight{},
+		target:   newTarget(),
 	}
 	if r.log == nil {
 		r.log = io.Discard
