@@ -301,8 +301,8 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	defer hf.Close()
 	r := &run{
 		sc: sc, o: o, log: o.Log, dir: dir,
-		rec:     history.NewRecorder(history.Monotonic(), hf),
-		clients: map[int]*worker.Client{},
+		rec:      history.NewRecorder(history.Monotonic(), hf),
+		clients:  map[int]*worker.Client{},
 		pending:  map[int]<-chan error{},
 		inFlight: map[int]inFlight{},
 		target:   newTarget(),
