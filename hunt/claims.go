@@ -45,8 +45,8 @@ func claims(s *Story, events []history.Event, nodes int) []claim {
 	open := map[int]int{}
 	for i := range events {
 		e := &events[i]
-		if e.Process == 0 {
-			continue
+		if e.Process == 0 || e.Op == history.OpCrash {
+			continue // a crash (a kill) completes no operation: one it cut off stays open
 		}
 		switch e.Type {
 		case history.Invoke:

@@ -673,10 +673,12 @@ func (h *hunter) reproduce(ctx context.Context, p Plan) (*Story, error) {
 		}
 	}
 	var cl []claim
+	m := h.meta("found", p)
 	if last != nil { // the steps it played, paired with its history
 		cl = claims(last.Story, last.Events, h.o.Space.Nodes)
+		m.Expected = last.Verdict // leaked, for a call that never returned
 	}
-	return h.o.Space.build(p, h.meta("found", p), cl)
+	return h.o.Space.build(p, m, cl)
 }
 
 // meta is the found story's name, title and source line.

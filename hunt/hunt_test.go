@@ -613,3 +613,53 @@ func TestHarnessFailuresArePlayedAgain(t *testing.T) {
 		t.Errorf("a harness that never starts: %d runs, err %v", played, err)
 	}
 }
+
+// TestHungCallIsAFinding: a lock whose release never returns once its
+// holder is paused past 1.04 TTL (the harness's note of a hung call, the
+// run leaked) breaks the lock as an unsafe run does: the hunt finds it,
+// shrinks it to that pause, and the found story expects leaked. A leaked
+// run without the note (a lease left held) is no finding. The client
+// killed for the hang cuts its release off: no claim says how it ended.
+func TestHungCallIsAFinding(t *testing.T) {
+	sp, _ := NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second, 0)
+	for _, hang := range []bool{true, false} {
+		played := 0
+		breaks := oracle(&played)
+		play := func(ctx context.Context, s *Story) (Played, error) {
+			out, err := breaks(ctx, s)
+			if out.Verdict != checker.Unsafe {
+				return out, err
+			}
+			out = Played{Verdict: checker.Leaked, Summary: "leaked: client 1's release never returned within 31s"}
+			if hang {
+				out.Events = []history.Event{
+					{Process: 1, Type: history.Invoke, Op: history.OpAcquire}, {Process: 1, Type: history.Ok, Op: history.OpAcquire},
+					{Process: 1, Type: history.Invoke, Op: history.OpWrite}, {Process: 1, Type: history.Ok, Op: history.OpWrite, Read: history.Int64(0)},
+					{Process: 1, Type: history.Invoke, Op: history.OpRelease},
+					{Process: 1, Type: history.Note, Op: history.OpHung, Detail: "client 1's release never returned within 31s"},
+					{Process: 1, Type: history.Ok, Op: history.OpCrash}}
+			}
+			return out, err
+		}
+		res, story, _, err := Run(context.Background(), Options{Space: sp, Seed: 3, Runs: 20, Play: play})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hang {
+			if res.Found {
+				t.Errorf("a leak without a hung call was a finding")
+			}
+			continue
+		}
+		if !res.Found || story == nil || len(res.Final.Faults) != 1 || res.Final.Faults[0].Kind != "pause" {
+			t.Fatalf("found %v, final %+v", res.Found, res.Final)
+		}
+		yaml := string(story.YAML)
+		if !strings.Contains(yaml, "\nexpected: leaked\n") {
+			t.Errorf("found.yaml does not expect leaked:\n%s", yaml)
+		}
+		if strings.Contains(yaml, "Client 1 releases the lock: ok") {
+			t.Errorf("found.yaml claims the release that never returned ended ok:\n%s", yaml)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package hunt
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/nemesis"
 	"github.com/locksim/locksim/scenarios"
 )
@@ -28,6 +30,9 @@ type Story struct {
 // Meta is what a story's file says about where it came from.
 type Meta struct {
 	Name, Title, Source, Explain string
+	// Expected is the verdict the story ends with: unsafe, or leaked for
+	// a call that never returned ("": unsafe).
+	Expected string
 }
 
 // build makes plan p in space sp a scenario, built in Go and validated
@@ -41,7 +46,7 @@ type Meta struct {
 // TTL trap), and a lock without a TTL one client alone.
 func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	ttl := sp.TTL
-	sc := scenarios.Scenario{Name: m.Name, Title: m.Title, Source: m.Source, Explain: m.Explain, Expected: "unsafe",
+	sc := scenarios.Scenario{Name: m.Name, Title: m.Title, Source: m.Source, Explain: m.Explain, Expected: cmp.Or(m.Expected, checker.Unsafe),
 		Conditions: scenarios.Conditions{Lock: sp.Lock, TTL: dur(ttl), ClientCmd: sp.ClientCmd}}
 	writes := sp.Storage != "none"
 	if writes {
