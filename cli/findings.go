@@ -390,8 +390,10 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	return nil
 }
 
-// writeFindings writes the report's Markdown, HTML and JSON.
+// writeFindings writes the report's Markdown, HTML and JSON, every
+// subject's cells counted as notCounted says.
 func writeFindings(r *findings.Report, doc, base string, stdout io.Writer) error {
+	notCounted(r)
 	if err := writeOutFile("--doc", doc, r.Markdown()); err != nil {
 		return err
 	}
@@ -414,6 +416,26 @@ func writeFindings(r *findings.Report, doc, base string, stdout io.Writer) error
 	}
 	fmt.Fprintf(stdout, "written: %s, %s.html, %s.json\n", doc, base, base)
 	return nil
+}
+
+// notCounted keeps off the count a finding from a story whose fault is a
+// form no real machine has (scenarios.Scenario.Unrealistic): the cell
+// says so and why, in every subject, refreshed or not.
+func notCounted(r *findings.Report) {
+	for i := range r.Subjects {
+		for j := range r.Subjects[i].Cells {
+			c := &r.Subjects[i].Cells[j]
+			if c.Kind != matrix.KindFinding {
+				continue
+			}
+			if sc, err := scenarios.Find(c.Story); err == nil {
+				if why := sc.Unrealistic(); why != "" {
+					c.Kind = findings.KindUnrealistic
+					c.Text = "not counted: the story's fault is a form no machine has (" + why + "); " + c.Text
+				}
+			}
+		}
+	}
 }
 
 // replay is the command that plays cell c of subject s again.

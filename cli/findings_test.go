@@ -149,3 +149,26 @@ func TestFindingsMerge(t *testing.T) {
 		}
 	}
 }
+
+// TestNotCounted: on the page, a finding from a story whose fault no
+// machine has (a client's wall clock drifting alone) is not counted
+// against the library, and says why; a finding from a fault machines
+// have stays one.
+func TestNotCounted(t *testing.T) {
+	r := &findings.Report{Subjects: []findings.Subject{{Name: "node-redlock (redlock)", Cells: []findings.Cell{
+		{Story: "redlock-client-clock-slow", Kind: "finding", Text: "finding: lock redlock of the client program ended unsafe where the reference redlock ended safe"},
+		{Story: "redlock-pause-during-acquire", Kind: "finding", Text: "finding: ..."},
+	}}}}
+	notCounted(r)
+	notCounted(r) // written again: said once
+	s := r.Subjects[0]
+	if c := s.Cells[0]; c.Kind != findings.KindUnrealistic || strings.Count(c.Text, "not counted") != 1 || !strings.Contains(c.Text, "CLOCK_MONOTONIC") {
+		t.Errorf("the drift's cell: %s %q", c.Kind, c.Text)
+	}
+	if c := s.Cells[1]; c.Kind != "finding" {
+		t.Errorf("the pause's cell: %s %q", c.Kind, c.Text)
+	}
+	if m := s.Meaning(); !strings.Contains(m, "worse than the lock it stands in for on 1: redlock-pause-during-acquire.") || !strings.Contains(m, "redlock-client-clock-slow, whose fault is a form no machine has") {
+		t.Errorf("meaning: %s", m)
+	}
+}

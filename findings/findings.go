@@ -87,6 +87,11 @@ const (
 	kindDiffers = "differs"
 	kindMatch   = "match"
 	kindNA      = "na"
+	// KindUnrealistic is a cell that would be a finding, from a story
+	// whose fault is a form no real machine has
+	// (scenarios.Scenario.Unrealistic): it teaches, and is not counted
+	// against the library.
+	KindUnrealistic = "unrealistic"
 )
 
 // Count is how many of s's cells are of kind.
@@ -127,6 +132,10 @@ func (s Subject) Meaning() string {
 		fmt.Fprintf(&b, "Of %d stories played, every one ended as the story (or its reference) expects. ", played)
 	default:
 		fmt.Fprintf(&b, "Of %d stories played, none ended worse than the lock it stands in for. ", played)
+	}
+	if u := s.storiesOf(KindUnrealistic); len(u) > 0 {
+		fmt.Fprintf(&b, "It also ended worse on %s, whose fault is a form no machine has (a client's wall clock drifting while its monotonic clock does not): that teaches, and is not counted. ",
+			strings.Join(u, ", "))
 	}
 	if d := s.storiesOf(kindDiffers); len(d) > 0 {
 		fmt.Fprintf(&b, "Its own stories ended otherwise than they tell on %s. ", strings.Join(d, ", "))

@@ -56,7 +56,7 @@ func (r *Report) Markdown() []byte {
 }
 
 // marks are the Markdown's signs for a cell's kind, as sim matrix's.
-var marks = map[string]string{"match": "✅ ", "differs": "❌ ", "finding": "🔎 ", "story": "⚠️ ", "unknown": "❔ ", "error": "💥 ", "na": ""}
+var marks = map[string]string{"match": "✅ ", "differs": "❌ ", "finding": "🔎 ", "story": "⚠️ ", "unknown": "❔ ", "error": "💥 ", "na": "", KindUnrealistic: "🎓 "}
 
 // Word says a hunt's result in a few words, as the page's table and sim
 // findings' lines give it; detail adds what a finding was.

@@ -80,6 +80,13 @@ func init() {
 			return nil
 		},
 		New: func(p *ClockDriftParams) Fault { return &ClockDrift{Node: p.Node, Client: p.Client, Rate: p.Rate} },
+		Unrealistic: func(p *ClockDriftParams) string {
+			if p.Client == 0 {
+				return "" // a server that counts its TTLs by its wall clock (Redis) sees what a slow oscillator does
+			}
+			return fmt.Sprintf("it runs client %d's wall clock at x%g and leaves its CLOCK_MONOTONIC at real speed; "+
+				"a slow or fast oscillator, and NTP's slew (adjtime), move both (clock_gettime(2)); only a step moves the wall clock alone (clock-jump)", p.Client, p.Rate)
+		},
 		Draw: &Draw[ClockDriftParams]{
 			Generated: Generated{Drawn: Drawn{Name: "drift", Unit: UnitRate, Doc: "rate of the clock-drift fault (a number: 1.5 runs the clock 50% fast)",
 				What: "the clock drift", Range: [2]float64{1, 3}, Classic: 3},

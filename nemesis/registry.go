@@ -95,6 +95,12 @@ type Spec[P any] struct {
 	// primary): servers kept from one story to the next (runner.Kept)
 	// are started afresh after a story that injected it.
 	Lasting string
+	// Unrealistic, when set, says why a fault with these parameters is a
+	// form no real machine has ("" when one has it): a client's clock
+	// drift moves its wall clock alone, where a slow oscillator or NTP's
+	// slew moves its CLOCK_MONOTONIC too. A story may play it to teach a
+	// point; sim findings never counts it against a library.
+	Unrealistic func(p *P) string
 }
 
 // Draw says how a generator draws a kind: what it aims at and the one
@@ -131,6 +137,9 @@ type Kind struct {
 	Generate *Generated
 	// Lasting is the Spec's.
 	Lasting string
+	// Unrealistic is the Spec's, on what Params made (nil: every fault of
+	// the kind is one a machine has).
+	Unrealistic func(p any) string
 }
 
 // Unit is what a drawn parameter measures.
@@ -263,6 +272,9 @@ func Register[P any](s Spec[P]) {
 	}
 	if s.Heals != nil {
 		k.Heals = func(p any, f Fault) bool { return s.Heals(p.(*P), f) }
+	}
+	if s.Unrealistic != nil {
+		k.Unrealistic = func(p any) string { return s.Unrealistic(p.(*P)) }
 	}
 	if d := s.Draw; d != nil {
 		if s.New == nil || d.Params == nil {

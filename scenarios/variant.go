@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // Variant is a story as a run plays it: Resolve's result.
@@ -122,6 +123,21 @@ func (s *Scenario) OwnLock() string {
 		return s.own
 	}
 	return s.Lock
+}
+
+// Unrealistic says why one of the story's faults is a form no real
+// machine has (nemesis.Spec.Unrealistic), with its step: "" when every
+// fault is one a machine has. The story may teach with it; sim findings
+// does not count it against a library.
+func (s *Scenario) Unrealistic() string {
+	for i, st := range s.Steps {
+		if k, ok := nemesis.LookupKind(st.Do); ok && k.Unrealistic != nil && st.Params != nil {
+			if why := k.Unrealistic(st.Params); why != "" {
+				return fmt.Sprintf("step %d (%s): %s", s.StepNumber(i), st.Do, why)
+			}
+		}
+	}
+	return ""
 }
 
 // ReferenceFor is the lock a stand-in is judged against on sc: for a
