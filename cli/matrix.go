@@ -109,7 +109,7 @@ func checkMatrix(o *matrixOptions) ([]string, error) {
 			continue
 		}
 		if _, err := clients.Lookup(l); err != nil {
-			return nil, fmt.Errorf("--locks: unknown lock %q (known: %s)", l, strings.Join(clients.Names(), ", "))
+			return nil, fmt.Errorf("--locks: %w", err)
 		}
 		if !slices.Contains(locks, l) {
 			locks = append(locks, l)

@@ -132,7 +132,7 @@ func checkRun(o *runOptions) error {
 		return err
 	}
 	if _, err := clients.Lookup(o.lock); o.lock != "" && err != nil {
-		return fmt.Errorf("--lock: unknown lock %q (known: %s)", o.lock, strings.Join(clients.Names(), ", "))
+		return fmt.Errorf("--lock: %w", err)
 	}
 	switch {
 	case o.trials < 0 || o.trials > 100000:

@@ -224,7 +224,7 @@ func Register(s Spec) {
 func Lookup(name string) (Spec, error) {
 	s, ok := registry[name]
 	if !ok {
-		return Spec{}, fmt.Errorf("unknown lock %q (known: %v)", name, Names())
+		return Spec{}, fmt.Errorf("unknown lock %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
 	return s, nil
 }

@@ -553,7 +553,6 @@ func (z *ZooKeeper) Connect(ctx context.Context, sessionTimeout time.Duration) (
 // The modes a member's srvr reports.
 const (
 	ZooKeeperLeader     = "leader"
-	ZooKeeperFollower   = "follower"
 	ZooKeeperStandalone = "standalone"
 )
 

@@ -33,7 +33,7 @@ type Target struct {
 	// restart a server reach them as they reach a Redis node.
 	Servers map[string]Server
 	// Postgres is this run's PostgreSQL cluster, if it has one. Link
-	// faults (Partition, Latency, ConnReset) name a client's link to it as
+	// faults (Partition, Latency, ConnReset, ConnDrop) name a client's link to it as
 	// the node PGNode ("pg"), and its link to the protected storage as
 	// StorageNode ("storage"), so no node may be called either.
 	Postgres *env.Postgres

@@ -177,7 +177,8 @@ type Drawn struct {
 type Generated struct {
 	// Drawn is the parameter drawn.
 	Drawn
-	// OnNode: it hits a Redis node drawn at random (a clock fault); else
+	// OnNode: it hits one of the lock's nodes drawn at random (a clock
+	// fault, a crash); else
 	// the drawn client, at the start of its next critical section.
 	OnNode bool
 	// Whole: it strikes at the start of the trial and lasts it (a drift),

@@ -71,13 +71,10 @@ type Span struct {
 
 // Mark kinds.
 const (
-	MarkAcquire = "acquire"
-	MarkRelease = "release"
-	MarkExtend  = "extend"
-	MarkWrite   = "write"
-	MarkStore   = "store" // a write as the storage saw it
-	MarkCrash   = "crash"
-	MarkNote    = "note" // a client's own note (a watchdog's renewal)
+	MarkWrite = "write"
+	MarkStore = "store" // a write as the storage saw it
+	MarkCrash = "crash"
+	MarkNote  = "note" // a client's own note (a watchdog's renewal)
 )
 
 // Mark is one operation on a lane: from its invocation to its completion.

@@ -478,7 +478,7 @@ func (s *Scenario) validate() error {
 	}
 	spec, err := clients.Lookup(s.Lock)
 	if err != nil {
-		return s.errAt("lock", "unknown lock %q (known: %s)", s.Lock, strings.Join(clients.Names(), ", "))
+		return s.errAt("lock", "%v", err)
 	}
 	if s.backend() == nil {
 		return s.errAt("lock", "lock %s runs on backend %q, which package backends does not register", s.Lock, spec.Backend)
