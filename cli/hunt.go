@@ -260,44 +260,34 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	}
 	res, found, original, err := hunt.Run(ctx, ho)
 	closeServers() // the final story is replayed on servers of its own
-	if res != nil {
-		if werr := writeJSON(dir, "hunt.json", res); werr != nil {
-			return errors.Join(err, werr)
-		}
+	file, werr := hunt.WriteDir(dir, res, found, original)
+	if werr != nil {
+		return errors.Join(err, werr)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return interrupted("interrupted after %s; %s keeps what the hunt had", huntRuns(res), filepath.Join(o.out, "hunt.json"))
+			return interrupted("interrupted after %s; %s keeps what the hunt had", res.Runs(), filepath.Join(o.out, "hunt.json"))
 		}
 		return err
 	}
 	if !res.Found {
 		fmt.Fprintf(stdout, "nothing found: %s (%d classic shape(s), then swarm draws) of %s against %s (%s) in %.0fs; %s\n",
-			huntRuns(res), min(res.Shapes, res.Candidates), searched, o.lock, sp.CheckedWords(), res.Seconds, filepath.Join(o.out, "hunt.json"))
+			res.Runs(), min(res.Shapes, res.Candidates), searched, o.lock, sp.CheckedWords(), res.Seconds, filepath.Join(o.out, "hunt.json"))
 		return nil
-	}
-	for name, s := range map[string]*hunt.Story{"found.yaml": found, "original.yaml": original} {
-		if err := dir.WriteFile(name, s.YAML); err != nil {
-			return err
-		}
-	}
-	if err := dir.WriteFile("schema.json", scenarios.SchemaJSON); err != nil {
-		return err
 	}
 	// The final story, played as sim run plays any: its run directory
 	// with the counterfactual, report.html and its timeline.
-	file := filepath.Join(o.out, "found.yaml")
 	sc, err := scenarios.Find(file)
 	if err != nil {
 		return err
 	}
 	out, perr := reports.Play(ctx, sc, runner.Options{Out: filepath.Join(o.out, "run"), Seed: o.seed, Counterfactual: true, Host: o.backend})
 	fmt.Fprintf(stdout, "FOUND %s: %s\n", o.lock, res.Summary)
-	fmt.Fprintf(stdout, "  %s\n", huntFound(res))
-	if res.FellBack != "" {
-		fmt.Fprintf(stdout, "  the shrunk story did not reproduce in 2 of 3 runs: found.yaml is %s\n", res.FellBack)
+	fmt.Fprintf(stdout, "  %s\n", res.Counts())
+	if n := res.NotReproduced(); n != "" {
+		fmt.Fprintf(stdout, "  %s\n", n)
 	}
-	if res.Reproduced < 2 {
+	if res.Reproduced < hunt.MustBreak {
 		fmt.Fprintf(stdout, "  reproduced only %d of %d: a violation this machine's timing gives now and then, not every time\n", res.Reproduced, res.ReproducedOf)
 	}
 	for _, t := range res.Thresholds {
@@ -315,24 +305,6 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "  replayed: %s%s; %s\n", out.Check.Verdict, cf, filepath.Join(out.Dir, "report.html"))
 	}
 	return errMismatch // a finding, as --expect safe fails
-}
-
-// huntRuns says how many candidates a hunt played and the story runs
-// they took, in hunt.json's terms ("3 candidate(s) (5 run(s))").
-func huntRuns(res *hunt.Result) string {
-	s := fmt.Sprintf("%d candidate(s) (%d run(s))", res.Candidates, res.CandidateRuns)
-	if res.HarnessFailures > 0 {
-		s += fmt.Sprintf(", %d harness failure(s) played again", res.HarnessFailures)
-	}
-	return s
-}
-
-// huntFound is the line of counts under a finding, each of hunt.json's
-// counts of story runs by phase, and their sum.
-func huntFound(res *hunt.Result) string {
-	return fmt.Sprintf("after %s in %.0fs; shrunk from %d fault(s) to %d in %d run(s); reproduced %d of %d in %d run(s); %d story run(s) in all",
-		huntRuns(res), res.SecondsToFind, res.FaultsFound, res.FaultsFinal, res.ShrinkRuns, res.Reproduced, res.ReproducedOf,
-		res.ReproductionRuns, res.StoryRuns)
 }
 
 // writeJSON writes v, indented, to the file name in dir.
@@ -415,7 +387,7 @@ func cmdHuntMerge(dirs []string, out string, partial bool, stdout io.Writer) err
 		fmt.Fprintf(stdout, "partial: shard(s) %s missing, their candidates not searched\n", strings.Join(res.MissingShards, ", "))
 	}
 	if !res.Found {
-		fmt.Fprintf(stdout, "nothing found in %s: %s; %s\n", res.Shard, huntRuns(res), filepath.Join(out, "hunt.json"))
+		fmt.Fprintf(stdout, "nothing found in %s: %s; %s\n", res.Shard, res.Runs(), filepath.Join(out, "hunt.json"))
 		return nil
 	}
 	fmt.Fprintf(stdout, "FOUND %s in %s (shard directory %s): %s; %s\n", res.Lock, res.Shard, dirs[best], res.Summary, filepath.Join(out, "found.yaml"))

@@ -228,7 +228,7 @@ func TestHuntPrintsHuntJSONsCounts(t *testing.T) {
 	b, _ := json.Marshal(res)
 	var fields map[string]any
 	json.Unmarshal(b, &fields)
-	line := huntFound(res)
+	line := res.Counts()
 	m := regexp.MustCompile(`^after (\d+) candidate\(s\) \((\d+) run\(s\)\) in \d+s; shrunk from (\d+) fault\(s\) to (\d+) in (\d+) run\(s\); ` +
 		`reproduced (\d+) of (\d+) in (\d+) run\(s\); (\d+) story run\(s\) in all$`).FindStringSubmatch(line)
 	if m == nil {
@@ -240,8 +240,8 @@ func TestHuntPrintsHuntJSONsCounts(t *testing.T) {
 			t.Errorf("sim hunt prints %d for hunt.json's %s, %v: %q", n, k, fields[k], line)
 		}
 	}
-	if got, want := huntRuns(res), strconv.Itoa(res.Candidates)+" candidate(s) ("+strconv.Itoa(res.CandidateRuns)+" run(s))"; got != want {
-		t.Errorf("huntRuns: %q, want %q", got, want)
+	if got, want := res.Runs(), strconv.Itoa(res.Candidates)+" candidate(s) ("+strconv.Itoa(res.CandidateRuns)+" run(s))"; got != want {
+		t.Errorf("Runs: %q, want %q", got, want)
 	}
 }
 

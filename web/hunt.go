@@ -304,37 +304,26 @@ func (s *Server) playHunt(ctx context.Context, h *liveHunt, sp hunt.Space) (*hun
 	res, found, original, err := hunt.Run(ctx, hunt.Options{Space: sp, Runs: p.Runs, Budget: p.Budget, ShrinkRuns: p.ShrinkRuns,
 		Seed: p.Seed, Play: play, Say: h.say, Progress: h.progress})
 	closeServers() // the stories are replayed on servers of their own
-	if res != nil {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		if werr := d.WriteFile("hunt.json", append(b, '\n')); werr != nil && err == nil {
-			err = werr
-		}
+	file, werr := hunt.WriteDir(d, res, found, original)
+	if err == nil {
+		err = werr
 	}
 	if err != nil {
 		return nil, err
 	}
 	href := "/runs/" + h.dir + "/"
 	out := &huntResult{Found: res.Found, Links: []link{{"hunt.json", href + "hunt.json"}},
-		Counts: fmt.Sprintf("%d candidate(s) (%d run(s)); shrunk from %d fault(s) to %d in %d run(s); reproduced %d of %d; %d story runs in %.0f s",
-			res.Candidates, res.CandidateRuns, res.FaultsFound, res.FaultsFinal, res.ShrinkRuns, res.Reproduced, res.ReproducedOf, res.StoryRuns, res.Seconds)}
+		Counts: res.Counts()}
 	if !res.Found {
-		out.Summary = fmt.Sprintf("nothing found in %d candidate(s) (%d run(s))", res.Candidates, res.CandidateRuns)
+		out.Summary = "nothing found in " + res.Runs()
 		return out, nil
 	}
 	out.Summary, out.Notes = res.Summary, res.Thresholds
-	if res.FellBack != "" {
-		out.Notes = append(out.Notes, "the shrunk story did not reproduce in 2 of 3 runs: found.yaml is "+res.FellBack)
-	}
-	for name, st := range map[string]*hunt.Story{"found.yaml": found, "original.yaml": original} {
-		if err := d.WriteFile(name, st.YAML); err != nil {
-			return nil, err
-		}
-	}
-	if err := d.WriteFile("schema.json", scenarios.SchemaJSON); err != nil {
-		return nil, err
+	if n := res.NotReproduced(); n != "" {
+		out.Notes = append(out.Notes, n)
 	}
 	out.Links = append(out.Links, link{"found.yaml", href + "found.yaml"}, link{"original.yaml", href + "original.yaml"})
-	sc, err := scenarios.Find(filepath.Join(root, "found.yaml"))
+	sc, err := scenarios.Find(file)
 	if err != nil {
 		return nil, err
 	}
