@@ -41,14 +41,28 @@ const (
 	Unknown = "unknown"
 )
 
+// Rank orders the verdicts as Jepsen's compose does: proven findings
+// outrank a check that decided nothing, which outranks safe: unsafe 3,
+// leaked 2, unknown 1, safe (or anything else) 0.
+func Rank(v string) int {
+	switch v {
+	case Unsafe:
+		return 3
+	case Leaked:
+		return 2
+	case Unknown:
+		return 1
+	}
+	return 0
+}
+
 // Worse says whether verdict a is worse for the protected data than b:
-// unsafe is worse than leaked, leaked than safe. An unknown verdict is
-// worse than nothing and nothing is worse than it: it decides nothing.
+// unsafe is worse than leaked, leaked than safe (Rank). An unknown
+// verdict is worse than nothing and nothing is worse than it: it decides
+// nothing.
 func Worse(a, b string) bool {
-	rank := map[string]int{Safe: 0, Leaked: 1, Unsafe: 2}
-	ra, oka := rank[a]
-	rb, okb := rank[b]
-	return oka && okb && ra > rb
+	decided := func(v string) bool { return v == Safe || v == Leaked || v == Unsafe }
+	return decided(a) && decided(b) && Rank(a) > Rank(b)
 }
 
 // Result is what a check found.

@@ -443,7 +443,7 @@ func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 			fmt.Fprintf(log, "  trial %d: %s\n", i+1, p)
 		}
 		fmt.Fprintf(log, "  trial %d: %s (%d critical sections, %v)\n", i+1, tr.Check.Summary, tr.Check.Mutex.Holds, tr.Wall.Round(time.Millisecond))
-		if kept == nil || verdictRank(tr.Check.Verdict) > verdictRank(kept.Check.Verdict) {
+		if kept == nil || checker.Rank(tr.Check.Verdict) > checker.Rank(kept.Check.Verdict) {
 			kept = tr
 		}
 	}
@@ -463,18 +463,4 @@ func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 		Check: kept.Check, Events: kept.Events, Duration: time.Since(started),
 		Machine: &kept.Machine, Backend: t.r.host().Name, Images: t.r.images(),
 	}, nil
-}
-
-// verdictRank orders a trial's verdicts for the one a run keeps: proven
-// findings first, then a trial the machine was too slow for, then safe.
-func verdictRank(v string) int {
-	switch v {
-	case checker.Unsafe:
-		return 3
-	case checker.Leaked:
-		return 2
-	case checker.Unknown:
-		return 1
-	}
-	return 0
 }

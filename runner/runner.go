@@ -341,7 +341,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 		Machine: &m, Backend: r.host().Name, Images: r.images(), Departed: story, ClientCmd: r.clientCmd(),
 		ProgramLock: r.programLock,
 	}
-	res, err := checker.Check(events, checker.Options{MaxGap: r.sc.MaxGap.Duration})
+	res, err := checker.Check(events, CheckOptions(r.sc))
 	if err != nil {
 		return nil, harness("the history breaks the recording's rules: %v", err)
 	}

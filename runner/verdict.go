@@ -17,12 +17,17 @@ import (
 // Verdict checks a played story's history and decides its verdict
 // (Judge). An error is a history that breaks the recording's rules.
 func Verdict(sc *scenarios.Scenario, events []history.Event, m *history.Machine, departed *StoryError) (checker.Result, error) {
-	res, err := checker.Check(events, checker.Options{MaxGap: sc.MaxGap.Duration})
+	res, err := checker.Check(events, CheckOptions(sc))
 	if err != nil {
 		return res, err
 	}
 	res, _ = Judge(res, sc, events, m, departed)
 	return res, nil
+}
+
+// CheckOptions are the checkers' options for a story, live and offline.
+func CheckOptions(sc *scenarios.Scenario) checker.Options {
+	return checker.Options{MaxGap: sc.MaxGap.Duration}
 }
 
 // Judge decides a played story's verdict from what its checkers found in
