@@ -70,11 +70,14 @@ type Cell struct {
 
 // Hunt is what sim hunt found against the subject.
 type Hunt struct {
-	Command string  `json:"command"`
-	Found   bool    `json:"found"`
-	Summary string  `json:"summary,omitempty"`
-	Runs    int     `json:"runs"`
-	Seconds float64 `json:"seconds"`
+	Command string `json:"command"`
+	// Baseline is the lock a finding had to leave safe: the lock the
+	// subject stands in for ("" for a lock that stands in for none).
+	Baseline string  `json:"baseline,omitempty"`
+	Found    bool    `json:"found"`
+	Summary  string  `json:"summary,omitempty"`
+	Runs     int     `json:"runs"`
+	Seconds  float64 `json:"seconds"`
 	// Story is the shrunk story (found.yaml) when it found one; Error
 	// why the hunt could not run.
 	Story string `json:"story,omitempty"`
@@ -147,12 +150,12 @@ func (s Subject) Meaning() string {
 	case h == nil:
 	case h.Error != "":
 		fmt.Fprintf(&b, "The hunt could not run: %s.", h.Error)
-	case h.Found && s.Program != nil:
-		fmt.Fprintf(&b, "The hunt, with the lock it stands in for as its baseline, found a schedule on which it ends worse than that lock in %d candidate(s): %s.", h.Runs, h.Summary)
+	case h.Found && h.Baseline != "":
+		fmt.Fprintf(&b, "The hunt, with %s (the lock it stands in for) as its baseline, found a schedule on which it ends worse than that lock in %d candidate(s): %s.", h.Baseline, h.Runs, h.Summary)
 	case h.Found:
 		fmt.Fprintf(&b, "The hunt found a schedule that breaks it in %d candidate(s): %s.", h.Runs, h.Summary)
-	case s.Program != nil:
-		fmt.Fprintf(&b, "The hunt, with the lock it stands in for as its baseline, found no schedule on which it ends worse than that lock in %d candidate(s) (%.0f s).", h.Runs, h.Seconds)
+	case h.Baseline != "":
+		fmt.Fprintf(&b, "The hunt, with %s (the lock it stands in for) as its baseline, found no schedule on which it ends worse than that lock in %d candidate(s) (%.0f s).", h.Baseline, h.Runs, h.Seconds)
 	default:
 		fmt.Fprintf(&b, "The hunt found nothing in %d candidate(s) (%.0f s).", h.Runs, h.Seconds)
 	}
@@ -200,6 +203,11 @@ func Load(path string) (*Report, error) {
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil || r.WrittenBy != WrittenBy {
 		return nil, fmt.Errorf("%s: not a findings.json locksim wrote (expected \"written_by\": %q); name another --doc", path, WrittenBy)
+	}
+	for _, s := range r.Subjects { // written before hunts named their baseline
+		if h := s.Hunt; h != nil && h.Baseline == "" && s.Program != nil {
+			h.Baseline = s.Lock
+		}
 	}
 	return &r, nil
 }

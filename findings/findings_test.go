@@ -12,9 +12,9 @@ import (
 // finding; nothing claimed that the runs did not show.
 func TestMeaning(t *testing.T) {
 	worse := Subject{Name: "p", Program: []string{"p"}, Cells: []Cell{{Story: "a", Kind: "finding"}, {Story: "b", Kind: "match"}, {Story: "c", Kind: "na"}},
-		Hunt: &Hunt{Found: true, Runs: 3, Summary: "unsafe: lost update"}}
+		Hunt: &Hunt{Found: true, Runs: 3, Summary: "unsafe: lost update", Baseline: "redlock"}}
 	if m := worse.Meaning(); !strings.Contains(m, "Of 2 stories played, it ended worse than the lock it stands in for on 1: a.") ||
-		!strings.Contains(m, "1 story could not be played") || !strings.Contains(m, "with the lock it stands in for as its baseline, found a schedule on which it ends worse than that lock in 3 candidate(s): unsafe: lost update") {
+		!strings.Contains(m, "1 story could not be played") || !strings.Contains(m, "with redlock (the lock it stands in for) as its baseline, found a schedule on which it ends worse than that lock in 3 candidate(s): unsafe: lost update") {
 		t.Errorf("meaning %q", m)
 	}
 	fine := Subject{Name: "redis", Cells: []Cell{{Story: "a", Kind: "match"}}, Hunt: &Hunt{Runs: 9, Seconds: 40}}
@@ -80,5 +80,23 @@ func TestRendering(t *testing.T) {
 	}
 	if !strings.Contains(string(h), "a &lt;b&gt;") || !strings.Contains(string(h), `id="node-redlock-redlock"`) || !strings.Contains(string(h), `class="finding"`) {
 		t.Errorf("HTML:\n%s", h)
+	}
+}
+
+// TestHuntWord: a differential hunt's column says what it is worse than,
+// or that nothing was; a reference's hunt says found.
+func TestHuntWord(t *testing.T) {
+	for _, c := range []struct {
+		h    Hunt
+		want string
+	}{
+		{Hunt{Baseline: "redis", Runs: 40}, "nothing worse than redis in 40 candidates"},
+		{Hunt{Baseline: "redis", Runs: 4, Found: true}, "worse than redis (4 candidates)"},
+		{Hunt{Runs: 2, Found: true}, "found (2 candidates)"},
+		{Hunt{Runs: 40}, "nothing in 40 candidates"},
+	} {
+		if got := c.h.Word(false); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.h, got, c.want)
+		}
 	}
 }

@@ -9,16 +9,18 @@ import (
 
 // intro says what the page is and how it was made, for both renderings.
 const intro = `Each lock below plays every story of its servers, as ` + "`sim matrix`" + ` plays
-them. A lock that stands in for a story's own (another lock of the same
-servers, or a client program's lock) is judged against the lock it stands
-in for, played on the same story by locksim's own worker: **finding** when
-it ended unsafe or leaked where that lock did not. Then ` + "`sim hunt`" + `
-searches fault schedules against it, told nothing but its name (a client
-program is hunted with the lock it stands in for as its baseline, so that
-what the hunt finds is what the program does worse, not the TTL trap
-every lock without fencing shares), and the first schedule it finds is
-shrunk to a story. Every cell and every hunt gives the command that plays
-it again.`
+them. A lock that stands in for another (a library's lock, such as
+redislock for redis, or a client program's lock, by its ` + "`like`" + `) is judged
+against that lock, played on the same story by locksim's own worker,
+whatever lock the story was told with: **finding** when it ended unsafe or
+leaked where that lock did not. A story whose fault is a form no machine
+has (a client's wall clock drifting alone: docs/faults.md) teaches, and
+is **not counted**. Then ` + "`sim hunt`" + ` searches fault schedules against it,
+told nothing but its name; a lock that stands in for another is hunted
+with that lock as its baseline, so that what the hunt finds is what it
+does worse, not the TTL trap every lock without fencing shares. The first
+schedule it finds is shrunk to a story. Every cell and every hunt gives
+the command that plays it again.`
 
 // Markdown is the report as docs/findings.md.
 func (r *Report) Markdown() []byte {
@@ -66,10 +68,16 @@ func (h *Hunt) Word(detail bool) string {
 		return "not run"
 	case h.Error != "":
 		return "could not run"
+	case h.Found && h.Baseline != "" && detail:
+		return fmt.Sprintf("worse than %s in %d candidates: %s", h.Baseline, h.Runs, h.Summary)
+	case h.Found && h.Baseline != "":
+		return fmt.Sprintf("worse than %s (%d candidates)", h.Baseline, h.Runs)
 	case h.Found && detail:
 		return fmt.Sprintf("found in %d candidates: %s", h.Runs, h.Summary)
 	case h.Found:
 		return fmt.Sprintf("found (%d candidates)", h.Runs)
+	case h.Baseline != "":
+		return fmt.Sprintf("nothing worse than %s in %d candidates", h.Baseline, h.Runs)
 	}
 	return fmt.Sprintf("nothing in %d candidates", h.Runs)
 }
