@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -144,20 +143,11 @@ func StartPgbouncer(ctx context.Context, pg *Postgres, dir string, o PgbouncerOp
 		return b, err
 	}
 
-	// A free port can be taken by someone else before pgbouncer binds
-	// it: try a few.
-	for attempt := 0; ; attempt++ {
-		if b.port, err = freePort(); err != nil {
-			return b, err
-		}
-		err = b.start(ctx, bin, pg, cred)
-		if err == nil {
-			return b, nil
-		}
-		if attempt >= 2 || ctx.Err() != nil || !strings.Contains(err.Error(), "Address already in use") {
-			return b, err
-		}
-	}
+	err = onFreePort(ctx, func(port int) error {
+		b.port = port
+		return clash(b.start(ctx, bin, pg, cred), "Address already in use")
+	})
+	return b, err
 }
 
 // writeOwned writes a file that the user cred names (nil: this process's

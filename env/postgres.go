@@ -200,20 +200,11 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (pg *Post
 		return pg, fmt.Errorf("copy the initdb template: %v\n%s", err, lastLines(out, 5))
 	}
 
-	// A free port can be taken by someone else before postgres binds it:
-	// try a few.
-	for attempt := 0; ; attempt++ {
-		if pg.port, err = freePort(); err != nil {
-			return pg, err
-		}
-		err = pg.start(ctx, cred)
-		if err == nil {
-			return pg, nil
-		}
-		if attempt >= 2 || ctx.Err() != nil || !strings.Contains(err.Error(), "could not bind") {
-			return pg, err
-		}
-	}
+	err = onFreePort(ctx, func(port int) error {
+		pg.port = port
+		return clash(pg.start(ctx, cred), "could not bind")
+	})
+	return pg, err
 }
 
 // fastTempDir is TempDir on /dev/shm (tmpfs) when there is one with
@@ -346,28 +337,27 @@ func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
 func startPostgresContainer(ctx context.Context, o PostgresOptions) (pg *Postgres, err error) {
 	pg = &Postgres{opts: o}
 	const data = "/tmp/locksim-pgdata"
-	for attempt := 0; ; attempt++ {
-		if pg.port, err = freePort(); err != nil {
-			return nil, err
-		}
+	err = onFreePort(ctx, func(port int) error {
+		pg.port = port
 		script := "set -e; [ -f " + data + "/PG_VERSION ] || initdb -D " + data +
 			" -U postgres --auth=trust -E UTF8 --no-sync >/dev/null; exec postgres -D " + data + " -k /tmp " +
 			strings.Join(pg.settings(), " ")
 		c, err := startContainer(ctx, containerSpec{What: "postgres", Image: o.Image, User: "postgres",
 			Argv: []string{"sh", "-c", script}, Env: pgEnv()[1:]}) // the image's own PATH
 		if err != nil {
-			return nil, err
+			return err
 		}
 		pg.proc = c
-		err = pg.waitReady(ctx, func() string { return c.Logs(15) })
-		if err == nil {
-			return pg, nil
+		if err := pg.waitReady(ctx, func() string { return c.Logs(15) }); err != nil {
+			c.Kill()
+			return clash(fmt.Errorf("%w (image %s)", err, o.Image), "could not bind")
 		}
-		c.Kill()
-		if attempt >= 2 || ctx.Err() != nil || !strings.Contains(err.Error(), "could not bind") {
-			return nil, fmt.Errorf("%w (image %s)", err, o.Image)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return pg, nil
 }
 
 // Image is the container image the server runs in ("" for a local process).

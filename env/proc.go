@@ -6,7 +6,6 @@ package env
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -143,17 +142,6 @@ var (
 	dirsMu sync.Mutex
 	dirs   = map[string]struct{}{}
 )
-
-// freePort asks the kernel for a free port on 127.0.0.1. Another process
-// may take it before the server binds it; callers retry on that.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // TempDir makes a temp dir that Cleanup removes on exit, named with this
 // process as its owner so that a later start reaps it if this process is

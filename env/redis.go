@@ -139,25 +139,16 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	shimLib, _ := clockshim.Library() // Env found it
 	r := &Redis{Name: o.Name, Dir: dir, Clock: clock, opts: o, shimEnv: shimEnv, shimLib: shimLib,
 		serverProc: serverProc{what: "redis " + o.Name}}
-	for attempt := 0; ; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			clock.Close()
-			return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
-		}
+	err = onFreePort(ctx, func(port int) error {
 		r.Port, r.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		err = r.start(ctx)
-		if err == nil {
-			return r, nil
-		}
-		if !errors.Is(err, errRedisPortInUse) || attempt >= 4 {
-			clock.Close()
-			return nil, err
-		}
+		return r.start(ctx)
+	})
+	if err != nil {
+		clock.Close()
+		return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
 	}
+	return r, nil
 }
-
-var errRedisPortInUse = errors.New("port in use")
 
 // LogPath is the server's log file.
 func (r *Redis) LogPath() string { return filepath.Join(r.Dir, "redis.log") }
@@ -231,7 +222,7 @@ func (r *Redis) start(ctx context.Context) error {
 		newLog := redisTailFrom(r.LogPath(), logStart)
 		e := fmt.Errorf("start redis %s on %s: %w\n%s", r.Name, r.Addr, err, r.tails())
 		if strings.Contains(newLog, "Address already in use") {
-			return errors.Join(errRedisPortInUse, e)
+			return errors.Join(errPortInUse, e)
 		}
 		return e
 	}
@@ -376,7 +367,7 @@ func (r *Redis) Restart(ctx context.Context) error {
 	r.Crash()
 	var err error
 	for attempt := 0; attempt < 10; attempt++ {
-		if err = r.start(ctx); err == nil || !errors.Is(err, errRedisPortInUse) {
+		if err = r.start(ctx); err == nil || !errors.Is(err, errPortInUse) {
 			return err
 		}
 		select {

@@ -196,21 +196,15 @@ func StartSentinel(ctx context.Context, o SentinelOptions) (_ *Sentinel, err err
 		}
 		n := &SentinelNode{Name: name, Dir: dir, image: o.Image, serverProc: serverProc{what: "sentinel " + name}}
 		s.Nodes = append(s.Nodes, n)
-		for attempt := 0; ; attempt++ {
-			if n.Port, err = freePort(); err != nil {
-				return nil, fmt.Errorf("start sentinel %s: %w", name, err)
-			}
-			n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Port))
+		err = onFreePort(ctx, func(port int) error {
+			n.Port, n.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 			if err := os.WriteFile(n.confPath(), []byte(s.config(n)), 0o644); err != nil {
-				return nil, fmt.Errorf("start sentinel %s: %w", name, err)
+				return err
 			}
-			err = n.start(ctx, bin)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, errRedisPortInUse) || attempt >= 4 {
-				return nil, err
-			}
+			return n.start(ctx, bin)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start sentinel %s: %w", name, err)
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, SentinelStartTimeout)
@@ -290,7 +284,7 @@ func (n *SentinelNode) start(ctx context.Context, bin string) error {
 		newLog := redisTailFrom(n.LogPath(), logStart)
 		e := fmt.Errorf("start sentinel %s on %s: %w\n%s", n.Name, n.Addr, err, n.tail())
 		if strings.Contains(newLog, "Address already in use") {
-			return errors.Join(errRedisPortInUse, e)
+			return errors.Join(errPortInUse, e)
 		}
 		return e
 	}

@@ -246,19 +246,17 @@ func StartZooKeeper(ctx context.Context, o ZooKeeperOptions) (*ZooKeeper, error)
 		return nil, errors.New("start zookeeper: the clock shim test runs local members only")
 	}
 	// Another process may take a port between freePorts and the JVM's
-	// bind: start again on new ports, a few times.
-	for attempt := 0; ; attempt++ {
-		z, err := startZooKeeper(ctx, o, java, cp)
-		if err == nil {
-			return z, nil
-		}
-		if attempt >= 2 || ctx.Err() != nil || !errors.Is(err, errZooKeeperPortInUse) {
-			return nil, err
-		}
+	// bind: start again on new ports (retryClash).
+	var z *ZooKeeper
+	err := retryClash(ctx, func() (err error) {
+		z, err = startZooKeeper(ctx, o, java, cp)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return z, nil
 }
-
-var errZooKeeperPortInUse = errors.New("port in use")
 
 func startZooKeeper(ctx context.Context, o ZooKeeperOptions, java, cp string) (_ *ZooKeeper, err error) {
 	dir, err := fastTempDir("locksim-zookeeper-")
@@ -329,27 +327,12 @@ func startZooKeeper(ctx context.Context, o ZooKeeperOptions, java, cp string) (_
 	if err := z.waitServing(wctx, z.Members, true); err != nil {
 		for _, m := range z.Members {
 			if strings.Contains(m.tail(), "Address already in use") {
-				return nil, errors.Join(errZooKeeperPortInUse, err)
+				return nil, errors.Join(errPortInUse, err)
 			}
 		}
 		return nil, err
 	}
 	return z, nil
-}
-
-// freePorts asks the kernel for n distinct free ports on 127.0.0.1,
-// holding each until all are found.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // config is member m's zoo.cfg. Every port binds 127.0.0.1 only: the
