@@ -62,6 +62,7 @@ package env
 // clock through the vDSO, out of the shim's reach).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -326,7 +327,7 @@ func startZooKeeper(ctx context.Context, o ZooKeeperOptions, java, cp string) (_
 	defer cancel()
 	if err := z.waitServing(wctx, z.Members, true); err != nil {
 		for _, m := range z.Members {
-			if strings.Contains(m.tail(), "Address already in use") {
+			if m.lostPort() {
 				return nil, errors.Join(errPortInUse, err)
 			}
 		}
@@ -598,6 +599,18 @@ func (z *ZooKeeper) waitServing(ctx context.Context, ms []*ZooKeeperMember, lead
 }
 
 // tail is the last lines of the member's log and stderr, for errors.
+// lostPort says whether the member's logs say another process had its
+// port: the JVM's BindException, whose message comes above a stack trace
+// longer than tail's lines.
+func (m *ZooKeeperMember) lostPort() bool {
+	for _, name := range []string{zkLogName, zkStderrName} {
+		if data, _ := os.ReadFile(filepath.Join(m.Dir, name)); bytes.Contains(data, []byte("Address already in use")) {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *ZooKeeperMember) tail() string {
 	var b strings.Builder
 	for _, name := range []string{zkLogName, zkStderrName} {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/nemesis"
 	"github.com/locksim/locksim/scenarios"
 )
 
@@ -22,6 +23,11 @@ import (
 type window struct {
 	async   claim
 	elapsed time.Duration // the sleeps the script has played since async
+	// lasts is how long the operation is told to take: its work, and
+	// each timed pause of its client the story strikes while it works
+	// (fenced-pause's client 2 writes while client 1's 200ms write is
+	// paused for 2s).
+	lasts   time.Duration
 	members []claim
 	// untimed: a step since async took as long as a lock or a fault
 	// made it (a wait for another client, an acquire that waits), so
@@ -56,22 +62,40 @@ func (o *overlaps) sending(i int, st scenarios.Step, now int64, margin time.Dura
 		return
 	case "acquire", "release", "extend", "write":
 	default:
+		if k, ok := nemesis.LookupKind(st.Do); ok && k.New != nil && st.Params != nil {
+			o.struck(k.New(st.Params).Fields())
+		}
 		return
 	}
 	o.close(st.Client) // a new command waits for the client's last one
 	c := claim{index: i, st: st, from: now}
 	if st.Async {
-		o.open[st.Client] = &window{async: c}
+		o.open[st.Client] = &window{async: c, lasts: st.Work.Duration}
 		return
 	}
 	for _, w := range o.open {
-		if !w.untimed && w.elapsed+margin < w.async.st.Work.Duration {
+		if !w.untimed && w.elapsed+margin < w.lasts {
 			w.members = append(w.members, c)
 		}
 	}
 	if st.Wait.Duration > 0 {
 		o.untime()
 	}
+}
+
+// struck notes a fault the story strikes: a pause of a window's client
+// makes its operation last as long again (untimed when the pause lasts
+// until a resume).
+func (o *overlaps) struck(f history.FaultFields) {
+	w, ok := o.open[f.Client]
+	if !ok || f.Effect != history.EffectPause || f.Node != "" {
+		return
+	}
+	if f.Lasts <= 0 {
+		w.untimed = true
+		return
+	}
+	w.lasts += time.Duration(f.Lasts)
 }
 
 // untime marks every open window untimed from here on.

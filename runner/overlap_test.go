@@ -159,3 +159,39 @@ func TestOverlapAfterAnUntimedStep(t *testing.T) {
 		t.Errorf("missed %q", m)
 	}
 }
+
+// TestOverlapOfAPausedWrite: fenced-pause pauses client 1 for 2s in its
+// 200ms write, and client 2 acquires and writes 1.35s in, while it
+// sleeps. Beside two busy loops, client 2's acquire was answered only
+// after client 1 had woken and written: client 2's write began after
+// client 1's ended, and the counterfactual (plain storage) had no lost
+// update to show. The pause is part of the window.
+func TestOverlapOfAPausedWrite(t *testing.T) {
+	story, err := scenarios.Find("fenced-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := story.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	play := func(acquired int) string {
+		var o overlaps
+		for i, st := range sc.Steps {
+			o.sending(i, st, int64(i)*1e6, 100*time.Millisecond)
+		}
+		seq := 0
+		var events []history.Event
+		events = append(events, op(&seq, 1, "acquire", 0, 1, history.Ok)...)
+		events = append(events, op(&seq, 1, "write", 1, 2210, history.Ok)...)
+		events = append(events, op(&seq, 2, "acquire", 1360, acquired, history.Ok)...)
+		events = append(events, op(&seq, 2, "write", acquired, acquired+5, history.Ok)...)
+		return o.missed(sc, events)
+	}
+	if m := play(1370); m != "" {
+		t.Errorf("on time: missed %q", m)
+	}
+	if m := play(2300); !strings.Contains(m, "client 2's write) was told to happen during step 2 (client 1's write), but began at t=2.300s") {
+		t.Errorf("a slow acquire: missed %q", m)
+	}
+}
