@@ -13,13 +13,15 @@ import (
 )
 
 // window is an operation a story sends without waiting (async) and the
-// other clients' operations it tells to begin while that one works: the
+// other clients' operations it tells to begin while that one lasts: the
 // steps, up to the client's wait, its next command or its kill, that the
-// script reaches (by its sleeps) within the operation's own work, less the
-// margin, before any step whose length a lock or a fault decides (a wait
-// for another client, an acquire that waits). A step the script reaches only later, or only because a fault
-// holds the operation up (etcd-pause's client 2 acquires during client 1's
-// paused write), is timed by that fault, not by the work.
+// script reaches (by its sleeps) within the operation's work and the
+// timed pauses of its client, less the margin, and before any step whose
+// length a lock or a fault decides (a wait for another client, an acquire
+// that waits). A step the script reaches only later is timed by something
+// else: in etcd-pause's counterfactual, with the pause taken away,
+// client 2's acquire 3.55s in comes after client 1's 200ms write, as it
+// must.
 type window struct {
 	async   claim
 	elapsed time.Duration // the sleeps the script has played since async
