@@ -403,8 +403,8 @@ type Machine struct {
 	// verdict, safe or not.
 	OffPlan string `json:"off_plan,omitempty"`
 	// Missed says which overlap a scripted story told did not happen: a
-	// step told to complete while another client's operation was in
-	// flight completed after it (runner/overlap.go). A story with claims
+	// step told to begin while another client's operation was in flight
+	// began after it had ended (runner/overlap.go). A story with claims
 	// is judged by its claims; one without (a counterfactual) has nothing
 	// else to show its race ran.
 	Missed string `json:"missed,omitempty"`

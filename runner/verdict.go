@@ -44,10 +44,10 @@ func CheckOptions(sc *scenarios.Scenario) checker.Options {
 // margin and no step claims anything that would show the story happened
 // as timed, or when the machine was busy and a step did not happen as
 // told (the departure may be the machine's); and none when a step told to
-// happen while another client's operation was in flight ended after it
-// (Machine.Missed), in a story with no claims or one that departed: the
-// race it tells never ran. A generator trial that found
-// a violation gets none when the machine stalled past the trial's margin,
+// begin while another client's operation was in flight began after it
+// had ended (Machine.Missed), in a story with no claims or one that
+// departed: the race it tells never ran. A generator trial that found a
+// violation gets none when the machine stalled past the trial's margin,
 // or when the lock broke only where no fault struck (unattributed); and
 // none, safe or not, when its fault struck off its planned size (OffPlan).
 func Judge(res checker.Result, sc *scenarios.Scenario, events []history.Event, m *history.Machine, departed *StoryError) (_ checker.Result, voided bool) {
