@@ -26,14 +26,7 @@ func op(seq *int, client int, name string, from, to int, typ history.Type) []his
 // ended, the race never runs, and the run says so. A killed client's
 // window times nothing.
 func TestMissedOverlap(t *testing.T) {
-	story, err := scenarios.Find("postgres-session")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := story.CounterfactualScenario()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := counterfactual(t, "postgres-session")
 	play := func(tryLock int, kill bool) string {
 		var o overlaps
 		var events []history.Event
@@ -69,6 +62,10 @@ func TestMissedOverlap(t *testing.T) {
 	if !voided || res.Verdict != checker.Unknown || !strings.Contains(res.Summary, "its race did not run as timed: "+m) {
 		t.Errorf("counterfactual with a missed overlap: %s (voided %v) %q", res.Verdict, voided, res.Summary)
 	}
+	story, err := scenarios.Find("postgres-session")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res, voided := Judge(checker.Result{Verdict: checker.Safe}, story, nil, &history.Machine{Missed: m}, nil); voided || res.Verdict != checker.Safe {
 		t.Errorf("story with claims and a missed overlap: %s %q", res.Verdict, res.Summary)
 	}
@@ -82,18 +79,8 @@ func TestMissedOverlap(t *testing.T) {
 // counterfactual takes the pause away, so the write ends first, as it
 // must: that window was the pause's, not the work's, and times nothing.
 func TestOverlapTimedByAFault(t *testing.T) {
-	story, err := scenarios.Find("etcd-pause")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := story.CounterfactualScenario()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o overlaps
-	for i, st := range sc.Steps {
-		o.sending(i, st, int64(i)*1e6, 100*time.Millisecond)
-	}
+	sc := counterfactual(t, "etcd-pause")
+	o := sent(sc)
 	seq := 0
 	var events []history.Event
 	events = append(events, op(&seq, 1, "acquire", 0, 1, history.Ok)...)
@@ -109,18 +96,8 @@ func TestOverlapTimedByAFault(t *testing.T) {
 // already) never works its 500ms: the steps after it beginning later is
 // the lock's doing, not the machine's, and times nothing.
 func TestOverlapOfARefusedWrite(t *testing.T) {
-	story, err := scenarios.Find("postgres-session")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := story.CounterfactualScenario()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o overlaps
-	for i, st := range sc.Steps {
-		o.sending(i, st, int64(i)*1e6, 100*time.Millisecond)
-	}
+	sc := counterfactual(t, "postgres-session")
+	o := sent(sc)
 	seq := 0
 	var events []history.Event
 	events = append(events, op(&seq, 1, "acquire", 0, 1, history.Ok)...)
@@ -145,10 +122,7 @@ func TestOverlapAfterAnUntimedStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var o overlaps
-	for i, st := range sc.Steps {
-		o.sending(i, st, int64(i)*1e6, 100*time.Millisecond)
-	}
+	o := sent(sc)
 	seq := 0
 	var events []history.Event
 	events = append(events, op(&seq, 1, "acquire", 1, 4900, history.Fail)...)
@@ -167,19 +141,9 @@ func TestOverlapAfterAnUntimedStep(t *testing.T) {
 // client 1's ended, and the counterfactual (plain storage) had no lost
 // update to show. The pause is part of the window.
 func TestOverlapOfAPausedWrite(t *testing.T) {
-	story, err := scenarios.Find("fenced-pause")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := story.CounterfactualScenario()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := counterfactual(t, "fenced-pause")
 	play := func(acquired int) string {
-		var o overlaps
-		for i, st := range sc.Steps {
-			o.sending(i, st, int64(i)*1e6, 100*time.Millisecond)
-		}
+		o := sent(sc)
 		seq := 0
 		var events []history.Event
 		events = append(events, op(&seq, 1, "acquire", 0, 1, history.Ok)...)
@@ -194,4 +158,27 @@ func TestOverlapOfAPausedWrite(t *testing.T) {
 	if m := play(2300); !strings.Contains(m, "client 2's write) was told to happen during step 2 (client 1's write), but began at t=2.300s") {
 		t.Errorf("a slow acquire: missed %q", m)
 	}
+}
+
+// counterfactual is the counterfactual of the catalogue's story name.
+func counterfactual(t *testing.T, name string) *scenarios.Scenario {
+	t.Helper()
+	story, err := scenarios.Find(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := story.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// sent is the windows of sc with every step sent, a millisecond apart.
+func sent(sc *scenarios.Scenario) *overlaps {
+	var o overlaps
+	for i, st := range sc.Steps {
+		o.sending(i, st, int64(i)*1e6, 100*time.Millisecond)
+	}
+	return &o
 }
