@@ -463,15 +463,19 @@ func storyLock(name string) string {
 // program, the lock it stands in for as its baseline), into out.
 func huntSubject(ctx context.Context, s findings.Subject, out string, o findingsOptions) *findings.Hunt {
 	ho := huntOptions{lock: s.Lock, clients: 3, runs: o.huntRuns, budget: o.huntBudget, seed: o.seed, out: out}
-	cmd := fmt.Sprintf("bin/sim hunt %s --budget %v --runs %d --seed %d", s.Lock, o.huntBudget, o.huntRuns, o.seed)
-	switch spec, _ := clients.Lookup(s.Lock); {
-	case s.Program != nil:
+	cmd := "bin/sim hunt " + s.Lock
+	// Differential where it stands in for a lock: what it does worse than
+	// that lock.
+	if spec, _ := clients.Lookup(s.Lock); s.Program != nil {
 		ho.clientCmd, ho.baseline = strings.Join(s.Program, " "), s.Lock
-		cmd = fmt.Sprintf("bin/sim hunt %s --client-cmd %q --baseline %s --budget %v --runs %d --seed %d", s.Lock, ho.clientCmd, s.Lock, o.huntBudget, o.huntRuns, o.seed)
-	case spec.Like != "": // differential: what it does worse than the lock it stands in for
+		cmd += fmt.Sprintf(" --client-cmd %q", ho.clientCmd)
+	} else {
 		ho.baseline = spec.Like
-		cmd = fmt.Sprintf("bin/sim hunt %s --baseline %s --budget %v --runs %d --seed %d", s.Lock, spec.Like, o.huntBudget, o.huntRuns, o.seed)
 	}
+	if ho.baseline != "" {
+		cmd += " --baseline " + ho.baseline
+	}
+	cmd += fmt.Sprintf(" --budget %v --runs %d --seed %d", o.huntBudget, o.huntRuns, o.seed)
 	h := &findings.Hunt{Command: cmd, Baseline: ho.baseline}
 	log, err := os.Create(out + ".log")
 	if err != nil {

@@ -307,15 +307,6 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	return errMismatch // a finding, as --expect safe fails
 }
 
-// writeJSON writes v, indented, to the file name in dir.
-func writeJSON(dir *outdir.Dir, name string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return dir.WriteFile(name, append(b, '\n'))
-}
-
 func huntMergeCmd() *cobra.Command {
 	var out string
 	var partial bool
@@ -380,7 +371,7 @@ func cmdHuntMerge(dirs []string, out string, partial bool, stdout io.Writer) err
 			}
 		}
 	}
-	if err := writeJSON(dir, "hunt.json", res); err != nil {
+	if _, err := hunt.WriteDir(dir, res, nil, nil); err != nil { // hunt.json; the stories are the shard's, copied above
 		return err
 	}
 	if len(res.MissingShards) > 0 {

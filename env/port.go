@@ -19,12 +19,11 @@ const portTries = 5
 
 // freePort returns a TCP port on 127.0.0.1 that is free right now.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
 // freePorts asks the kernel for n distinct free ports on 127.0.0.1,

@@ -12,6 +12,7 @@ import (
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/runner"
 )
 
 // Played is what one run of a story came to.
@@ -282,28 +283,22 @@ func (h *hunter) play(ctx context.Context, p Plan, name string) (bool, Played, e
 		return false, Played{}, fmt.Errorf("candidate %s: %w", describePlan(p, h.o.Space.TTL), err)
 	}
 	out, err := h.run(ctx, s)
-	if out.Broke() {
+	broke := out.Broke()
+	if broke {
 		h.brokeAs = "UNSAFE"
 		if out.Verdict != checker.Unsafe {
 			h.brokeAs = "HUNG (a call never returned)"
 		}
 	}
-	return out.Broke(), out, err
+	return broke, out, err
 }
 
 // Broke says whether the run broke the lock: unsafe, or a call that
 // never returned (leaked, with the harness's note of the hung call): a
 // finding a hunt shrinks as any other.
 func (p Played) Broke() bool {
-	if p.Verdict == checker.Unsafe {
-		return true
-	}
-	for _, e := range p.Events {
-		if e.Type == history.Note && e.Op == history.OpHung {
-			return true
-		}
-	}
-	return false
+	_, hung := runner.Hung(p.Events)
+	return p.Verdict == checker.Unsafe || hung
 }
 
 // harnessReplays bounds the replays of a story run that ended in a

@@ -13,9 +13,9 @@ import (
 )
 
 // WriteDir writes what a hunt leaves in dir: hunt.json (res, when not
-// nil) and, when it found a story, found.yaml, original.yaml and
-// schema.json (for the editor). It returns the path of found.yaml, or ""
-// when nothing was found.
+// nil) and, when it found a story (found, not nil), found.yaml,
+// original.yaml and schema.json (for the editor). It returns the path of
+// found.yaml, or "" when it wrote none.
 func WriteDir(dir *outdir.Dir, res *Result, found, original *Story) (string, error) {
 	if res == nil {
 		return "", nil

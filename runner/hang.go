@@ -58,16 +58,12 @@ func (r *run) hang(client int, call inFlight) error {
 	return errHung
 }
 
-// endHung ends the story at step i, where a call was found hung: the
-// other clients' calls are collected (each within its own bound), the
-// claims left unsettled are moot, and the step that hung is where the
-// lock departed from the story.
+// endHung ends the story at step i, where a call was found hung (wait
+// has taken it off pending): the other clients' calls are collected
+// (each within its own bound), the claims left unsettled are moot, and
+// the step that hung is where the lock departed from the story.
 func (r *run) endHung(ctx context.Context, i int) error {
 	for id := range r.pending {
-		if id == r.hung.client {
-			delete(r.pending, id)
-			continue
-		}
 		if err := r.wait(ctx, id); err != nil && !errors.Is(err, errHung) {
 			return harness("client %d: %v", id, err)
 		}
@@ -80,8 +76,8 @@ func (r *run) endHung(ctx context.Context, i int) error {
 	return nil
 }
 
-// hungIn finds the note of a call that never returned in a history.
-func hungIn(events []history.Event) (history.Event, bool) {
+// Hung finds the note of a call that never returned in a history.
+func Hung(events []history.Event) (history.Event, bool) {
 	for _, e := range events {
 		if e.Type == history.Note && e.Op == history.OpHung {
 			return e, true

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/locksim/locksim/history"
-	"github.com/locksim/locksim/nemesis"
 	"github.com/locksim/locksim/scenarios"
 )
 
@@ -64,8 +63,8 @@ func (o *overlaps) sending(i int, st scenarios.Step, now int64, margin time.Dura
 		return
 	case "acquire", "release", "extend", "write":
 	default:
-		if k, ok := nemesis.LookupKind(st.Do); ok && k.New != nil && st.Params != nil {
-			o.struck(k.New(st.Params).Fields())
+		if f, ok := st.Fault(); ok {
+			o.struck(f)
 		}
 		return
 	}
@@ -90,7 +89,7 @@ func (o *overlaps) sending(i int, st scenarios.Step, now int64, margin time.Dura
 // until a resume).
 func (o *overlaps) struck(f history.FaultFields) {
 	w, ok := o.open[f.Client]
-	if !ok || f.Effect != history.EffectPause || f.Node != "" {
+	if !ok || !stopsClient(f) {
 		return
 	}
 	if f.Lasts <= 0 {

@@ -51,7 +51,7 @@ func CheckOptions(sc *scenarios.Scenario) checker.Options {
 // or when the lock broke only where no fault struck (unattributed); and
 // none, safe or not, when its fault struck off its planned size (OffPlan).
 func Judge(res checker.Result, sc *scenarios.Scenario, events []history.Event, m *history.Machine, departed *StoryError) (_ checker.Result, voided bool) {
-	if e, hung := hungIn(events); hung && res.Verdict != checker.Unsafe {
+	if e, hung := Hung(events); hung && res.Verdict != checker.Unsafe {
 		// Liveness: the lock kept a caller waiting past any fault.
 		res.Verdict = checker.Leaked
 		res.Summary = "leaked: " + e.Detail + " (the harness killed it and ended the story there)"

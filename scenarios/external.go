@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/locksim/locksim/history"
-	"github.com/locksim/locksim/nemesis"
 )
 
 // ClientProgram is what a client program's hello line says it covers
@@ -130,12 +129,8 @@ func (p *ClientProgram) covers(field string, has []string) string {
 // MovesClientClock says whether the step moves a client's wall clock
 // (a clock-jump or a clock-drift aimed at a client).
 func MovesClientClock(st Step) bool {
-	k, ok := nemesis.LookupKind(st.Do)
-	if !ok || k.New == nil {
-		return false
-	}
-	f := k.New(st.Params).Fields()
-	return f.Effect == history.EffectClock && f.Client != 0
+	f, ok := st.Fault()
+	return ok && f.Effect == history.EffectClock && f.Client != 0
 }
 
 // MovesClientClocks says whether any step of the story moves a client's

@@ -387,6 +387,17 @@ func (s Step) Aim() nemesis.Aim {
 	return nemesis.Aim{Client: s.Client}
 }
 
+// Fault is what the step's fault does, as its fault would record it
+// (nemesis.Fault.Fields); ok is false for a step that injects no fault
+// (an operation, a sleep, a resume).
+func (s Step) Fault() (f history.FaultFields, ok bool) {
+	k, found := nemesis.LookupKind(s.Do)
+	if !found || k.New == nil || s.Params == nil {
+		return f, false
+	}
+	return k.New(s.Params).Fields(), true
+}
+
 // LookupAction finds an action by name.
 func LookupAction(name string) (Action, bool) {
 	for _, a := range Actions {

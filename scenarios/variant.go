@@ -143,10 +143,10 @@ func (s *Scenario) Unrealistic() string {
 // ReferenceFor is the lock a stand-in is judged against on sc: for a
 // client program (program), the lock it says it is like, which lock is;
 // for a registered lock other than the story's own, the lock it is like
-// (clients.Spec.Like), else ReferenceLock(sc). So a stand-in is never judged against a defence it
-// does not claim: Kazoo, like zookeeper, is judged against zookeeper on
-// zookeeper-lock-delay's story, not against the story's own lock with
-// its lock-delay.
+// (clients.Spec.Like), else ReferenceLock(sc). So a stand-in is never
+// judged against a defence it does not claim: Kazoo, like zookeeper, is
+// judged against zookeeper on zookeeper-lock-delay's story, not against
+// the story's own lock with its lock-delay.
 func ReferenceFor(sc *Scenario, lock string, program bool) string {
 	if program {
 		return lock
