@@ -47,6 +47,10 @@ var errHung = errors.New("a call never returned")
 // and the client killed, so that nothing of it lingers.
 func (r *run) hang(client int, call inFlight) error {
 	h := &hungCall{client: client, call: call}
+	if c := r.clients[client]; c != nil && c.Stopped() {
+		// Stopped, it cannot answer: the harness's doing, not the lock's.
+		return harness("%s, but its process is stopped (SIGSTOP): a harness failure, not a verdict", h)
+	}
 	if r.hung == nil {
 		r.hung = h
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -180,6 +182,18 @@ func (c *Client) Kill() {
 	c.proc.Kill()
 	rec, _ := c.sink()
 	rec.Add(history.Event{Process: c.ID, Type: history.Ok, Op: history.OpCrash})
+}
+
+// Stopped says whether the client's process is stopped (SIGSTOP: state
+// T in /proc), which no call of its lock can cause.
+func (c *Client) Stopped() bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.proc.Pid()))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && (s[i+2] == 'T' || s[i+2] == 't')
 }
 
 // Stop closes the worker's stdin, lets it exit, and kills it if it does
