@@ -743,7 +743,7 @@ func (r *run) awaitCheck(ctx context.Context, c int) (stopped int64, err error) 
 		for _, e := range events {
 			if e.Process == c && e.Type == history.Note && e.Op == history.OpCheck && e.Time >= from {
 				r.sayAt(e.Time, "  client %d's lease check passed; it stops itself before its write", c)
-				return e.Time, nil
+				return e.Time, r.awaitSelfStop(ctx, c, deadline)
 			}
 		}
 		if e, done := completion(events, c, history.OpWrite, from); done {
@@ -758,6 +758,24 @@ func (r *run) awaitCheck(ctx context.Context, c int) (stopped int64, err error) 
 			return 0, ctx.Err()
 		}
 	}
+}
+
+// awaitSelfStop waits until client c's process has stopped itself. The
+// check note can arrive before the worker's own SIGSTOP lands; a pause
+// struck in between would send its SIGCONT first, and the worker's late
+// SIGSTOP would then hold it stopped for good.
+func (r *run) awaitSelfStop(ctx context.Context, c int, deadline time.Time) error {
+	for !r.clients[c].Stopped() {
+		if time.Now().After(deadline) {
+			return harness("client %d reported its lease check but did not stop itself within %v", c, StepTimeout)
+		}
+		select {
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // StepTimeout bounds how long the runner waits for a client to report
