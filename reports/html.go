@@ -149,7 +149,7 @@ func facts(c checker.Result) []htmlFact {
 		{"Was the protected data damaged?", yesno(c.Damage.LostUpdateCount+c.Damage.StaleWriteCount, "yes: %d lost or stale write(s)", skipped(c.Damage.Outcome, "no write in this story", "no"))},
 		{"Did the fence refuse stale writes?", yesno(c.Fencing.Refused, "yes: %d refused", skipped(c.Fencing.Outcome, "no fencing token in this story", "none refused"))},
 		{"Did a fencing token go backwards?", yesno(c.Fencing.BackwardsCount, "yes: %d time(s)", "no")},
-		{"Was the lock left held with no live holder?", yesno(c.Liveness.LeakCount+len(c.Liveness.Stalls), "yes: %d finding(s)", skipped(c.Liveness.Outcome, "no acquire in this story", "no"))},
+		{"Was the lock left held with no live holder, or unavailable too long (max_gap)?", yesno(c.Liveness.LeakCount+len(c.Liveness.Stalls), "yes: %d finding(s)", skipped(c.Liveness.Outcome, "no acquire in this story", "no"))},
 	}
 }
 
