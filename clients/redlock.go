@@ -55,8 +55,13 @@ type Redlock struct {
 	// CLOCK_MONOTONIC, as the algorithm should.
 	wall func() time.Time
 	// noValidity skips the validity check (a mutant): a majority is
-	// held even when the acquire ate the whole TTL.
+	// held even when the acquire ate the whole TTL, with the lease still
+	// counted from before the requests (so it may be spent already).
 	noValidity bool
+	// fromReplies starts the lease's clock when the replies arrive, not
+	// before the requests (a mutant): the validity check then measures
+	// nothing of the acquire, and a late grant looks fresh.
+	fromReplies bool
 }
 
 // RedisBackend is Redis: a scenario's Redis nodes (A, B, C...), in
@@ -89,6 +94,15 @@ func init() {
 			r, err := NewRedlock(cfg, false)
 			if err == nil {
 				r.noValidity = true
+			}
+			return r, err
+		}})
+	Register(Spec{Name: "redlock-lease-from-replies", Backend: RedisBackend, PlainExpire: true, Nodes: 5, Mutant: "counting the lease from before the requests", MutantOf: "redlock",
+		Doc: "Redlock that starts its lease's clock when the replies arrive: its validity check passes however long the acquire took, and a late grant looks fresh",
+		New: func(cfg Config) (Lock, error) {
+			r, err := NewRedlock(cfg, false)
+			if err == nil {
+				r.fromReplies = true
 			}
 			return r, err
 		}})
@@ -194,6 +208,9 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 		return c.SetNX(ctx, key, token, ttl).Result()
 	})
 	errs := len(failed)
+	if r.fromReplies {
+		start = history.Monotonic()
+	}
 	elapsed := time.Duration(history.Monotonic() - start)
 	if r.wall != nil {
 		elapsed = r.wall().Sub(wallStart)
@@ -201,11 +218,6 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	drift := Drift(ttl)
 	if len(granted) >= r.Quorum() && (ttl-elapsed-drift > 0 || r.noValidity) {
 		l := Lease{Key: key, Token: token, Start: start, Validity: ttl - drift, Nodes: granted}
-		if r.noValidity {
-			// The mutant counts its lease from the replies, however
-			// late they came.
-			l.Start = history.Monotonic()
-		}
 		if r.wall != nil {
 			l.Deadline = wallStart.Add(ttl - drift)
 		}

@@ -44,6 +44,9 @@ var expectFail = map[string]map[string]string{
 		"extend":         "the release of the extended lease leaks the lock, so no one else gets it",
 		"extend-lost":    "its Extend sends nothing and never refuses",
 	},
+	"redislock": {
+		"validity-bound": "bsm/redislock has no validity check: a grant whose replies came after the TTL ran out is returned as held",
+	},
 	// Mutants: each fails the check of the defence it breaks.
 	"redis-plain-del": {
 		// Its release is a plain DEL, and so is the undo of a refused
@@ -65,6 +68,9 @@ var expectFail = map[string]map[string]string{
 		"unreachable":    "the rival is granted the shared lock instead of being refused",
 	},
 	"redlock-no-validity": {
+		"validity-bound": "it skips the validity check: with replies delayed past the TTL, it grants a lease already spent",
+	},
+	"redlock-lease-from-replies": {
 		"validity-bound": "the lease is counted from the replies, not from before the request: with replies delayed, its validity ends after the TTL",
 	},
 	"redlock-wallclock": {

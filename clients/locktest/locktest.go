@@ -58,6 +58,10 @@
 //     Options.Delay (d = 0) only a lease claiming more than the TTL from
 //     its return does. A lease timed by the wall clock (Deadline set) is
 //     left to the expiry check, which judges it by Options.WallClock.
+//     With every reply delayed past a TTL of a quarter of the per-node
+//     timeout (clients.DefaultNodeTimeout), the acquire must be refused
+//     or grant a lease with validity left when it returns; a lock that
+//     skips the validity check grants one already spent.
 //   - unreachable (with Options.Cut): with every server unreachable
 //     (each call given at most 1s), extending (unless
 //     Options.LocalExtend) and then releasing a held lease must fail with
@@ -622,6 +626,33 @@ func (s *suite) validityBound(t testing.TB) {
 	defer restore()
 	try(key(t), fmt.Sprintf("a's acquire with every reply delayed %v", d), d)
 	restore()
+	s.spentGrant(t, a)
+}
+
+// spentGrant is validity-bound's last check: with every reply delayed
+// past a short TTL, the acquire must be refused, or grant a lease with
+// validity left when the call returns. A lock that skips the validity
+// check grants a lease already spent. The delay stays well inside the
+// per-node timeout (clients.DefaultNodeTimeout), so the replies are read.
+func (s *suite) spentGrant(t testing.TB, a clients.Lock) {
+	ttl, d := clients.DefaultNodeTimeout/4, clients.DefaultNodeTimeout/2
+	restore := once(s.o.Delay(t, d))
+	defer restore()
+	l, err := a.Acquire(s.ctx(t), key(t), ttl)
+	after := history.Monotonic()
+	restore()
+	if err != nil {
+		t.Logf("with every reply delayed %v past the %v TTL: not granted: %s", d, ttl, describe(err))
+		return
+	}
+	defer func() { _ = a.Release(s.ctx(t), l) }()
+	if !l.Deadline.IsZero() {
+		return // timed by the wall clock: the expiry check judges it
+	}
+	if end := l.Start + int64(l.Validity); end <= after {
+		t.Errorf("with every reply delayed %v past the %v TTL, the acquire granted a lease already spent %v before the call returned: no validity check",
+			d, ttl, time.Duration(after-end))
+	}
 }
 
 func (s *suite) unreachable(t testing.TB) {
