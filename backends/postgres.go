@@ -138,9 +138,9 @@ func (s *postgresServers) Connect(cfg *clients.Config, link Link) error {
 }
 
 func (s *postgresServers) Describe() string {
-	d := "PostgreSQL on " + s.pg.Addr()
+	d := "PostgreSQL " + versioned(env.PostgresVersion()) + "on " + s.pg.Addr()
 	if s.pgb != nil {
-		d += fmt.Sprintf(" behind pgbouncer (pool_mode=%s, %d server connection(s)) on %s", s.poolMode, s.pgb.PoolSize(), s.pgb.Addr())
+		d += fmt.Sprintf(" behind pgbouncer %s(pool_mode=%s, %d server connection(s)) on %s", versioned(env.PgbouncerVersion()), s.poolMode, s.pgb.PoolSize(), s.pgb.Addr())
 	}
 	return d
 }

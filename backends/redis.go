@@ -146,7 +146,17 @@ func (s *redisServers) Connect(cfg *clients.Config, link Link) error {
 	return connectEach(cfg, link, clients.RedisBackend, s.nodes, func(n *env.Redis) (string, string) { return n.Name, n.Addr })
 }
 
-func (s *redisServers) Describe() string { return fmt.Sprintf("%d Redis node(s)", len(s.nodes)) }
+func (s *redisServers) Describe() string {
+	return fmt.Sprintf("%d Redis %snode(s)", len(s.nodes), versioned(env.RedisVersion()))
+}
+
+// versioned is "V " for a known version v, "" for an unknown one.
+func versioned(v string) string {
+	if v == "" {
+		return ""
+	}
+	return v + " "
+}
 
 // Reset flushes every node (its replica follows) and puts its clock back
 // to real time.

@@ -110,7 +110,7 @@ func (s *sentinelServers) Connect(cfg *clients.Config, link Link) error {
 }
 
 func (s *sentinelServers) Describe() string {
-	return fmt.Sprintf("a Redis primary (A), its replica and %d sentinels (quorum 2, down after %v)", len(s.sentinel.Nodes), env.DefaultSentinelDownAfter)
+	return fmt.Sprintf("a Redis %sprimary (A), its replica and %d sentinels (quorum 2, down after %v)", versioned(env.RedisVersion()), len(s.sentinel.Nodes), env.DefaultSentinelDownAfter)
 }
 
 // Reset is not offered: a generator's trials would need the primary put

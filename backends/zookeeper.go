@@ -70,5 +70,5 @@ func (s *zookeeperServers) Connect(cfg *clients.Config, link Link) error {
 }
 
 func (s *zookeeperServers) Describe() string {
-	return fmt.Sprintf("ZooKeeper (%d member(s), tick %v)", len(s.Members), s.TickTime)
+	return fmt.Sprintf("ZooKeeper %s(%d member(s), tick %v)", versioned(env.ZooKeeperVersion()), len(s.Members), s.TickTime)
 }

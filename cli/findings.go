@@ -42,7 +42,11 @@ type findingsOptions struct {
 	seed       int64
 	shard      string
 	shards     int
-	flags      *pflag.FlagSet
+	// report and repeat are --report's: the subject, and how many times
+	// each of its findings is played again.
+	report string
+	repeat int
+	flags  *pflag.FlagSet
 }
 
 func findingsCmd() *cobra.Command {
@@ -73,16 +77,38 @@ To spread it over N machines, run it on each with the same flags and
 plays every Nth lock and writes only those. Then sim findings merge
 joins the shards' FILE.json into --doc.
 
+--report NAME writes docs/findings/NAME.md (beside --doc) instead: for
+each finding the page lists about NAME, and its hunt's shrunk story, the
+story played --repeat times with NAME, each run judged against its
+reference, then once with its counterfactual. Each becomes an issue its
+maintainer can file: title, versions, expected against what happened,
+the first step where the two part, k of N, the counterfactual, the one
+command that replays it, and the story. It claims only what those runs
+showed.
+
 Exit codes: 0 written (findings about the locks are the page's content,
 not errors), 2 bad input, or a cell the harness could not run (the page
 is written, that cell saying why), 130 interrupted (nothing is written
 to FILE).`,
 		Example: `  sim findings                              # every lock and program: about 40 minutes on 2 cores
   sim findings --only sesamecare-redlock    # one program, when it releases a new version
-  sim findings --only redsync,rueidislock --hunt-budget 2m`,
+  sim findings --only redsync,rueidislock --hunt-budget 2m
+  sim findings --report node-redlock        # its findings as issues: docs/findings/node-redlock.md`,
 		Args: usage(cobra.NoArgs, "findings: takes no arguments; name locks with --only"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.flags = cmd.Flags()
+			report := o.report != ""
+			if err := refuseIdle(o.flags,
+				idleFlag{"only", report, "with --report (it names the one lock)"},
+				idleFlag{"hunt-budget", report, "with --report (it hunts nothing)"},
+				idleFlag{"hunt-runs", report, "with --report (it hunts nothing)"},
+				idleFlag{"shard", report, "with --report"},
+				idleFlag{"repeat", !report, "without --report"}); err != nil {
+				return err
+			}
+			if report {
+				return cmdFindingsReport(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			return cmdFindings(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -97,6 +123,8 @@ to FILE).`,
 	f.Int64Var(&o.seed, "seed", 1, "seed `S` of the hunts")
 	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the locks, into a --doc of its own (sim findings merge joins them); auto: the index from "+sweep.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sweep.EnvShardIndex+", both from 0")
 	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sweep.EnvShards+")")
+	f.StringVar(&o.report, "report", "", "write docs/findings/`NAME`.md instead of the page: each finding the page lists about lock NAME (and its hunt's), played again --repeat times beside its reference, as an issue its maintainer can act on")
+	f.IntVar(&o.repeat, "repeat", DefaultReportRepeat, "with --report: how many times each finding is played (`N`): the report says k of N")
 	cmd.AddCommand(findingsMergeCmd())
 	return cmd
 }

@@ -22,6 +22,8 @@ func TestFindingsBadInput(t *testing.T) {
 	}
 	theirs := filepath.Join(dir, "notes.md")
 	os.WriteFile(filepath.Join(dir, "notes.json"), []byte(`{"mine": true}`), 0o644)
+	page, _ := (&findings.Report{WrittenBy: findings.WrittenBy, Subjects: []findings.Subject{{Name: "redis", Lock: "redis"}}}).JSON()
+	os.WriteFile(filepath.Join(dir, "page.json"), page, 0o644)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -33,6 +35,11 @@ func TestFindingsBadInput(t *testing.T) {
 		{[]string{"findings", "--shard", "1/2"}, "--shard 1/2: give the shard a --doc of its own (e.g. shard-1/findings.md)"},
 		{[]string{"findings", "--shard", "3/2", "--doc", filepath.Join(dir, "s.md")}, `--shard "3/2": expected 1 <= I <= N`},
 		{[]string{"findings", "--shards", "2", "--doc", filepath.Join(dir, "s.md")}, "--shards 2: it counts the shards of --shard auto"},
+		{[]string{"findings", "--report", "redis", "--doc", filepath.Join(dir, "none.md")}, "--report redis: " + filepath.Join(dir, "none") + ".json lists no lock: sim findings (--doc "},
+		{[]string{"findings", "--report", "redsink", "--doc", filepath.Join(dir, "page.md")}, "--report redsink: the findings page has no lock of that name (redis); sim findings --only redsink plays it first"},
+		{[]string{"findings", "--report", "redis", "--only", "redis"}, "--only has no effect with --report"},
+		{[]string{"findings", "--repeat", "3"}, "--repeat has no effect without --report"},
+		{[]string{"findings", "--report", "redis", "--repeat", "0", "--doc", filepath.Join(dir, "page.md")}, "--repeat: expected 1 or more, got 0"},
 	} {
 		code, out, errb := sim(t, append(c.args, "--examples", examples, "--out", filepath.Join(t.TempDir(), "runs"))...)
 		if code != exitHarness || !strings.Contains(errb, c.want) || strings.Count(errb, "\n") != 1 || out != "" {
@@ -170,5 +177,70 @@ func TestNotCounted(t *testing.T) {
 	}
 	if m := s.Meaning(); !strings.Contains(m, "worse than the lock it stands in for on 1: redlock-pause-during-acquire.") || !strings.Contains(m, "redlock-client-clock-slow, whose fault is a form no machine has") {
 		t.Errorf("meaning: %s", m)
+	}
+}
+
+// TestFindingsReport plays sim findings --report as a maintainer would:
+// a page that lists a finding about examples/my-lock (its release
+// deletes whoever holds the lock, on redis-unsafe-release), then the
+// report, which plays it again twice beside its reference and writes
+// docs/findings/my-lock.md: the versions, k of n from its own runs, the
+// command that replays it, and the story.
+func TestFindingsReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts python3, redis-server and PostgreSQL")
+	}
+	prog, err := filepath.Abs(filepath.Join("..", "examples", "my-lock", "client.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "findings.md")
+	page := &findings.Report{WrittenBy: findings.WrittenBy, Subjects: []findings.Subject{{
+		Name: "my-lock", Lock: "redis", Program: []string{prog}, About: "my-lock: a hand-written Redis lock",
+		Cells: []findings.Cell{{Story: "redis-unsafe-release", Kind: "finding"}, {Story: "redis-ttl-expiry", Kind: "match"}}}}}
+	b, err := page.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "findings.json"), b, 0o644)
+	code, out, errb := sim(t, "findings", "--report", "my-lock", "--repeat", "2", "--doc", doc, "--out", filepath.Join(dir, "runs"))
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "findings", "my-lock.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), strings.TrimSpace(out)) {
+		t.Errorf("stdout is not the report written:\n%s", out)
+	}
+	for _, want := range []string{
+		"## 1. my-lock: ",
+		"- library: my-lock: a hand-written Redis lock",
+		"- runtime: Python 3.",
+		"- OS: Debian",
+		"bin/sim run redis-unsafe-release --lock redis --client-cmd \"" + prog + "\" --repeat 2",
+		"**The story** (`scenarios/redis-unsafe-release.yaml`)",
+		"name: redis-unsafe-release",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("the report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(string(md), "redis-ttl-expiry") {
+		t.Errorf("the report has a story the page did not call a finding:\n%s", md)
+	}
+	// Both runs end worse than the reference, unless the machine was too
+	// busy to tell (the report then says so).
+	switch {
+	case strings.Contains(string(md), "**How often**: 2 of 2 runs ended worse than the reference."):
+		if !strings.Contains(string(md), "- servers: 1 Redis 7.") || !strings.Contains(string(md), "**Expected** (the reference, on the same story): the reference redis ends `safe`") {
+			t.Errorf("a reproduced finding without its servers' versions or the reference's verdict:\n%s", md)
+		}
+	case strings.Contains(string(md), "too slow"):
+		t.Logf("the machine was too busy to decide every run:\n%s", md)
+	default:
+		t.Errorf("want 2 of 2 runs worse than the reference:\n%s", md)
 	}
 }

@@ -30,6 +30,10 @@ type Outcome struct {
 	// docker, the image of each kind of server ("redis": its image).
 	Backend string            `json:"backend,omitempty"`
 	Images  map[string]string `json:"images,omitempty"`
+	// Environment says what the run started: each kind of server with its
+	// version, the clients and the proxies ("etcd 3.4.23 (3 member(s)),
+	// ..."); empty for a generator run.
+	Environment string `json:"environment,omitempty"`
 	// Machine is how the machine behaved during the story (a generator
 	// run: during the trial kept): stalls, CPU pressure, and why the
 	// timing could not be trusted, if it could not; nil when nothing was

@@ -339,7 +339,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 		Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected,
 		Events: events, Duration: time.Since(started),
 		Machine: &m, Backend: r.host().Name, Images: r.images(), Departed: story, ClientCmd: r.clientCmd(),
-		ProgramLock: r.programLock,
+		ProgramLock: r.programLock, Environment: r.environment,
 	}
 	res, err := checker.Check(events, CheckOptions(r.sc))
 	if err != nil {

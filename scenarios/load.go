@@ -724,6 +724,12 @@ func Catalogue() ([]*Scenario, error) {
 	return out, nil
 }
 
+// Text is the YAML of the built-in scenario in file (its File,
+// "scenarios/NAME.yaml"), as written.
+func Text(file string) ([]byte, error) {
+	return catalogue.ReadFile(strings.TrimPrefix(file, "scenarios/"))
+}
+
 // NotFoundError says no scenario has that name; Close lists near names.
 type NotFoundError struct {
 	Name  string
