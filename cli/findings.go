@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/locksim/locksim/input"
+	"github.com/locksim/locksim/sharding"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,7 +30,6 @@ import (
 	"github.com/locksim/locksim/reports"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
-	"github.com/locksim/locksim/sweep"
 	"github.com/locksim/locksim/worker"
 )
 
@@ -121,8 +122,8 @@ to FILE).`,
 	f.DurationVar(&o.huntBudget, "hunt-budget", 45*time.Second, "each hunt's search time (`D`; its shrinking comes after)")
 	f.IntVar(&o.huntRuns, "hunt-runs", hunt.DefaultRuns, "each hunt's most candidates (`N`)")
 	f.Int64Var(&o.seed, "seed", 1, "seed `S` of the hunts")
-	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the locks, into a --doc of its own (sim findings merge joins them); auto: the index from "+sweep.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sweep.EnvShardIndex+", both from 0")
-	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sweep.EnvShards+")")
+	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the locks, into a --doc of its own (sim findings merge joins them); auto: the index from "+sharding.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sharding.EnvShardIndex+", both from 0")
+	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sharding.EnvShards+")")
 	f.StringVar(&o.report, "report", "", "write docs/findings/`NAME`.md instead of the page: each finding the page lists about lock NAME (and its hunt's), played again --repeat times beside its reference, as an issue its maintainer can act on")
 	f.IntVar(&o.repeat, "repeat", DefaultReportRepeat, "with --report: how many times each finding is played (`N`): the report says k of N")
 	cmd.AddCommand(findingsMergeCmd())
@@ -246,7 +247,7 @@ func only(all []subject, names []string) ([]subject, error) {
 
 // ofShard keeps the subjects shard plays: every Nth of the list, which
 // every shard computes alike (all of them for no shard).
-func ofShard(subs []subject, shard sweep.Shard) []subject {
+func ofShard(subs []subject, shard sharding.Shard) []subject {
 	var out []subject
 	for i, s := range subs {
 		if shard.Has(i) {
@@ -268,13 +269,13 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	if err != nil {
 		return asFlag("--doc", err)
 	}
-	if o.shard, err = sweep.ResolveShard(o.shard, o.shards, os.LookupEnv); err != nil {
+	if o.shard, err = resolveShard(o.shard, o.shards, os.LookupEnv); err != nil {
 		return err
 	}
-	var shard sweep.Shard
+	var shard sharding.Shard
 	if o.shard != "" {
-		if shard, err = sweep.ParseShard(o.shard); err != nil {
-			return err
+		if shard, err = sharding.Parse(o.shard); err != nil {
+			return input.AsFlag(err)
 		}
 		if !o.flags.Changed("doc") {
 			return fmt.Errorf("--shard %s: give the shard a --doc of its own (e.g. shard-%d/findings.md); sim findings merge writes %s", o.shard, shard.I, o.doc)

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"github.com/locksim/locksim/sharding"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/locksim/locksim/findings"
-	"github.com/locksim/locksim/sweep"
 )
 
 // TestFindingsBadInput: a name --only does not know, a --doc that is not
@@ -96,11 +96,11 @@ func TestFindingsShardsSplitTheLocks(t *testing.T) {
 	}
 	var got []string
 	for i := 1; i <= 2; i++ {
-		for _, s := range ofShard(all, sweep.Shard{I: i, N: 2}) {
+		for _, s := range ofShard(all, sharding.Shard{I: i, N: 2}) {
 			got = append(got, s.Name)
 		}
 	}
-	if strings.Join(got, "") != "acebd" || len(ofShard(all, sweep.Shard{})) != 5 {
+	if strings.Join(got, "") != "acebd" || len(ofShard(all, sharding.Shard{})) != 5 {
 		t.Errorf("shards 1/2 then 2/2 play %v; want a c e, then b d", got)
 	}
 }

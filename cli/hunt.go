@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/sharding"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,11 +21,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/locksim/locksim/hunt"
+	"github.com/locksim/locksim/input"
 	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/reports"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
-	"github.com/locksim/locksim/sweep"
 )
 
 // huntOptions are sim hunt's flags.
@@ -115,8 +116,8 @@ interrupted (hunt.json keeps what it had).`,
 	f.IntVar(&o.runs, "runs", 40, "candidates to play at most (`N`)")
 	f.DurationVar(&o.budget, "budget", 0, "stop searching after `D` of wall time (default: only --runs bounds it)")
 	f.Int64Var(&o.seed, "seed", 1, "seed `S` of every candidate")
-	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the candidates (the same --seed on every shard; sim hunt merge joins them); auto: the index from "+sweep.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sweep.EnvShardIndex+", both from 0")
-	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sweep.EnvShards+")")
+	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the candidates (the same --seed on every shard; sim hunt merge joins them); auto: the index from "+sharding.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sharding.EnvShardIndex+", both from 0")
+	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sharding.EnvShards+")")
 	f.StringVar(&o.out, "out", "", "where found.yaml, hunt.json and run/ go (`DIR`; default runs/hunt-LOCK-<time>)")
 	backendFlags(f, &o.backend)
 	cmd.AddCommand(huntMergeCmd())
@@ -180,19 +181,19 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	}
 	sp, err := hunt.NewSpace(o.lock, o.storage, kinds, o.ttl, o.clients)
 	if err != nil {
-		return err
+		return input.AsFlag(err)
 	}
 	if len(sp.Kinds) == 0 && o.faults != "none" {
 		return fmt.Errorf("hunt: no fault kind can strike %s with --storage %s (--faults none hunts the clients' timing alone)", o.lock, o.storage)
 	}
 	if program != nil {
 		if sp, err = sp.WithProgram(strings.Fields(o.clientCmd), *program, o.faults != ""); err != nil {
-			return err
+			return input.AsFlag(err)
 		}
 	}
 	if o.baseline != "" {
 		if sp, err = sp.WithBaseline(o.baseline); err != nil {
-			return err
+			return input.AsFlag(err)
 		}
 	}
 	if o.baselineCmd != "" {
@@ -201,7 +202,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 			return err
 		}
 		if sp, err = sp.WithBaselineProgram(strings.Fields(o.baselineCmd), *base, o.faults != ""); err != nil {
-			return err
+			return input.AsFlag(err)
 		}
 	}
 	if o.runs < 1 || o.budget < 0 {
@@ -214,13 +215,13 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	ho := hunt.Options{Space: sp, Runs: o.runs, Budget: o.budget, Seed: o.seed}
-	if o.shard, err = sweep.ResolveShard(o.shard, o.shards, os.LookupEnv); err != nil {
+	if o.shard, err = resolveShard(o.shard, o.shards, os.LookupEnv); err != nil {
 		return err
 	}
 	if o.shard != "" {
-		s, err := sweep.ParseShard(o.shard)
+		s, err := sharding.Parse(o.shard)
 		if err != nil {
-			return err
+			return input.AsFlag(err)
 		}
 		ho.Shard, ho.Of = s.I, s.N
 	}

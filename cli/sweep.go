@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locksim/locksim/sharding"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/locksim/locksim/input"
 	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/reports"
 	"github.com/locksim/locksim/runner"
@@ -98,8 +100,8 @@ redraws the plots.`,
 	f.DurationVar(&o.duration, "duration", 0, "override the scenario's trial length (`D`)")
 	f.IntVar(&o.clients, "clients", 0, "override the scenario's client count (`K`)")
 	f.StringVar(&o.out, "out", "", "where sweep.csv, damage.png/.svg and violations.png/.svg go (`DIR`; default runs/sweep-NAME-<time>)")
-	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the trials (needs --seed; sim sweep merge joins the shards); auto: the index from "+sweep.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sweep.EnvShardIndex+", both from 0")
-	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sweep.EnvShards+")")
+	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the trials (needs --seed; sim sweep merge joins the shards); auto: the index from "+sharding.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sharding.EnvShardIndex+", both from 0")
+	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sharding.EnvShards+")")
 	f.StringVar(&o.x, "x", string(reports.XPlanned), "the plots' x axis, `planned|measured`: the value swept, or the trials' median fault size as it struck (trials.csv's struck_ttl)")
 	backendFlags(f, &o.backend)
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress display")
@@ -139,12 +141,12 @@ func checkSweep(o *sweepOptions) error {
 		return err
 	}
 	var err error
-	if o.shard, err = sweep.ResolveShard(o.shard, o.shards, os.LookupEnv); err != nil {
+	if o.shard, err = resolveShard(o.shard, o.shards, os.LookupEnv); err != nil {
 		return err
 	}
 	if o.shard != "" {
-		if _, err := sweep.ParseShard(o.shard); err != nil {
-			return err
+		if _, err := sharding.Parse(o.shard); err != nil {
+			return input.AsFlag(err)
 		}
 		if o.seed == 0 {
 			return errors.New("--shard needs --seed N, the same on every shard: without it each shard would draw its own schedules")
@@ -164,7 +166,7 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 	if o.param != "" {
 		p, err := sweep.ParseParam(o.param)
 		if err != nil {
-			return err
+			return input.AsFlag(err)
 		}
 		param = &p
 	}
@@ -190,7 +192,7 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 		locks = strings.Split(o.locks, ",")
 		for _, l := range locks {
 			if _, err := sweep.Variant(sc, l); err != nil {
-				return err
+				return input.AsFlag(err)
 			}
 		}
 	}
@@ -210,7 +212,7 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 	so := sweep.Options{Param: param, Points: o.points, Trials: o.trials, Locks: locks, Seed: o.seed,
 		TTL: o.ttl, Duration: o.duration, Clients: o.clients, Host: o.backend}
 	if o.shard != "" {
-		so.Shard, _ = sweep.ParseShard(o.shard) // checked by checkSweep
+		so.Shard, _ = sharding.Parse(o.shard) // checked by checkSweep
 	}
 	// Each trial without a verdict says why, as it happens: an unknown
 	// that nothing explains is a bug.
@@ -237,7 +239,7 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 		if ctx.Err() != nil {
 			return interrupted("interrupted; every server and client was stopped")
 		}
-		return err
+		return input.AsFlag(err)
 	}
 	if err := reports.WriteSweep(dir, sc.Name, rows, reports.XAxis(o.x)); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/locksim/locksim/sharding"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/locksim/locksim/hunt"
-	"github.com/locksim/locksim/sweep"
 )
 
 // run starts sim as its own process with env added to this one's, and
@@ -42,9 +42,9 @@ func run(t *testing.T, env []string, ok []int, args ...string) int {
 // it), or a matrix's index given explicitly (the count from --shards).
 func shardEnv(kind string, i, n int) (env, args []string) {
 	if kind == "kubernetes" {
-		return []string{sweep.EnvJobIndex + "=" + strconv.Itoa(i), sweep.EnvShards + "=" + strconv.Itoa(n)}, []string{"--shard", "auto"}
+		return []string{sharding.EnvJobIndex + "=" + strconv.Itoa(i), sharding.EnvShards + "=" + strconv.Itoa(n)}, []string{"--shard", "auto"}
 	}
-	return []string{sweep.EnvShardIndex + "=" + strconv.Itoa(i)}, []string{"--shard", "auto", "--shards", strconv.Itoa(n)}
+	return []string{sharding.EnvShardIndex + "=" + strconv.Itoa(i)}, []string{"--shard", "auto", "--shards", strconv.Itoa(n)}
 }
 
 // playShards starts sim args once per shard of n, one after the other,

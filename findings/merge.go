@@ -6,8 +6,8 @@ package findings
 
 import (
 	"fmt"
+	"github.com/locksim/locksim/sharding"
 
-	"github.com/locksim/locksim/sweep"
 )
 
 // Merge joins the reports of the N shards of one sim findings run: the
@@ -18,9 +18,9 @@ func Merge(shards []*Report, paths []string) (*Report, error) {
 		return nil, fmt.Errorf("merge: name the shards' findings.json files")
 	}
 	first := shards[0]
-	var split []sweep.Shard
+	var split []sharding.Shard
 	for k, r := range shards {
-		s, err := sweep.ParseShard(r.Shard)
+		s, err := sharding.Parse(r.Shard)
 		if r.Shard == "" || err != nil {
 			return nil, fmt.Errorf("%s: not a shard (no \"shard\": I/N; a whole sim findings run)", paths[k])
 		}
@@ -33,7 +33,7 @@ func Merge(shards []*Report, paths []string) (*Report, error) {
 		}
 		split = append(split, s)
 	}
-	if _, err := sweep.EachOnce(split, paths, "files"); err != nil {
+	if _, err := sharding.EachOnce(split, paths, "files"); err != nil {
 		return nil, err
 	}
 	out := &Report{WrittenBy: WrittenBy, Command: first.Command, Seed: first.Seed, Modules: first.Modules, Machine: first.Machine}

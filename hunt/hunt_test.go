@@ -66,7 +66,7 @@ func TestCandidatesAreStories(t *testing.T) {
 	}
 }
 
-// TestNewSpaceRefuses: a fault the lock's servers cannot take, an
+// TestNewSpaceRefuses: in the library's words (input names, not flags), a fault the lock's servers cannot take, an
 // unknown fault and an unknown storage are refused in one line.
 func TestNewSpaceRefuses(t *testing.T) {
 	for _, c := range []struct {
@@ -74,16 +74,16 @@ func TestNewSpaceRefuses(t *testing.T) {
 		faults        []string
 		want          string
 	}{
-		{"etcd", "fenced", []string{"clock-drift"}, "--faults clock-drift: no clock fault reaches an etcd member"},
+		{"etcd", "fenced", []string{"clock-drift"}, "faults clock-drift: no clock fault reaches an etcd member"},
 		{"redis", "plain", []string{"failover"}, ""},
-		{"etcd", "plain", []string{"failover"}, "--faults failover: it needs Redis nodes with replicas"},
-		{"postgres-session", "plain", []string{"crash"}, "--faults crash: it strikes a lock server and postgres-session's are not nodes of the story"},
+		{"etcd", "plain", []string{"failover"}, "faults failover: it needs Redis nodes with replicas"},
+		{"postgres-session", "plain", []string{"crash"}, "faults crash: it strikes a lock server and postgres-session's are not nodes of the story"},
 		{"redis", "none", []string{"latency"}, ""}, // on the lock's links
-		{"postgres-session", "plain", []string{"clock-drift"}, "--faults clock-drift: it runs a lock server's clock"},
-		{"redis", "plain", []string{"resume"}, `--faults "resume": expected none or some of`},
-		{"redis", "damp", nil, `--storage "damp"`},
+		{"postgres-session", "plain", []string{"clock-drift"}, "faults clock-drift: it runs a lock server's clock"},
+		{"redis", "plain", []string{"resume"}, `faults "resume": expected none or some of`},
+		{"redis", "damp", nil, `storage "damp"`},
 		{"nolock", "plain", nil, "nolock"},
-		{"etcd", "fenced", nil, "--ttl 300ms: etcd's leases last at least 2s"},
+		{"etcd", "fenced", nil, "ttl 300ms: etcd's leases last at least 2s"},
 	} {
 		ttl := 2 * time.Second
 		if c.lock == "etcd" && c.faults == nil {

@@ -2,10 +2,10 @@ package hunt
 
 import (
 	"fmt"
+	"github.com/locksim/locksim/sharding"
 	"math"
 	"strings"
 
-	"github.com/locksim/locksim/sweep"
 )
 
 // Merge joins the results of the shards of one hunt (the same lock,
@@ -21,13 +21,13 @@ func Merge(shards []*Result, names []string, partial bool) (*Result, int, error)
 		return nil, -1, fmt.Errorf("no shard to merge")
 	}
 	first := shards[0]
-	var split []sweep.Shard
+	var split []sharding.Shard
 	for i, s := range shards {
 		if s.Lock != first.Lock || s.Storage != first.Storage || strings.Join(s.Faults, ",") != strings.Join(first.Faults, ",") ||
 			s.TTL != first.TTL || s.Seed != first.Seed {
 			return nil, -1, fmt.Errorf("%s: shard %s is not of the same hunt as %s: lock, storage, faults, TTL and seed must match", names[i], s.Shard, names[0])
 		}
-		sh, err := sweep.ParseShard(s.Shard)
+		sh, err := sharding.Parse(s.Shard)
 		if err != nil {
 			return nil, -1, fmt.Errorf("%s: %v", names[i], err)
 		}
@@ -37,9 +37,9 @@ func Merge(shards []*Result, names []string, partial bool) (*Result, int, error)
 		split = append(split, sh)
 	}
 	n := split[0].N
-	_, missing, err := sweep.Gather(split, names)
+	_, missing, err := sharding.Gather(split, names)
 	if err == nil && len(missing) > 0 && !partial {
-		_, err = sweep.EachOnce(split, names, "directories") // says which is missing
+		_, err = sharding.EachOnce(split, names, "directories") // says which is missing
 	}
 	if err != nil {
 		return nil, -1, err

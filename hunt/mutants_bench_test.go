@@ -24,6 +24,7 @@ var mutants = []struct {
 	{"postgres-xact-outside", "postgres-xact", "plain", []string{"drop"}, 2},     // postgres-xact.yaml
 	{"redlock-no-validity", "redlock", "plain", []string{"latency", "pause"}, 2}, // redlock-pause-during-acquire.yaml
 	{"redlock-wallclock", "redlock", "plain", []string{"clock-jump"}, 2},         // redlock-client-clock-jump-control.yaml
+	{"redlock-lease-from-replies", "redlock", "plain", []string{"latency"}, 2},   // redlock-delay-during-acquire.yaml
 	{"redis-plain-del", "redis", "none", []string{"none"}, 3},                    // redis-unsafe-release.yaml
 }
 

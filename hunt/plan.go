@@ -22,7 +22,6 @@ package hunt
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -34,6 +33,7 @@ import (
 	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/input"
 	"github.com/locksim/locksim/nemesis"
 	"github.com/locksim/locksim/scenarios"
 )
@@ -307,18 +307,18 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 		return Space{}, err
 	}
 	if !slices.Contains(scenarios.StorageModes, storage) && storage != "none" {
-		return Space{}, fmt.Errorf("--storage %q: expected none, %s", storage, strings.Join(scenarios.StorageModes[1:], ", "))
+		return Space{}, input.Errorf("storage", strconv.Quote(storage), "expected none, "+strings.Join(scenarios.StorageModes[1:], ", "))
 	}
 	if ttl <= 0 {
-		return Space{}, fmt.Errorf("--ttl %v: expected a positive duration", ttl)
+		return Space{}, input.Errorf("ttl", ttl.String(), "expected a positive duration")
 	}
 	if ttl < spec.MinTTL {
-		return Space{}, fmt.Errorf("--ttl %v: %s's leases last at least %v, so the faults' sizes would be relative to another lease than the one granted: give --ttl %v or more", ttl, lock, spec.MinTTL, spec.MinTTL)
+		return Space{}, input.Errorf("ttl", ttl.String(), fmt.Sprintf("%s's leases last at least %v, so the faults' sizes would be relative to another lease than the one granted: give a {ttl} of %v or more", lock, spec.MinTTL, spec.MinTTL))
 	}
 	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: scenarios.LockNodes(nil, spec), Clients: 3, expires: !spec.NoExpiry}
 	if most != 0 {
 		if most < 2 || most > 3 {
-			return Space{}, fmt.Errorf("--clients %d: expected 2 or 3", most)
+			return Space{}, input.Errorf("clients", strconv.Itoa(most), "expected 2 or 3")
 		}
 		sp.Clients = most
 	}
@@ -349,11 +349,11 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 	for _, k := range kinds {
 		kind, ok := nemesis.LookupKind(k)
 		if !ok || !kind.Placeable() {
-			return Space{}, fmt.Errorf("--faults %q: expected none or some of %s", k, strings.Join(Searchable(), ", "))
+			return Space{}, input.Errorf("faults", strconv.Quote(k), "expected none or some of "+strings.Join(Searchable(), ", "))
 		}
 		if why := kind.Why(setup); why != "" { // where it applies, as its kind says
 			if given {
-				return Space{}, fmt.Errorf("--faults %s: %s", k, why)
+				return Space{}, input.Errorf("faults", k, why)
 			}
 			continue
 		}
@@ -381,7 +381,7 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 // said in LeftOut. given says --faults named the kinds: a kind left with
 // nothing to strike is then an error, not a note.
 func (sp Space) WithProgram(argv []string, p scenarios.ClientProgram, given bool) (Space, error) {
-	return sp.withProgram("--client-cmd", argv, p, given)
+	return sp.withProgram("client-cmd", argv, p, given)
 }
 
 // WithBaselineProgram has the baseline's clients run program argv (its
@@ -391,11 +391,11 @@ func (sp Space) WithProgram(argv []string, p scenarios.ClientProgram, given bool
 // cannot play would prove nothing).
 func (sp Space) WithBaselineProgram(argv []string, p scenarios.ClientProgram, given bool) (Space, error) {
 	if sp.Baseline == "" {
-		return sp, errors.New("--baseline-cmd: it plays the baseline, and there is none: give --baseline BASE")
+		return sp, input.Errorf("baseline-cmd", "", "it plays the baseline, and there is none: name one with {baseline}")
 	}
 	b := sp
 	b.Lock = sp.Baseline
-	b, err := b.withProgram("--baseline-cmd", argv, p, given)
+	b, err := b.withProgram("baseline-cmd", argv, p, given)
 	if err != nil {
 		return sp, err
 	}
@@ -407,20 +407,20 @@ func (sp Space) WithBaselineProgram(argv []string, p scenarios.ClientProgram, gi
 	return sp, nil
 }
 
-// withProgram is WithProgram for the program of flag.
-func (sp Space) withProgram(flag string, argv []string, p scenarios.ClientProgram, given bool) (Space, error) {
+// withProgram is WithProgram for the program of input field.
+func (sp Space) withProgram(field string, argv []string, p scenarios.ClientProgram, given bool) (Space, error) {
 	var leftOut []string
 	p = p.Covered()
-	name := fmt.Sprintf("%s %q", flag, p.Program)
+	prog := strconv.Quote(p.Program)
 	switch {
 	case !slices.Contains(p.Locks, sp.Lock):
-		return sp, fmt.Errorf("%s implements the locks [%s] (its hello), not %s", name, strings.Join(p.Locks, " "), sp.Lock)
+		return sp, input.Errorf(field, prog, fmt.Sprintf("it implements the locks [%s] (its hello), not %s", strings.Join(p.Locks, " "), sp.Lock))
 	case sp.Storage != "none" && !(slices.Contains(p.Ops, "write") && slices.Contains(p.StorageModes, sp.Storage)):
-		return sp, fmt.Errorf("%s does not write the protected storage in mode %s (its hello: ops [%s], storage_modes [%s]); give --storage none or one of its modes",
-			name, sp.Storage, strings.Join(p.Ops, " "), strings.Join(p.StorageModes, " "))
+		return sp, input.Errorf(field, prog, fmt.Sprintf("it does not write the protected storage in mode %s (its hello: ops [%s], storage_modes [%s]); give {storage} none or one of its modes",
+			sp.Storage, strings.Join(p.Ops, " "), strings.Join(p.StorageModes, " ")))
 	}
 	if fence := sp.fence(); fence != "" && !slices.Contains(p.Fences, fence) {
-		return sp, fmt.Errorf("%s draws no %s fencing token for --storage %s (its hello: fences [%s])", name, fence, sp.Storage, strings.Join(p.Fences, " "))
+		return sp, input.Errorf(field, prog, fmt.Sprintf("it draws no %s fencing token for {storage} %s (its hello: fences [%s])", fence, sp.Storage, strings.Join(p.Fences, " ")))
 	}
 	drop := func(option, why string) {
 		if i := slices.Index(sp.Options, option); i >= 0 {
@@ -439,7 +439,7 @@ func (sp Space) withProgram(flag string, argv []string, p scenarios.ClientProgra
 		if i := slices.Index(sp.Kinds, "clock-jump"); i >= 0 && (sp.Nodes == 0 || sp.nodeClockless != "") {
 			why := "it would step a client's clock, which the program's hello does not let move (no client_clock), and no node's clock can be moved"
 			if given {
-				return sp, fmt.Errorf("--faults clock-jump: %s", why)
+				return sp, input.Errorf("faults", "clock-jump", why)
 			}
 			sp.Kinds = slices.Delete(slices.Clone(sp.Kinds), i, i+1)
 			leftOut = append(leftOut, "clock-jump ("+why+")")
@@ -466,17 +466,17 @@ func (sp Space) fence() string {
 func (sp Space) WithBaseline(lock string) (Space, error) {
 	base, err := clients.Lookup(lock)
 	if err != nil {
-		return sp, fmt.Errorf("--baseline %q: %v", lock, err)
+		return sp, input.Errorf("baseline", strconv.Quote(lock), err.Error())
 	}
 	spec, _ := clients.Lookup(sp.Lock)
 	if base.Backend != spec.Backend || scenarios.LockNodes(nil, base) != sp.Nodes {
-		return sp, fmt.Errorf("--baseline %s: it runs on %s, and %s on %s: a baseline is played on the same servers",
-			lock, describeServers(base), sp.Lock, describeServers(spec))
+		return sp, input.Errorf("baseline", lock, fmt.Sprintf("it runs on %s, and %s on %s: a baseline is played on the same servers",
+			describeServers(base), sp.Lock, describeServers(spec)))
 	}
 	if lock == sp.Lock && len(sp.ClientCmd) == 0 {
 		// A client program's lock against locksim's own of the same name
 		// is a comparison; the same lock twice is not.
-		return sp, fmt.Errorf("--baseline %s: the hunted lock itself; name the lock whose defence it should keep", lock)
+		return sp, input.Errorf("baseline", lock, "the hunted lock itself; name the lock whose defence it should keep")
 	}
 	sp.Baseline = lock
 	return sp, nil

@@ -8,6 +8,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/locksim/locksim/input"
 	"maps"
 	"strings"
 	"time"
@@ -178,7 +179,7 @@ func compare(cp *Scenario, name string) error {
 	base, fenced := strings.CutSuffix(name, "+fenced")
 	spec, err := clients.Lookup(base)
 	if err != nil {
-		return fmt.Errorf("--locks: %v", err)
+		return input.Errorf("locks", "", err.Error())
 	}
 	g := *cp.Generator
 	cp.Generator = &g

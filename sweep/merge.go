@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/locksim/locksim/sharding"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -213,7 +214,7 @@ func Merge(shards []ShardResult) (Description, []Row, error) {
 		return Description{}, nil, fmt.Errorf("merge: name the shards' directories")
 	}
 	first := shards[0]
-	var split []Shard
+	var split []sharding.Shard
 	var dirs []string
 	for _, s := range shards {
 		d := s.Desc
@@ -230,9 +231,9 @@ func Merge(shards []ShardResult) (Description, []Row, error) {
 		if err := checkRows(s, first); err != nil {
 			return Description{}, nil, err
 		}
-		split, dirs = append(split, Shard{I: d.Shard, N: d.Shards}), append(dirs, s.Dir)
+		split, dirs = append(split, sharding.Shard{I: d.Shard, N: d.Shards}), append(dirs, s.Dir)
 	}
-	inOrder, err := EachOnce(split, dirs, "directories")
+	inOrder, err := sharding.EachOnce(split, dirs, "directories")
 	if err != nil {
 		return Description{}, nil, err
 	}

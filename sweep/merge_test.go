@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
+	"github.com/locksim/locksim/sharding"
 	"io"
 	"reflect"
 	"slices"
@@ -39,7 +40,7 @@ func trialOutcome(l, p, t int) Row {
 
 // playSweep builds the rows a sweep (or one shard of it) would write,
 // with made-up trials: one row per lock and point, as Run lays them out.
-func playSweep(d Description, s Shard) []Row {
+func playSweep(d Description, s sharding.Shard) []Row {
 	p, err := ParseParam(d.Param)
 	if err != nil {
 		panic(err)
@@ -92,7 +93,7 @@ func shardsOf(t *testing.T, d Description, n int) []ShardResult {
 	for i := 1; i <= n; i++ {
 		sd := d
 		sd.Shard, sd.Shards = i, n
-		out = append(out, ShardResult{Dir: fmt.Sprintf("shard%d", i), Desc: sd, Rows: throughCSV(t, playSweep(d, Shard{i, n}))})
+		out = append(out, ShardResult{Dir: fmt.Sprintf("shard%d", i), Desc: sd, Rows: throughCSV(t, playSweep(d, sharding.Shard{I: i, N: n}))})
 	}
 	return out
 }
@@ -102,7 +103,7 @@ func shardsOf(t *testing.T, d Description, n int) []ShardResult {
 // the CSVs of both are the same bytes.
 func TestMergeOfShardsEqualsWholeSweep(t *testing.T) {
 	d := testDescription()
-	whole := playSweep(d, Shard{})
+	whole := playSweep(d, sharding.Shard{})
 	for _, n := range []int{1, 2, 3, 7, 60} {
 		shards := shardsOf(t, d, n)
 		// Any order of the directories.
@@ -167,7 +168,7 @@ func TestMergeRefuses(t *testing.T) {
 // TestCSVRoundTrip: ReadCSV reads back what WriteCSV wrote, every count
 // and the point, durations and drift rates alike.
 func TestCSVRoundTrip(t *testing.T) {
-	rows := playSweep(testDescription(), Shard{})
+	rows := playSweep(testDescription(), sharding.Shard{})
 	rows = append(rows, Row{Lock: "redlock", Param: "drift", Value: Value{X: 1.5}, Resolved: 1, TTL: 50 * time.Millisecond,
 		Trials: 9, Violated: 3, Damaged: 2, Violations: 4, CriticalSections: 300, Refused: 1, Injected: 9})
 	back := throughCSV(t, rows)
@@ -194,7 +195,7 @@ func TestCSVRoundTrip(t *testing.T) {
 
 // TestReadCSVErrors: a malformed sweep.csv is one line naming the line.
 func TestReadCSVErrors(t *testing.T) {
-	good := lines(t, WriteCSV, playSweep(testDescription(), Shard{})[:3])
+	good := lines(t, WriteCSV, playSweep(testDescription(), sharding.Shard{})[:3])
 	header := good[0]
 	old := strings.TrimSuffix(header, ","+strings.Join(SpreadHeader, ","))
 	for _, c := range []struct {
@@ -321,7 +322,7 @@ func TestDescriptionSaysWhatEachLockRanOn(t *testing.T) {
 // TestReadTrialsCSVErrors: a malformed trials.csv is one line naming the
 // line and the field.
 func TestReadTrialsCSVErrors(t *testing.T) {
-	good := lines(t, WriteTrialsCSV, playSweep(testDescription(), Shard{})[:2])
+	good := lines(t, WriteTrialsCSV, playSweep(testDescription(), sharding.Shard{})[:2])
 	header := good[0]
 	for _, c := range []struct {
 		name  string
@@ -336,7 +337,7 @@ func TestReadTrialsCSVErrors(t *testing.T) {
 		{"bad verdict", []string{header, bad(good[1], 7, "fine")}, `line 2: verdict: expected safe, unsafe, leaked or unknown, got "fine"`},
 		{"bad flag", []string{header, bad(good[1], 8, "yes")}, `line 2: violated: expected 0 or 1, got "yes"`},
 	} {
-		fresh := playSweep(testDescription(), Shard{})[:2]
+		fresh := playSweep(testDescription(), sharding.Shard{})[:2]
 		for i := range fresh {
 			fresh[i].Each = nil
 		}

@@ -5,6 +5,7 @@ package sweep
 
 import (
 	"fmt"
+	"github.com/locksim/locksim/input"
 	"strconv"
 	"strings"
 	"time"
@@ -102,32 +103,32 @@ func ParseParam(s string) (Param, error) {
 		return p, nil
 	}
 	if !ok || key == "" {
-		return Param{}, fmt.Errorf("--param %q: expected KEY=FROM..TO, e.g. pause=0.2ttl..3ttl", s)
+		return Param{}, input.Errorf("param", strconv.Quote(s), "expected KEY=FROM..TO, e.g. pause=0.2ttl..3ttl")
 	}
 	if !known {
 		var names []string
 		for _, k := range Keys {
 			names = append(names, k.Name)
 		}
-		return Param{}, fmt.Errorf("--param %q: unknown key %q (known: %s)", s, key, strings.Join(names, ", "))
+		return Param{}, input.Errorf("param", strconv.Quote(s), fmt.Sprintf("unknown key %q (known: %s)", key, strings.Join(names, ", ")))
 	}
 	from, to, ok := strings.Cut(rng, "..")
 	if !ok {
-		return Param{}, fmt.Errorf("--param %q: expected a range FROM..TO, e.g. %s=0.2ttl..3ttl", s, key)
+		return Param{}, input.Errorf("param", strconv.Quote(s), fmt.Sprintf("expected a range FROM..TO, e.g. %s=0.2ttl..3ttl", key))
 	}
 	p := Param{Key: key}
 	var err error
 	if p.From, err = parseValue(k, from); err != nil {
-		return Param{}, fmt.Errorf("--param %q: %v", s, err)
+		return Param{}, input.Errorf("param", strconv.Quote(s), err.Error())
 	}
 	if p.To, err = parseValue(k, to); err != nil {
-		return Param{}, fmt.Errorf("--param %q: %v", s, err)
+		return Param{}, input.Errorf("param", strconv.Quote(s), err.Error())
 	}
 	if p.From.RelTTL != p.To.RelTTL {
-		return Param{}, fmt.Errorf("--param %q: both ends must be relative to the TTL or neither", s)
+		return Param{}, input.Errorf("param", strconv.Quote(s), "both ends must be relative to the TTL or neither")
 	}
 	if p.To.X < p.From.X {
-		return Param{}, fmt.Errorf("--param %q: FROM is above TO", s)
+		return Param{}, input.Errorf("param", strconv.Quote(s), "FROM is above TO")
 	}
 	return p, nil
 }

@@ -114,7 +114,7 @@ func TestSweepRefusesAnotherFaultsSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), sc, Options{Param: &p})
-	want := "--param jump: jump sizes the clock-jump fault, and gen-pause draws pause (its fault's size is pause)"
+	want := "param jump: jump sizes the clock-jump fault, and gen-pause draws pause (its fault's size is pause)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
@@ -135,7 +135,7 @@ func TestSweepRefusesATTLTheLockCannotGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), sc, Options{Locks: []string{"etcd"}, TTL: 50 * time.Millisecond})
-	if err == nil || !strings.Contains(err.Error(), "--locks etcd: its leases last at least 2s") {
+	if err == nil || !strings.Contains(err.Error(), "locks etcd: its leases last at least 2s") || strings.Contains(err.Error(), "--") {
 		t.Fatalf("got %v", err)
 	}
 }

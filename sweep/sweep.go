@@ -5,6 +5,8 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/locksim/locksim/input"
+	"github.com/locksim/locksim/sharding"
 	"io"
 	"math"
 	"slices"
@@ -42,7 +44,7 @@ type Options struct {
 	// Shard, when set, plays only that slice of the trials (Shard.Plays);
 	// the rows then count the shard's trials only, and Merge adds up the
 	// shards' rows.
-	Shard Shard
+	Shard sharding.Shard
 	// Host says where the servers run (runner.Host).
 	Host runner.Host
 	// Unknown, when not nil, is told of each trial that ended without a
@@ -228,7 +230,7 @@ func checkKey(sc *scenarios.Scenario, key string) error {
 	if gen := sc.Generator.Generated(); gen != nil {
 		own = "its fault's size is " + gen.Name
 	}
-	return fmt.Errorf("--param %s: %s sizes the %s fault, and %s draws %s (%s)", key, key, k.Fault, sc.Name, sc.Generator.Fault, own)
+	return input.Errorf("param", key, fmt.Sprintf("%s sizes the %s fault, and %s draws %s (%s)", key, k.Fault, sc.Name, sc.Generator.Fault, own))
 }
 
 // Run plays the sweep and returns one row per lock and point, locks in the
@@ -276,7 +278,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 				resolved = point(param.Key, val, &g, &ttl)
 			}
 			if spec, _ := clients.Lookup(v.Lock); ttl < spec.MinTTL {
-				return nil, fmt.Errorf("--locks %s: its leases last at least %v, so a TTL of %v would be measured on a %v lease: give --ttl %v or more", locks[li], spec.MinTTL, ttl, spec.MinTTL, spec.MinTTL)
+				return nil, input.Errorf("locks", locks[li], fmt.Sprintf("its leases last at least %v, so a TTL of %v would be measured on a %v lease: give a {ttl} of %v or more", spec.MinTTL, ttl, spec.MinTTL, spec.MinTTL))
 			}
 			row := Row{Lock: locks[li], Param: param.Key, Value: val, Resolved: resolved, TTL: ttl}
 			for ti := 0; ti < o.Trials; ti++ {

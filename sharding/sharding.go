@@ -1,25 +1,43 @@
-package sweep
+// Package sharding splits one run over N machines: shard I of N plays
+// every Nth item of a list every shard numbers alike.
+package sharding
 
 import (
 	"fmt"
+	"github.com/locksim/locksim/input"
 	"strconv"
 	"strings"
+)
+
+// The environment a shard named "auto" is read from (the CLI resolves
+// it). Both indexes count from 0, as Kubernetes' does: shard I/N is
+// index I-1.
+const (
+	// EnvJobIndex is set by Kubernetes in each pod of an Indexed Job
+	// (completionMode: Indexed), 0 to completions-1.
+	EnvJobIndex = "JOB_COMPLETION_INDEX"
+	// EnvShardIndex is an index given explicitly, e.g. a GitHub Actions
+	// matrix's ${{ strategy.job-index }}.
+	EnvShardIndex = "LOCKSIM_SHARD_INDEX"
+	// EnvShards is the number of shards when --shards does not give it
+	// (Kubernetes does not tell a pod its Job's completions).
+	EnvShards = "LOCKSIM_SHARDS"
 )
 
 // Shard is slice I of N (I from 1) of a sweep's trials, for spreading one
 // sweep over N machines; the zero Shard is the whole sweep.
 type Shard struct{ I, N int }
 
-// ParseShard parses --shard I/N (1 <= I <= N).
-func ParseShard(s string) (Shard, error) {
+// Parse parses a shard I/N (1 <= I <= N).
+func Parse(s string) (Shard, error) {
 	i, n, ok := strings.Cut(s, "/")
 	si, err1 := strconv.Atoi(strings.TrimSpace(i))
 	sn, err2 := strconv.Atoi(strings.TrimSpace(n))
 	if !ok || err1 != nil || err2 != nil {
-		return Shard{}, fmt.Errorf("--shard %q: expected I/N, e.g. 2/4 for the second of four shards", s)
+		return Shard{}, input.Errorf("shard", strconv.Quote(s), "expected I/N, e.g. 2/4 for the second of four shards")
 	}
 	if sn < 1 || si < 1 || si > sn {
-		return Shard{}, fmt.Errorf("--shard %q: expected 1 <= I <= N", s)
+		return Shard{}, input.Errorf("shard", strconv.Quote(s), "expected 1 <= I <= N")
 	}
 	return Shard{I: si, N: sn}, nil
 }

@@ -1,20 +1,20 @@
-package sweep
+package sharding
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestParseShard(t *testing.T) {
+func TestParse(t *testing.T) {
 	for s, want := range map[string]Shard{"1/1": {1, 1}, "2/4": {2, 4}, "4/4": {4, 4}, " 3 / 7": {3, 7}} {
-		if got, err := ParseShard(s); err != nil || got != want {
-			t.Errorf("ParseShard(%q) = %v, %v; want %v", s, got, err, want)
+		if got, err := Parse(s); err != nil || got != want {
+			t.Errorf("Parse(%q) = %v, %v; want %v", s, got, err, want)
 		}
 	}
 	for s, msg := range map[string]string{"": "expected I/N", "2": "expected I/N", "a/b": "expected I/N", "1/2/3": "expected I/N",
 		"0/3": "1 <= I <= N", "4/3": "1 <= I <= N", "1/0": "1 <= I <= N", "-1/2": "1 <= I <= N"} {
-		if _, err := ParseShard(s); err == nil || !strings.Contains(err.Error(), msg) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("ParseShard(%q): error %v, want one line with %q", s, err, msg)
+		if _, err := Parse(s); err == nil || !strings.Contains(err.Error(), msg) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Parse(%q): error %v, want one line with %q", s, err, msg)
 		}
 	}
 }
