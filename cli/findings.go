@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/locksim/locksim/input"
-	"github.com/locksim/locksim/sharding"
 	"io"
 	"os"
 	"path/filepath"
@@ -25,11 +23,13 @@ import (
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/findings"
 	"github.com/locksim/locksim/hunt"
+	"github.com/locksim/locksim/input"
 	"github.com/locksim/locksim/matrix"
 	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/reports"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/sharding"
 	"github.com/locksim/locksim/worker"
 )
 

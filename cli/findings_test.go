@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"context"
 	"fmt"
-	"github.com/locksim/locksim/sharding"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/findings"
+	"github.com/locksim/locksim/sharding"
 )
 
 // TestFindingsBadInput: a name --only does not know, a --doc that is not
@@ -242,5 +245,31 @@ func TestFindingsReport(t *testing.T) {
 		t.Logf("the machine was too busy to decide every run:\n%s", md)
 	default:
 		t.Errorf("want 2 of 2 runs worse than the reference:\n%s", md)
+	}
+}
+
+// TestFindingsSubjectsLeaveOutMutants: the page plays the locks people
+// run, never a mutant (a lock broken on purpose, a counterfactual's) nor a
+// lock registered for tests only.
+func TestFindingsSubjectsLeaveOutMutants(t *testing.T) {
+	subs, err := subjects(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range subs {
+		spec, err := clients.Lookup(s.Lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.Mutant != "" || strings.HasPrefix(s.Name, "test-") {
+			t.Errorf("subject %s is a mutant or a test lock", s.Name)
+		}
+		names = append(names, s.Name)
+	}
+	for _, want := range []string{"redis", "redlock", "etcd", "zookeeper", "postgres-session"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("subjects %v lack %s", names, want)
+		}
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/locksim/locksim/clients"
-	"github.com/locksim/locksim/sharding"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,12 +18,14 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/hunt"
 	"github.com/locksim/locksim/input"
 	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/reports"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/sharding"
 )
 
 // huntOptions are sim hunt's flags.

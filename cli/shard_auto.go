@@ -5,9 +5,10 @@ package cli
 
 import (
 	"fmt"
-	"github.com/locksim/locksim/sharding"
 	"strconv"
 	"strings"
+
+	"github.com/locksim/locksim/sharding"
 )
 
 // autoShard is the shard --shard auto names: the index from

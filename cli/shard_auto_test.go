@@ -1,9 +1,10 @@
 package cli
 
 import (
-	"github.com/locksim/locksim/sharding"
 	"strings"
 	"testing"
+
+	"github.com/locksim/locksim/sharding"
 )
 
 // TestAutoShard: --shard auto takes the index from Kubernetes' or an

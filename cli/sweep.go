@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locksim/locksim/sharding"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/locksim/locksim/reports"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/sharding"
 	"github.com/locksim/locksim/sweep"
 )
 

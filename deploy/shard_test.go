@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/locksim/locksim/sharding"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/locksim/locksim/hunt"
+	"github.com/locksim/locksim/sharding"
 )
 
 // run starts sim as its own process with env added to this one's, and

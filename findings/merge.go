@@ -6,8 +6,8 @@ package findings
 
 import (
 	"fmt"
-	"github.com/locksim/locksim/sharding"
 
+	"github.com/locksim/locksim/sharding"
 )
 
 // Merge joins the reports of the N shards of one sim findings run: the

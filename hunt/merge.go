@@ -2,10 +2,10 @@ package hunt
 
 import (
 	"fmt"
-	"github.com/locksim/locksim/sharding"
 	"math"
 	"strings"
 
+	"github.com/locksim/locksim/sharding"
 )
 
 // Merge joins the results of the shards of one hunt (the same lock,

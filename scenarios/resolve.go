@@ -8,12 +8,12 @@ package scenarios
 
 import (
 	"fmt"
-	"github.com/locksim/locksim/input"
 	"maps"
 	"strings"
 	"time"
 
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/input"
 )
 
 // Changes are what a run changes in a story before it plays it. The zero

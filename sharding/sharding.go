@@ -4,9 +4,10 @@ package sharding
 
 import (
 	"fmt"
-	"github.com/locksim/locksim/input"
 	"strconv"
 	"strings"
+
+	"github.com/locksim/locksim/input"
 )
 
 // The environment a shard named "auto" is read from (the CLI resolves

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/locksim/locksim/sharding"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/sharding"
 )
 
 // Description is sweep.json: what a sweep, or one shard of it, played,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
-	"github.com/locksim/locksim/sharding"
 	"io"
 	"reflect"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/sharding"
 )
 
 // trialOutcome is a made-up trial: counts drawn from its place in the sweep.

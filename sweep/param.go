@@ -5,11 +5,11 @@ package sweep
 
 import (
 	"fmt"
-	"github.com/locksim/locksim/input"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/locksim/locksim/input"
 	"github.com/locksim/locksim/nemesis"
 )
 

@@ -5,8 +5,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"github.com/locksim/locksim/input"
-	"github.com/locksim/locksim/sharding"
 	"io"
 	"math"
 	"slices"
@@ -16,8 +14,10 @@ import (
 
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/input"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
+	"github.com/locksim/locksim/sharding"
 )
 
 // Options configure a sweep.
