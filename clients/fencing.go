@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locksim/locksim/storage"
 )
 
 // The fencing-token sources a scenario's fence names, each on the servers
@@ -68,7 +70,7 @@ func (s *PGSequence) Next(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("fence sequence: %w", err)
 	}
 	var v int64
-	if err := conn.QueryRow(ctx, `SELECT nextval('fence_seq')`).Scan(&v); err != nil {
+	if err := conn.QueryRow(ctx, storage.SQLNextFence).Scan(&v); err != nil {
 		return 0, fmt.Errorf("fence sequence: %w", err)
 	}
 	return v, nil

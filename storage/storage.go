@@ -74,12 +74,7 @@ func Setup(ctx context.Context, dsn string) error {
 	return script(ctx, dsn, "setup", `
 DROP TABLE IF EXISTS counter, runs, jobs;
 DROP SEQUENCE IF EXISTS fence_seq;
-CREATE TABLE counter (id int PRIMARY KEY, value bigint NOT NULL, fence bigint NOT NULL, owner text);
-INSERT INTO counter (id, value, fence, owner) VALUES (1, 0, 0, NULL);
-CREATE TABLE runs (job text NOT NULL, period text NOT NULL, UNIQUE (job, period));
-CREATE TABLE jobs (n serial PRIMARY KEY, job text NOT NULL, period text NOT NULL, client int NOT NULL);
-CREATE SEQUENCE fence_seq;
-`)
+`+Schema)
 }
 
 // Reset puts back the state Setup leaves (value 0, fence 0, no owner, no
@@ -233,7 +228,7 @@ func (s *Store) Read(ctx context.Context) (int64, error) {
 	}
 	defer done()
 	var v int64
-	if err := q.QueryRow(ctx, `SELECT value FROM counter WHERE id = 1`).Scan(&v); err != nil {
+	if err := q.QueryRow(ctx, SQLRead).Scan(&v); err != nil {
 		return 0, fmt.Errorf("storage read: %v", err)
 	}
 	return v, nil
@@ -256,7 +251,7 @@ func (s *Store) ReadFenced(ctx context.Context, fence int64) (int64, error) {
 	}
 	defer done()
 	var v int64
-	if err := q.QueryRow(ctx, `UPDATE counter SET fence = GREATEST(fence, $1) WHERE id = 1 RETURNING value`, fence).Scan(&v); err != nil {
+	if err := q.QueryRow(ctx, SQLFencedRead, fence).Scan(&v); err != nil {
 		return 0, fmt.Errorf("storage read: %v", err)
 	}
 	return v, nil
@@ -285,7 +280,7 @@ func (s *Store) Claim(ctx context.Context, token string) error {
 		return err
 	}
 	defer done()
-	tag, err := q.Exec(ctx, `UPDATE counter SET owner = $1 WHERE id = 1`, token)
+	tag, err := q.Exec(ctx, SQLClaim, token)
 	if err != nil {
 		return fmt.Errorf("storage claim: %v", err)
 	}
@@ -317,11 +312,11 @@ func (s *Store) Write(ctx context.Context, read, value int64, fence int64, token
 	var tag pgconn.CommandTag
 	switch s.mode {
 	case Plain:
-		tag, err = q.Exec(ctx, `UPDATE counter SET value = $1 WHERE id = 1`, value)
+		tag, err = q.Exec(ctx, SQLWrite, value)
 	case Fenced, FencedWrite:
-		tag, err = q.Exec(ctx, `UPDATE counter SET value = $1, fence = $2 WHERE id = 1 AND fence <= $2`, value, fence)
+		tag, err = q.Exec(ctx, SQLFencedWrite, value, fence)
 	case TokenCAS:
-		tag, err = q.Exec(ctx, `UPDATE counter SET value = $1 WHERE id = 1 AND owner = $2`, value, token)
+		tag, err = q.Exec(ctx, SQLTokenWrite, value, token)
 	case Idempotent:
 		return s.writeOnce(ctx, q, read, value)
 	default:
@@ -354,7 +349,7 @@ func (s *Store) writeOnce(ctx context.Context, q querier, read, value int64) (bo
 	defer tx.Rollback(context.Background()) // no-op after Commit
 	// ON CONFLICT DO NOTHING: a concurrent run of the same period waits
 	// for the first to commit, then inserts nothing.
-	tag, err := tx.Exec(ctx, `INSERT INTO runs (job, period) VALUES ($1, $2) ON CONFLICT (job, period) DO NOTHING`,
+	tag, err := tx.Exec(ctx, SQLRunClaim,
 		s.Job, strconv.FormatInt(read, 10))
 	if err != nil {
 		return false, fmt.Errorf("storage write: %v", err)
@@ -362,7 +357,7 @@ func (s *Store) writeOnce(ctx context.Context, q querier, read, value int64) (bo
 	if tag.RowsAffected() == 0 {
 		return false, nil // a duplicate (job, period): refused
 	}
-	tag, err = tx.Exec(ctx, `UPDATE counter SET value = $1 WHERE id = 1`, value)
+	tag, err = tx.Exec(ctx, SQLWrite, value)
 	if err != nil {
 		return false, fmt.Errorf("storage write: %v", err)
 	}
