@@ -357,7 +357,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 			failed = append(failed, fmt.Sprintf("%s on %s: %s", s.Name, f.Scenario, f.Err))
 		}
 		for _, c := range m.Ordered() {
-			s.Cells = append(s.Cells, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: replay(s.Subject, c)})
+			s.Cells = append(s.Cells, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: replay(s.Subject, c), Notice: c.Notice})
 		}
 		bar.say(s.Name + ": hunting")
 		s.Hunt = huntSubject(ctx, s.Subject, filepath.Join(o.out, slug(s.Name), "hunt"), o)

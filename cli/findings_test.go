@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/locksim/locksim/findings"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/sweep"
 )
 
@@ -170,5 +172,34 @@ func TestNotCounted(t *testing.T) {
 	}
 	if m := s.Meaning(); !strings.Contains(m, "worse than the lock it stands in for on 1: redlock-pause-during-acquire.") || !strings.Contains(m, "redlock-client-clock-slow, whose fault is a form no machine has") {
 		t.Errorf("meaning: %s", m)
+	}
+}
+
+// TestNoticeStoriesAreTheirFault: each story that measures a lock's time
+// to notice is in the catalogue, and the fault it is listed for (a pause
+// of a client, or a cut of its links) is what its story does to the
+// holder, client 1.
+func TestNoticeStoriesAreTheirFault(t *testing.T) {
+	effect := map[string]string{"pause": history.EffectPause, "partition": history.EffectNetwork}
+	for _, f := range findings.NoticeStories {
+		if effect[f.Fault] == "" {
+			t.Fatalf("fault %q: no effect known for it", f.Fault)
+		}
+		for _, name := range f.Stories {
+			sc, err := scenarios.Find(name)
+			if err != nil {
+				t.Errorf("%s story %s: %v", f.Fault, name, err)
+				continue
+			}
+			hit := false
+			for _, st := range sc.Steps {
+				if ff, ok := st.Fault(); ok && ff.Effect == effect[f.Fault] && ff.Client == 1 {
+					hit = true
+				}
+			}
+			if !hit {
+				t.Errorf("%s story %s: no %s of client 1 in its steps", f.Fault, name, effect[f.Fault])
+			}
+		}
 	}
 }
