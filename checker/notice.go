@@ -39,8 +39,8 @@ import (
 type Notice struct {
 	// GivenAway says the servers gave a held lock to another client.
 	// False: there was nothing to measure (no lock was given away while
-	// held), and the fields below but Overlap are empty; that is not a
-	// time to notice of 0.
+	// held), and the fields below but End and Overlap are empty; that
+	// is not a time to notice of 0.
 	GivenAway bool `json:"given_away"`
 	// GiveAways counts the grants that gave a held lock away; the
 	// figures are the first one's.
