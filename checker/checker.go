@@ -84,6 +84,10 @@ type Result struct {
 	Fencing    FencingResult  `json:"fencing"`
 	Liveness   LivenessResult `json:"liveness"`
 	Jobs       JobsResult     `json:"jobs"`
+	// Notice is how long after the servers gave a held lock away its
+	// holder learned it, and how long two clients both believed they
+	// held one (Notices): measured, not judged.
+	Notice Notice `json:"notice"`
 	// Derived is what the check derived on the way, for the reports to
 	// draw (Derived.Holds, Derived.Visualize). It is not in result.json:
 	// a Result read back from it has none.
@@ -111,6 +115,7 @@ func Check(events []history.Event, o Options) (Result, error) {
 	r.Fencing = checkFencing(p)
 	r.Liveness = checkLiveness(p, o)
 	r.Jobs = checkJobs(p)
+	r.Notice = notices(p)
 	wg.Wait()
 	r.Derived = d
 	r.Violations = r.Mutex.OverlapCount + r.Damage.LostUpdateCount + r.Damage.StaleWriteCount +

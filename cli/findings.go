@@ -345,17 +345,11 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		if err != nil {
 			return asFlag("--out", err)
 		}
-		m := matrix.Plan([]string{s.Lock}, mine, sub.Path(), program)
-		m.Refs = refs
-		for _, c := range m.Playable() {
-			// A finding is a lock's verdict against its reference; the
-			// counterfactuals are the stories' own business (sim run).
-			v, err := scenarios.Resolve(c.Played, scenarios.Changes{NoCounterfactual: true})
-			if err != nil {
-				return err
-			}
-			c.Played, c.CFSkipped = v.Scenario, "sim findings plays no counterfactual"
+		m, err := planFindings(s.Lock, mine, sub.Path(), program)
+		if err != nil {
+			return err
 		}
+		m.Refs = refs
 		total += len(m.Playable()) + 1 // its cells and its hunt
 		plan = append(plan, planned{s, m})
 	}
@@ -385,9 +379,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		if f := m.Failed(); f != nil { // its cell says so; the others go on
 			failed = append(failed, fmt.Sprintf("%s on %s: %s", s.Name, f.Scenario, f.Err))
 		}
-		for _, c := range m.Ordered() {
-			s.Cells = append(s.Cells, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: replay(s.Subject, c)})
-		}
+		s.Cells = findingsCells(s.Subject, m)
 		bar.say(s.Name + ": hunting")
 		s.Hunt = huntSubject(ctx, s.Subject, filepath.Join(o.out, slug(s.Name), "hunt"), o)
 		if ctx.Err() != nil {
@@ -417,6 +409,31 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		return fmt.Errorf("written, but the harness could not run %d cell(s) (each says why): %s", len(failed), strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// planFindings plans lock's matrix of stories into out, as sim findings
+// plays it: without counterfactuals.
+func planFindings(lock string, stories []*scenarios.Scenario, out string, program func(*scenarios.Scenario) error) (*matrix.Matrix, error) {
+	m := matrix.Plan([]string{lock}, stories, out, program)
+	for _, c := range m.Playable() {
+		// A finding is a lock's verdict against its reference; the
+		// counterfactuals are the stories' own business (sim run).
+		v, err := scenarios.Resolve(c.Played, scenarios.Changes{NoCounterfactual: true})
+		if err != nil {
+			return nil, err
+		}
+		c.Played, c.CFSkipped = v.Scenario, "sim findings plays no counterfactual"
+	}
+	return m, nil
+}
+
+// findingsCells are s's cells of the page, from its matrix as played.
+func findingsCells(s findings.Subject, m *matrix.Matrix) []findings.Cell {
+	var out []findings.Cell
+	for _, c := range m.Ordered() {
+		out = append(out, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: replay(s, c), Notice: c.Notice})
+	}
+	return out
 }
 
 // writeFindings writes the report's Markdown, HTML and JSON, every

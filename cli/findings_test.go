@@ -11,6 +11,8 @@ import (
 
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/findings"
+	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/sharding"
 )
 
@@ -270,6 +272,35 @@ func TestFindingsSubjectsLeaveOutMutants(t *testing.T) {
 	for _, want := range []string{"redis", "redlock", "etcd", "zookeeper", "postgres-session"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("subjects %v lack %s", names, want)
+		}
+	}
+}
+
+// TestNoticeStoriesAreTheirFault: each story that measures a lock's time
+// to notice is in the catalogue, and the fault it is listed for (a pause
+// of a client, or a cut of its links) is what its story does to the
+// holder, client 1.
+func TestNoticeStoriesAreTheirFault(t *testing.T) {
+	effect := map[string]string{"pause": history.EffectPause, "partition": history.EffectNetwork}
+	for _, f := range findings.NoticeStories {
+		if effect[f.Fault] == "" {
+			t.Fatalf("fault %q: no effect known for it", f.Fault)
+		}
+		for _, name := range f.Stories {
+			sc, err := scenarios.Find(name)
+			if err != nil {
+				t.Errorf("%s story %s: %v", f.Fault, name, err)
+				continue
+			}
+			hit := false
+			for _, st := range sc.Steps {
+				if ff, ok := st.Fault(); ok && ff.Effect == effect[f.Fault] && ff.Client == 1 {
+					hit = true
+				}
+			}
+			if !hit {
+				t.Errorf("%s story %s: no %s of client 1 in its steps", f.Fault, name, effect[f.Fault])
+			}
 		}
 	}
 }

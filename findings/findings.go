@@ -13,6 +13,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/locksim/locksim/checker"
 )
 
 // WrittenBy marks a findings.json locksim wrote, so that a refresh never
@@ -66,6 +68,10 @@ type Cell struct {
 	Text string `json:"text"`
 	// Command plays the cell again.
 	Command string `json:"command"`
+	// Notice is what its run measured of the holder's time to notice
+	// and of the overlap (Subject.Measures reads it); nil when it did
+	// not run, or was played before this was measured.
+	Notice *checker.Notice `json:"notice,omitempty"`
 }
 
 // Hunt is what sim hunt found against the subject.
@@ -90,6 +96,8 @@ const (
 	kindDiffers = "differs"
 	kindMatch   = "match"
 	kindNA      = "na"
+	kindError   = "error"
+	kindStory   = "story"
 	// KindUnrealistic is a cell that would be a finding, from a story
 	// whose fault is a form no real machine has
 	// (scenarios.Scenario.Unrealistic): it teaches, and is not counted

@@ -20,7 +20,16 @@ told nothing but its name; a lock that stands in for another is hunted
 with that lock as its baseline, so that what the hunt finds is what it
 does worse, not the TTL trap every lock without fencing shares. The first
 schedule it finds is shrunk to a story. Every cell and every hunt gives
-the command that plays it again.`
+the command that plays it again.
+
+Two columns measure what users ask of a lock library most: on a story
+whose holder is paused (SIGSTOP) past its lease, and on one whose holder
+is cut off from its servers, how long after the servers gave its lock to
+another client the holder learned it (by its lease check, its watchdog's
+renewal, or a command refused; or never, within the story), and how long
+two clients both believed they held the lock. A holder that learns only
+at its next call learns when the story makes one: the figure says how,
+and the story names the timing.`
 
 // Markdown is the report as docs/findings.md.
 func (r *Report) Markdown() []byte {
@@ -28,10 +37,10 @@ func (r *Report) Markdown() []byte {
 	b.WriteString("# Findings: what the stories and the hunts show about each lock\n\n")
 	fmt.Fprintf(&b, "Rebuilt by `%s`; `bin/sim findings --only NAME` refreshes one lock, when its library\nreleases a new version. Seed %d. %s\n\n", r.Command, r.Seed, r.Machine)
 	b.WriteString(intro + "\n\n")
-	b.WriteString("| lock | what it is | servers | stories played | worse than its reference | hunt |\n| --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| lock | what it is | servers | stories played | worse than its reference | learns its lock was given away | both believed they held it | hunt |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range r.Subjects {
-		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %d | %d | %s |\n", s.Name, anchor(s.Name), md(s.About), s.Servers,
-			len(s.Cells)-s.Count(kindNA), s.Count(kindFinding), md(huntWord(s.Hunt)))
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %d | %d | %s | %s | %s |\n", s.Name, anchor(s.Name), md(s.About), s.Servers,
+			len(s.Cells)-s.Count(kindNA), s.Count(kindFinding), mdLines(s.NoticeLines()), mdLines(s.OverlapLines()), md(huntWord(s.Hunt)))
 	}
 	if len(r.Modules) > 0 {
 		b.WriteString("\nThe Go locks are built with: " + strings.Join(wrapCode(r.Modules), ", ") + ".\n")
@@ -113,6 +122,15 @@ func md(s string) string {
 	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
 }
 
+// mdLines is lines in one Markdown table cell, a line each.
+func mdLines(lines []string) string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = md(l)
+	}
+	return strings.Join(out, "<br>")
+}
+
 func wrapCode(xs []string) []string {
 	out := make([]string, len(xs))
 	for i, x := range xs {
@@ -147,8 +165,8 @@ code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6;
 <h1>Findings: what the stories and the hunts show about each lock</h1>
 <p>Rebuilt by <code>{{.Command}}</code>; <code>bin/sim findings --only NAME</code> refreshes one lock. Seed {{.Seed}}. {{.Machine}}</p>
 <p>{{.Intro}}</p>
-<table><tr><th>lock</th><th>what it is</th><th>servers</th><th>stories played</th><th>worse than its reference</th><th>hunt</th></tr>
-{{range .Subjects}}<tr><td><a href="#{{anchor .Name}}">{{.Name}}</a></td><td>{{.About}}</td><td>{{.Servers}}</td><td>{{played .}}</td><td>{{.Count "finding"}}</td><td>{{huntWord .Hunt}}</td></tr>
+<table><tr><th>lock</th><th>what it is</th><th>servers</th><th>stories played</th><th>worse than its reference</th><th>learns its lock was given away</th><th>both believed they held it</th><th>hunt</th></tr>
+{{range .Subjects}}<tr><td><a href="#{{anchor .Name}}">{{.Name}}</a></td><td>{{.About}}</td><td>{{.Servers}}</td><td>{{played .}}</td><td>{{.Count "finding"}}</td><td>{{range $i, $l := .NoticeLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{range $i, $l := .OverlapLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{huntWord .Hunt}}</td></tr>
 {{end}}</table>
 {{if .Modules}}<p>The Go locks are built with: {{join .Modules ", "}}.</p>{{end}}
 {{range .Subjects}}<h2 id="{{anchor .Name}}">{{.Name}}</h2>

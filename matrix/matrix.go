@@ -47,6 +47,9 @@ type Cell struct {
 	// Dir is the run directory; Summary the checkers' sentence.
 	Dir, Summary string
 	Duration     time.Duration
+	// Notice is what the run measured of its holder's time to notice
+	// and of the overlap (checker.Notices); nil when it did not run.
+	Notice *checker.Notice
 	// Ref is the story as the reference lock plays it, when the cell's
 	// lock stands in for another (it replaces the story's lock, or a
 	// client program implements it): the cell is judged against that
@@ -255,6 +258,8 @@ func (c *Cell) record(res *runner.Outcome, err error, interrupted bool) {
 	default:
 		c.Ran = true
 		c.Verdict, c.Expected, c.Summary = res.Check.Verdict, res.Expected, res.Check.Summary
+		n := res.Check.Notice
+		c.Notice = &n
 		c.Slow = res.Check.Verdict == checker.Unknown && res.Machine != nil && res.Machine.Busy != ""
 		if cf := res.Counterfactual; cf != nil {
 			c.CF, c.CFFlipped = cf.Verdict, cf.Flipped
