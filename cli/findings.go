@@ -505,6 +505,29 @@ func storyLock(name string) string {
 	return sc.Lock
 }
 
+// trap names the shared schedule a hunt's shrunk story p is, when it is
+// one every lock without fencing loses to: no fault at all (the work
+// outlasts the TTL: redis-ttl-expiry's trap), or one pause of the first
+// holder past the TTL (the schedule of s's pause story, findings'
+// NoticeStories). "" for any other story.
+func trap(p *hunt.Plan, s findings.Subject) string {
+	if p == nil {
+		return ""
+	}
+	switch f := p.Faults; {
+	case len(f) == 0:
+		return "the TTL trap (work that outlasts the TTL, the schedule of redis-ttl-expiry)"
+	case len(f) == 1 && f[0].Kind == "pause" && f[0].Client == 1 && f[0].X >= 1:
+		for _, m := range s.Measures() {
+			if m.Fault == "pause" && m.Story != "" {
+				return "the pause past the TTL (the schedule of " + m.Story + ")"
+			}
+		}
+		return "the pause past the TTL"
+	}
+	return ""
+}
+
 // huntSubject hunts s as sim hunt would, told its name (and, for a
 // program, the lock it stands in for as its baseline), into out.
 func huntSubject(ctx context.Context, s findings.Subject, out string, o findingsOptions) *findings.Hunt {
@@ -541,6 +564,9 @@ func huntSubject(ctx context.Context, s findings.Subject, out string, o findings
 		return h
 	}
 	h.Found, h.Summary, h.Runs, h.Seconds = res.Found, res.Summary, res.Candidates, res.Seconds
+	if res.Found && h.Baseline == "" {
+		h.Trap = trap(res.Final, s)
+	}
 	if res.Found {
 		if y, err := os.ReadFile(filepath.Join(out, "found.yaml")); err == nil {
 			h.Story = string(y)

@@ -12,6 +12,7 @@ import (
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/findings"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/hunt"
 	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/sharding"
 )
@@ -302,5 +303,30 @@ func TestNoticeStoriesAreTheirFault(t *testing.T) {
 				t.Errorf("%s story %s: no %s of client 1 in its steps", f.Fault, name, effect[f.Fault])
 			}
 		}
+	}
+}
+
+// TestHuntTrap: a hunt with no baseline that shrinks to a schedule every
+// lock without fencing loses to is named by it, and the page says so
+// instead of a bare "found"; any other story is not named.
+func TestHuntTrap(t *testing.T) {
+	s := findings.Subject{Name: "redis", Lock: "redis", Cells: []findings.Cell{{Story: "redis-watchdog-pause", Kind: "match"}}}
+	for _, c := range []struct {
+		faults []hunt.Fault
+		want   string
+	}{
+		{nil, "the TTL trap (work that outlasts the TTL, the schedule of redis-ttl-expiry)"},
+		{[]hunt.Fault{{Kind: "pause", Client: 1, X: 1.5}}, "the pause past the TTL (the schedule of redis-watchdog-pause)"},
+		{[]hunt.Fault{{Kind: "pause", Client: 1, X: 0.5}}, ""},
+		{[]hunt.Fault{{Kind: "pause", Client: 2, X: 2}}, ""},
+		{[]hunt.Fault{{Kind: "pause", Client: 1, X: 2}, {Kind: "latency", Client: 2, X: 0.1}}, ""},
+	} {
+		if got := trap(&hunt.Plan{Faults: c.faults}, s); got != c.want {
+			t.Errorf("%+v: trap %q, want %q", c.faults, got, c.want)
+		}
+	}
+	h := &findings.Hunt{Found: true, Runs: 2, Trap: "the pause past the TTL"}
+	if w := h.Word(false); !strings.Contains(w, "which every lock without fencing shares") || strings.HasPrefix(w, "found") {
+		t.Errorf("the page's hunt word %q", w)
 	}
 }

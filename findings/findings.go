@@ -88,6 +88,12 @@ type Hunt struct {
 	// why the hunt could not run.
 	Story string `json:"story,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Trap names what a hunt with no baseline found when its shrunk story
+	// is a catalogue story's schedule that every lock without fencing
+	// shares ("the pause past the TTL, the schedule of
+	// redlock-pause-after-acquire"): a fact about such locks, not about
+	// this one. "" when it is not.
+	Trap string `json:"trap,omitempty"`
 }
 
 // Kinds of cell that mean something about the subject.
@@ -160,6 +166,8 @@ func (s Subject) Meaning() string {
 		fmt.Fprintf(&b, "The hunt could not run: %s.", h.Error)
 	case h.Found && h.Baseline != "":
 		fmt.Fprintf(&b, "The hunt, with %s (the lock it stands in for) as its baseline, found a schedule on which it ends worse than that lock in %d candidate(s): %s.", h.Baseline, h.Runs, h.Summary)
+	case h.Found && h.Trap != "":
+		fmt.Fprintf(&b, "The hunt found %s in %d candidate(s): every lock without fencing shares it, so it says nothing about this lock in particular (%s).", h.Trap, h.Runs, h.Summary)
 	case h.Found:
 		fmt.Fprintf(&b, "The hunt found a schedule that breaks it in %d candidate(s): %s.", h.Runs, h.Summary)
 	case h.Baseline != "":

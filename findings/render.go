@@ -81,6 +81,8 @@ func (h *Hunt) Word(detail bool) string {
 		return fmt.Sprintf("worse than %s in %d candidates: %s", h.Baseline, h.Runs, h.Summary)
 	case h.Found && h.Baseline != "":
 		return fmt.Sprintf("worse than %s (%d candidates)", h.Baseline, h.Runs)
+	case h.Found && h.Trap != "":
+		return fmt.Sprintf("%s, which every lock without fencing shares (%d candidates)", h.Trap, h.Runs)
 	case h.Found && detail:
 		return fmt.Sprintf("found in %d candidates: %s", h.Runs, h.Summary)
 	case h.Found:
