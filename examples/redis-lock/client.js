@@ -123,15 +123,20 @@ async function init(id, cmd) {
 // acquire calls redis-lock's lock(key, ttl), which tries SET
 // lock.<key> <Date.now() + ttl + 1> PX ttl NX and, while that fails, tries
 // again every RETRY_DELAY for ever. The library is handed a view of the
-// client (attempts, below) that sees each attempt's answer: without a
-// wait the acquire ends after the first, with one once the wait has run
-// out; the view then answers the library's next attempt with a promise
-// that never settles, which ends its loop.
+// client (attempts, below) that sees each attempt's answer: a refusal
+// (the key is set) ends the acquire once the command's wait has run out
+// (at once without one); an error (a connection a failover closed, say)
+// is left to the library's loop for the per-request bound (node_timeout)
+// or the wait, whichever is longer, as go-redis retries a request whose
+// connection broke. The view then answers the library's next attempt
+// with a promise that never settles, which ends its loop.
 async function acquire(id, cmd) {
   const key = cmd.key;
   const ttlMs = L.nsToMs(cmd.ttl);
   event(id, { type: "invoke", op: "acquire", key, ttl: cmd.ttl });
-  const until = mono() + BigInt(cmd.wait || 0);
+  const start = mono();
+  const until = start + BigInt(cmd.wait || 0); // for a refusal
+  const errUntil = start + BigInt(Math.max(Number(cmd.wait || 0), timeoutMs * 1e6)); // for an error
   const real = node.redis;
   let value = null; // what the winning SET stored: the lease's end
   let last = null; // the last attempt's failure
@@ -154,7 +159,7 @@ async function acquire(id, cmd) {
         },
         (err) => {
           last = { detail: `SET ${name} NX: ${err.message}` };
-          if (mono() >= until) stop(last);
+          if (mono() >= errUntil) stop(last);
           throw err;
         },
       );
