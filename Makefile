@@ -35,7 +35,7 @@ all: build
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
 TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-kazoo python3-etcd3 python3-psycopg2 \
 	default-jdk-headless libzookeeper-java libpostgresql-jdbc-java
-NODE_EX   := examples/node-redlock examples/redis-semaphore examples/sesamecare-redlock
+NODE_EX   := examples/node-redlock examples/node-redlock4 examples/redis-lock examples/redis-semaphore examples/sesamecare-redlock examples/simple-redis-mutex
 JAVA_EX   := examples/zookeeper-writelock
 
 deps:

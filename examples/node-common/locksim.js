@@ -3,9 +3,11 @@
 // the command loop with its stall reports, the Redis connections through
 // the client's proxies, the protected storage (pg) with its write, and
 // the fencing tokens. The client programs of examples/node-redlock,
-// examples/redis-semaphore and examples/sesamecare-redlock use it; each
+// examples/node-redlock4, examples/redis-lock, examples/redis-semaphore,
+// examples/sesamecare-redlock and examples/simple-redis-mutex use it; each
 // keeps its lock library's part (acquire, release, the watchdog) in its
-// own client.js.
+// own client.js (redis-lock and simple-redis-mutex connect with
+// node-redis, which their libraries require, not with connectNodes).
 //
 // It requires no package itself: each program passes its own ioredis and
 // pg (installed in its own node_modules), so this folder needs no install.
