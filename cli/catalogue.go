@@ -6,6 +6,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -149,6 +151,10 @@ func cmdExplain(name string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "\nCounterfactual (sim run %s --counterfactual): %s, it must end %s.\n", sc.Name, c.Change, c.Expected)
 		for _, ch := range sc.CounterfactualChanges() {
 			fmt.Fprintf(stdout, "  - %s\n", ch)
+		}
+		for _, b := range slices.Sorted(maps.Keys(sc.FixedIn)) {
+			fmt.Fprintf(stdout, "Fixed in %s %s: on that version or later (sim run %s --server-version %s=VERSION) it must end %s, as the counterfactual does.\n",
+				b, sc.FixedIn[b], sc.Name, b, c.Expected)
 		}
 	}
 	if len(sc.Steps) > 0 {

@@ -441,6 +441,10 @@ func printVerdictAs(w io.Writer, r *runner.Outcome, name string) {
 	case r.Check.Verdict != r.Expected:
 		status = "NOT as expected (" + r.Expected + ")"
 	}
+	if r.Fixed != "" {
+		b, _, _ := strings.Cut(r.Fixed, " ")
+		status += " (" + scenarios.FixedSentence(r.Fixed, r.Versions[b]) + ")"
+	}
 	fmt.Fprintf(w, "%s: %s\n", name, r.Check.Summary)
 	fmt.Fprintf(w, "  verdict %s, %s; %d violation(s); %v; run directory %s\n",
 		r.Check.Verdict, status, r.Check.Violations, r.Duration.Round(time.Millisecond), r.Dir)

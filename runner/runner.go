@@ -192,8 +192,20 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 	if o.Out == "" {
 		o.Out = DefaultOut(sc.Name, started)
 	}
+	versions, err := o.Host.versionsOf(sc)
+	if err != nil {
+		return nil, harness("server version: %v", err)
+	}
+	fixed := ""
 	if o.Expected == "" {
 		o.Expected = sc.Expected
+		if fixed = sc.FixedOn(versions); fixed != "" && !sc.IsCounterfactual {
+			o.Expected, o.Departures, o.Counterfactual = fixedRun(sc, o)
+			if o.Log != nil {
+				b, _, _ := strings.Cut(fixed, " ")
+				fmt.Fprintf(o.Log, "%s: %s: expected %s, as its counterfactual ends\n", sc.Name, scenarios.FixedSentence(fixed, versions[b]), o.Expected)
+			}
+		}
 	}
 	var cfs *scenarios.Scenario
 	if o.Counterfactual {
@@ -207,6 +219,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 		play = runGenerated // generator.go
 	}
 	out, err := play(ctx, sc, o, started)
+	if out != nil {
+		out.Versions, out.Fixed = versions, fixed
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			// Keep what the run has: its history so far.
@@ -250,6 +265,18 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 		}
 	}
 	return out, nil
+}
+
+// fixedRun is how a story is played on servers that have its bug fixed
+// (Scenario.FixedIn): expected to end as its counterfactual does, to its
+// end where its steps go otherwise than they tell, and with no
+// counterfactual (there is no bug to take away).
+func fixedRun(sc *scenarios.Scenario, o Options) (expected string, departures, counterfactual bool) {
+	cf, err := sc.CounterfactualScenario()
+	if err != nil { // the loader requires it: keep the story's own
+		return o.Expected, o.Departures, o.Counterfactual
+	}
+	return cf.Expected, true, false
 }
 
 // DefaultOut is the run directory of a run started at t with no --out.
@@ -465,7 +492,7 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.checkClientCmd(ctx); err != nil { // external.go
 		return err
 	}
-	plan := r.planServers(spec) // servers.go
+	plan := planServers(r.sc, spec) // servers.go
 	if err := r.checkHost(ctx, plan); err != nil {
 		return err
 	}
