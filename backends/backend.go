@@ -115,6 +115,8 @@ type Versioned interface {
 	// Version is the version its local servers run when want is asked
 	// for ("": its default), or an error naming the versions to be had.
 	Version(want string) (string, error)
+	// Versions lists the versions to be had here, its default first.
+	Versions() []string
 }
 
 // includer is a backend whose servers include another backend's.

@@ -55,6 +55,8 @@ func (etcdBackend) Version(want string) (string, error) {
 	return env.EtcdVersion(bin)
 }
 
+func (etcdBackend) Versions() []string { return env.EtcdVersions() }
+
 func (etcdBackend) Start(ctx context.Context, o Options) (Servers, error) {
 	e, err := env.StartEtcd(ctx, env.EtcdOptions{Members: o.Nodes, Image: o.Image, Version: o.Version})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/findings"
 	"github.com/locksim/locksim/hunt"
@@ -321,9 +322,16 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	type planned struct {
 		s *subject
 		m *matrix.Matrix
+		// host names the version of its servers it plays on (none: the
+		// servers come in one version); server says it ("etcd 3.7.3");
+		// hunt says the subject is hunted after it (on the default).
+		host   runner.Host
+		server string
+		hunt   bool
 	}
 	var plan []planned
-	refs := map[string]*runner.Outcome{} // one reference run per lock and story, for all
+	// One reference run per lock, story and server version, for all.
+	refs := map[string]map[string]*runner.Outcome{}
 	total := 0
 	for i := range subs {
 		s := &subs[i]
@@ -341,23 +349,41 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 			argv := s.Program
 			program = func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, *h) }
 		}
-		sub, err := dir.Sub(slug(s.Name), outdir.Matrix, outID("sim findings"))
-		if err != nil {
-			return asFlag("--out", err)
-		}
-		m := matrix.Plan([]string{s.Lock}, mine, sub.Path(), program)
-		m.Refs = refs
-		for _, c := range m.Playable() {
-			// A finding is a lock's verdict against its reference; the
-			// counterfactuals are the stories' own business (sim run).
-			v, err := scenarios.Resolve(c.Played, scenarios.Changes{NoCounterfactual: true})
-			if err != nil {
-				return err
+		versions := serverVersions(*s)
+		for i, v := range versions {
+			p := planned{s: s, hunt: i == 0}
+			folder := slug(s.Name)
+			if v != "" {
+				p.host = runner.Host{Versions: map[clients.Backend]string{s.backend: v}}
+				p.server = string(s.backend) + " " + v
+				if i > 0 {
+					folder += "-" + slug(p.server)
+				}
 			}
-			c.Played, c.CFSkipped = v.Scenario, "sim findings plays no counterfactual"
+			sub, err := dir.Sub(folder, outdir.Matrix, outID("sim findings"))
+			if err != nil {
+				return asFlag("--out", err)
+			}
+			p.m = matrix.Plan([]string{s.Lock}, mine, sub.Path(), program)
+			if refs[v] == nil {
+				refs[v] = map[string]*runner.Outcome{}
+			}
+			p.m.Refs = refs[v]
+			for _, c := range p.m.Playable() {
+				// A finding is a lock's verdict against its reference; the
+				// counterfactuals are the stories' own business (sim run).
+				v, err := scenarios.Resolve(c.Played, scenarios.Changes{NoCounterfactual: true})
+				if err != nil {
+					return err
+				}
+				c.Played, c.CFSkipped = v.Scenario, "sim findings plays no counterfactual"
+			}
+			total += len(p.m.Playable())
+			if p.hunt {
+				total++
+			}
+			plan = append(plan, p)
 		}
-		total += len(m.Playable()) + 1 // its cells and its hunt
-		plan = append(plan, planned{s, m})
 	}
 	// locksim's own locks first: their cells are the references of the
 	// programs' cells.
@@ -376,7 +402,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	for _, p := range plan {
 		s, m := p.s, p.m
 		started := time.Now()
-		m.Play(ctx, reports.Play, runner.Options{Seed: o.seed, ClientCmd: s.Program}, func(n, _ int, c *matrix.Cell) {
+		m.Play(ctx, reports.Play, runner.Options{Seed: o.seed, ClientCmd: s.Program, Host: p.host}, func(n, _ int, c *matrix.Cell) {
 			bar.step(s.Name + ": " + c.Scenario)
 		})
 		if ctx.Err() != nil {
@@ -386,15 +412,22 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 			failed = append(failed, fmt.Sprintf("%s on %s: %s", s.Name, f.Scenario, f.Err))
 		}
 		for _, c := range m.Ordered() {
-			s.Cells = append(s.Cells, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: replay(s.Subject, c)})
+			cmd := replay(s.Subject, c)
+			if !p.hunt && p.server != "" { // not the default version
+				cmd += " --server-version " + strings.Replace(p.server, " ", "=", 1)
+			}
+			s.Cells = append(s.Cells, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: cmd, Server: p.server, Fixed: c.Fixed})
 		}
-		bar.say(s.Name + ": hunting")
-		s.Hunt = huntSubject(ctx, s.Subject, filepath.Join(o.out, slug(s.Name), "hunt"), o)
-		if ctx.Err() != nil {
-			return interrupted("interrupted; nothing written to %s; the runs so far are in %s", o.doc, o.out)
+		if p.hunt {
+			bar.say(s.Name + ": hunting")
+			s.Hunt = huntSubject(ctx, s.Subject, filepath.Join(o.out, slug(s.Name), "hunt"), o)
+			if ctx.Err() != nil {
+				return interrupted("interrupted; nothing written to %s; the runs so far are in %s", o.doc, o.out)
+			}
+			s.Hunt.Server = p.server
+			bar.step(s.Name + ": hunt " + s.Hunt.Word(true))
 		}
-		bar.step(s.Name + ": hunt " + s.Hunt.Word(true))
-		s.Seconds = time.Since(started).Seconds()
+		s.Seconds += time.Since(started).Seconds()
 		s.Date = time.Now().Format("2006-01-02")
 	}
 	bar.done()
@@ -409,7 +442,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	report.Command = "bin/sim findings"
 	report.Seed = o.seed
 	report.Modules = lockModules()
-	report.Machine = fmt.Sprintf("Played on %d cores, %s.", runtime.NumCPU(), runtime.Version())
+	report.Machine = fmt.Sprintf("Played on %d cores, %s.%s", runtime.NumCPU(), runtime.Version(), versionsLine())
 	if err := writeFindings(report, o.doc, base, stdout); err != nil {
 		return err
 	}
@@ -465,6 +498,41 @@ func notCounted(r *findings.Report) {
 			}
 		}
 	}
+}
+
+// serverVersions are the versions of s's servers its stories are played
+// on, the default first: for a registered lock whose servers come in
+// several versions here (backends.Versioned: etcd), each of them; for a
+// client program, the default alone (its library is the subject, not the
+// server); [""] for servers of one version.
+func serverVersions(s subject) []string {
+	b, _ := backends.Lookup(s.backend)
+	vb, ok := b.(backends.Versioned)
+	if !ok {
+		return []string{""}
+	}
+	vs := vb.Versions()
+	if len(vs) == 0 {
+		return []string{""} // none here: the default's error says why
+	}
+	if s.Program != nil {
+		return vs[:1]
+	}
+	return vs
+}
+
+// versionsLine says, for the page's header, the versions of the servers
+// that come in several here: " etcd: 3.4.23 (the default), 3.6.17, 3.7.3."
+func versionsLine() string {
+	var out string
+	for _, b := range backends.All() {
+		if vb, ok := b.(backends.Versioned); ok {
+			if vs := vb.Versions(); len(vs) > 0 {
+				out += fmt.Sprintf(" %s: %s (the default), the others built from source by make test-deps.", b.Name(), strings.Join(vs, ", "))
+			}
+		}
+	}
+	return out
 }
 
 // replay is the command that plays cell c of subject s again.
