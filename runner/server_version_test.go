@@ -75,4 +75,3 @@ func TestEtcdServerVersions(t *testing.T) {
 		})
 	}
 }
-
