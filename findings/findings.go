@@ -71,8 +71,7 @@ type Cell struct {
 	// "" for the others.
 	Server string `json:"server,omitempty"`
 	// Fixed says the server has the story's bug fixed ("etcd 3.5": the
-	// story's fixed_in), and the cell was expected to end as the story's
-	// counterfactual does.
+	// story's fixed_in), and the cell was expected to end safe.
 	Fixed string `json:"fixed,omitempty"`
 }
 

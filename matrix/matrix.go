@@ -61,7 +61,7 @@ type Cell struct {
 	Judged     string
 	// Fixed says the servers have the story's bug fixed (runner.Outcome's
 	// Fixed, "etcd 3.5"), on Version ("3.7.3"): the cell was expected to
-	// end as the counterfactual does.
+	// end safe.
 	Fixed, Version string
 }
 

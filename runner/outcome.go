@@ -39,7 +39,7 @@ type Outcome struct {
 	Versions map[string]string `json:"versions,omitempty"`
 	// Fixed, when set, says the servers have the story's bug fixed
 	// (scenarios.Scenario.FixedOn: "etcd 3.5"): the run was expected to
-	// end as the story's counterfactual does.
+	// end safe.
 	Fixed string `json:"fixed,omitempty"`
 	// Machine is how the machine behaved during the story (a generator
 	// run: during the trial kept): stalls, CPU pressure, and why the

@@ -83,10 +83,10 @@ type Scenario struct {
 	// FixedIn names, for the lock's servers, the first version that has
 	// the story's bug fixed (etcd: "3.5"): played on that version or a
 	// later one (sim run --server-version), the story is expected to end
-	// as its counterfactual does, its steps may go otherwise than they
-	// tell, and no counterfactual is played. Empty: every version is
-	// expected alike. Only for servers that come in several versions here
-	// (etcd).
+	// safe, its steps may go otherwise than they tell, and no
+	// counterfactual is played. Empty: every version is expected alike.
+	// Only for servers that come in several versions here (etcd), in a
+	// story that does not end safe.
 	FixedIn map[string]string `yaml:"fixed_in"`
 	// Generator makes this a generator scenario instead of a scripted
 	// story: the clients loop acquire -> read-modify-write -> release while
