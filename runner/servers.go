@@ -65,7 +65,7 @@ func (h Host) CheckVersions() error {
 // (backends.Versioned), by backend, as host h runs them: those it names,
 // else each one's default; none on the docker host.
 func (h Host) versionsOf(sc *scenarios.Scenario) (map[string]string, error) {
-	if h.Name == "docker" {
+	if hostFor(sc, h).Name == "docker" {
 		return nil, nil
 	}
 	spec, err := clients.Lookup(sc.Lock)
@@ -91,10 +91,13 @@ func (h Host) versionsOf(sc *scenarios.Scenario) (map[string]string, error) {
 }
 
 // host is the run's host, its name filled in.
-func (r *run) host() Host {
-	h := r.o.Host
+func (r *run) host() Host { return hostFor(r.sc, r.o.Host) }
+
+// hostFor is host h of a run of sc, its name filled in: h's, else the
+// scenario's backend field, else local.
+func hostFor(sc *scenarios.Scenario, h Host) Host {
 	if h.Name == "" {
-		h.Name = r.sc.ServerBackend
+		h.Name = sc.ServerBackend
 	}
 	if h.Name == "" {
 		h.Name = "local"
