@@ -19,8 +19,11 @@ is **not counted**. Then ` + "`sim hunt`" + ` searches fault schedules against i
 told nothing but its name; a lock that stands in for another is hunted
 with that lock as its baseline, so that what the hunt finds is what it
 does worse, not the TTL trap every lock without fencing shares. The first
-schedule it finds is shrunk to a story. Every cell and every hunt gives
-the command that plays it again.`
+schedule it finds is shrunk to a story. locksim's own etcd locks play
+every etcd version here (Debian's, the default, and those make test-deps
+builds), a client program the default; each row names its version, and a
+story whose bug a later version fixed says so. Every cell and every hunt
+gives the command that plays it again.`
 
 // Markdown is the report as docs/findings.md.
 func (r *Report) Markdown() []byte {
