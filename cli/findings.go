@@ -528,15 +528,21 @@ func serverVersions(s subject) []string {
 }
 
 // versionsLine says, for the page's header, the versions of the servers
-// that come in several here: " etcd: 3.4.23 (the default), 3.6.17, 3.7.3."
+// that come in several here: " etcd 3.4.23 (the default), 3.6.17 and
+// 3.7.3 (built by make test-deps)."
 func versionsLine() string {
 	var out string
 	for _, b := range backends.All() {
-		if vb, ok := b.(backends.Versioned); ok {
-			if vs := vb.Versions(); len(vs) > 0 {
-				out += fmt.Sprintf(" %s: %s (the default), the others built from source by make test-deps.", b.Name(), strings.Join(vs, ", "))
-			}
+		vb, ok := b.(backends.Versioned)
+		if !ok || len(vb.Versions()) == 0 {
+			continue
 		}
+		vs := vb.Versions()
+		out += fmt.Sprintf(" %s %s (the default)", b.Name(), vs[0])
+		if len(vs) > 1 {
+			out += ", " + findings.AndList(vs[1:]) + " (built by make test-deps)"
+		}
+		out += "."
 	}
 	return out
 }

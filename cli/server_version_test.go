@@ -33,3 +33,23 @@ func TestServerVersionBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionsLine: the findings page's header names the etcd versions
+// here, Debian's as the default and the built ones after it.
+func TestVersionsLine(t *testing.T) {
+	vs := env.EtcdVersions()
+	if len(vs) == 0 {
+		t.Skip("no etcd here")
+	}
+	want := " etcd " + vs[0] + " (the default)"
+	if len(vs) > 1 {
+		want += ", " + strings.Join(vs[1:len(vs)-1], ", ")
+		if len(vs) > 2 {
+			want += " and "
+		}
+		want += vs[len(vs)-1] + " (built by make test-deps)"
+	}
+	if got := versionsLine(); got != want+"." {
+		t.Errorf("versionsLine() = %q, want %q", got, want+".")
+	}
+}

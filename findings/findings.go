@@ -150,7 +150,7 @@ func (s Subject) ServersLine() string {
 	if len(versions) == 0 {
 		return s.Servers
 	}
-	return s.Servers + " " + andList(versions)
+	return s.Servers + " " + AndList(versions)
 }
 
 // fixedSentences say, for each story whose bug a later server version
@@ -176,13 +176,13 @@ func (s Subject) fixedSentences() []string {
 				before = append(before, o.verdictWord()+" on "+o.Server)
 			}
 		}
-		runs := "the run on " + andList(shows) + " shows"
+		runs := "the run on " + AndList(shows) + " shows"
 		if len(shows) > 1 {
-			runs = "the runs on " + andList(shows) + " show"
+			runs = "the runs on " + AndList(shows) + " show"
 		}
 		line := fmt.Sprintf("%s's bug is fixed in %s+, as %s", c.Story, c.Fixed, runs)
 		if len(before) > 0 {
-			line += " (it ended " + andList(before) + ")"
+			line += " (it ended " + AndList(before) + ")"
 		}
 		out = append(out, line+". ")
 	}
@@ -199,8 +199,8 @@ func (c Cell) verdictWord() string {
 	return w
 }
 
-// andList joins xs as a sentence does: "a", "a and b", "a, b and c".
-func andList(xs []string) string {
+// AndList joins xs as a sentence does: "a", "a and b", "a, b and c".
+func AndList(xs []string) string {
 	if len(xs) < 2 {
 		return strings.Join(xs, "")
 	}
