@@ -60,7 +60,7 @@ func EtcdBinary(v string) (string, error) {
 	if vs := EtcdVersions(); len(vs) > 0 {
 		have = strings.Join(vs, ", ")
 	}
-	return "", fmt.Errorf("no etcd %s here (here: %s); make test-deps builds etcd %s from the Go module proxy into %s, about 2.5 minutes each",
+	return "", fmt.Errorf("no etcd %s here (here: %s); make test-deps builds etcd %s from the Go module proxy into %s, 4 to 7 minutes each on a busy 2-core machine",
 		v, have, strings.Join(EtcdBuilds, " and "), dir)
 }
 

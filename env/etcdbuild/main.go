@@ -2,8 +2,8 @@
 // built yet into env.EtcdBuildDir, from its module here (VERSION/go.mod
 // and go.sum, which require go.etcd.io/etcd/server/v3 at that version:
 // the Go module proxy serves it, and its root package is etcd's main).
-// `make test-deps` runs it from the repository's root; a build takes
-// about 2.5 minutes on 2 cores, and a version built is not built again.
+// `make test-deps` runs it from the repository's root; a version built
+// is not built again (how long a build takes: docs/locks.md).
 package main
 
 import (
@@ -33,7 +33,7 @@ func buildAll(src string) error {
 		if _, err := os.Stat(bin); err == nil {
 			continue
 		}
-		fmt.Printf("building etcd %s into %s (about 2.5 minutes)\n", v, bin)
+		fmt.Printf("building etcd %s into %s (4 to 7 minutes on a busy 2-core machine)\n", v, bin)
 		started := time.Now()
 		if err := build(filepath.Join(src, v), bin); err != nil {
 			return fmt.Errorf("etcd %s: %w", v, err)
