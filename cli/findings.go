@@ -398,7 +398,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	})
 	bar := newProgress(stderr, total)
 	var failed []string // the cells the harness could not run
-	hunts := 0 // a lock each, hunted once whatever its servers' versions
+	hunts := 0          // a lock each, hunted once whatever its servers' versions
 	for _, p := range plan {
 		if p.hunt {
 			hunts++
