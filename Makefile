@@ -33,8 +33,7 @@ all: build
 # against those jars (again when a source is newer), and the etcd versions
 # beside Debian's 3.4.23 that --server-version picks (env.EtcdBuilds, built
 # by env/etcdbuild from the Go module proxy into ~/.cache/locksim/etcd when
-# missing):
-# `make demo` installs none of them.
+# missing): `make demo` installs none of them.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
 TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-kazoo python3-etcd3 python3-psycopg2 \
 	default-jdk-headless libzookeeper-java libpostgresql-jdbc-java
