@@ -30,8 +30,10 @@ all: build
 # is newer than its install) and the Java example client's
 # (examples/zookeeper-writelock: javac from default-jdk-headless, Debian's
 # libzookeeper-java and libpostgresql-jdbc-java), which it then compiles
-# against those jars (again when a source is newer): `make demo` installs
-# none of them.
+# against those jars (again when a source is newer), and the etcd versions
+# beside Debian's 3.4.23 that --server-version picks (env.EtcdBuilds, built
+# by env/etcdbuild from the Go module proxy into ~/.cache/locksim/etcd when
+# missing): `make demo` installs none of them.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
 TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-kazoo python3-etcd3 python3-psycopg2 \
 	default-jdk-headless libzookeeper-java libpostgresql-jdbc-java
@@ -49,6 +51,7 @@ test-deps:
 			npm ci --prefix $$ex --no-audit --no-fund || exit 1; \
 	done
 	@$(JAVA_EX)/build
+	@nice $(GO) run ./env/etcdbuild
 
 # docker readies the docker backend (--backend docker): Debian's docker.io
 # and a running dockerd (docker/start-engine), then the default images,

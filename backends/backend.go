@@ -97,6 +97,9 @@ type Options struct {
 	// Image, when set, runs the servers in containers of it (the docker
 	// host); empty: local processes.
 	Image string
+	// Version is the version of its local servers to run, for a backend
+	// whose servers come in several (Versioned); "": its default.
+	Version string
 	// Images are, on the docker host, the images of the other backends
 	// whose servers it starts among its own (Includes: Sentinel's Redis
 	// primary and replica run in the Redis backend's image).
@@ -104,6 +107,16 @@ type Options struct {
 	// Network holds the run's proxies: a server that reaches another
 	// through one (a Redis replica its primary) adds its link here.
 	Network *env.Network
+}
+
+// Versioned is a backend whose local servers come in more than one
+// version (sim's --server-version).
+type Versioned interface {
+	// Version is the version its local servers run when want is asked
+	// for ("": its default), or an error naming the versions to be had.
+	Version(want string) (string, error)
+	// Versions lists the versions to be had here, its default first.
+	Versions() []string
 }
 
 // includer is a backend whose servers include another backend's.

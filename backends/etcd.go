@@ -3,8 +3,6 @@ package backends
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/locksim/locksim/clients"
@@ -47,8 +45,20 @@ func (etcdBackend) Image() (string, string) {
 	return env.DefaultEtcdImage, "etcd `IMAGE`, etcd on its PATH"
 }
 
+// Version: Debian's etcd-server by default, or one make test-deps built
+// from the Go module proxy (env.EtcdBinary).
+func (etcdBackend) Version(want string) (string, error) {
+	bin, err := env.EtcdBinary(want)
+	if err != nil {
+		return "", err
+	}
+	return env.EtcdVersion(bin)
+}
+
+func (etcdBackend) Versions() []string { return env.EtcdVersions() }
+
 func (etcdBackend) Start(ctx context.Context, o Options) (Servers, error) {
-	e, err := env.StartEtcd(ctx, env.EtcdOptions{Members: o.Nodes, Image: o.Image})
+	e, err := env.StartEtcd(ctx, env.EtcdOptions{Members: o.Nodes, Image: o.Image, Version: o.Version})
 	if err != nil {
 		return nil, err
 	}
@@ -69,19 +79,12 @@ func (s *etcdServers) Connect(cfg *clients.Config, link Link) error {
 }
 
 func (s *etcdServers) Describe() string {
-	return fmt.Sprintf("etcd %s (%d member(s))", etcdVersion(), len(s.Members))
+	if s.Version == "" { // in containers: the image's etcd
+		return fmt.Sprintf("etcd (%d member(s))", len(s.Members))
+	}
+	return fmt.Sprintf("etcd %s (%d member(s))", s.Version, len(s.Members))
 }
 
 // Reset does nothing: a trial's leases end with its clients' releases
 // and their sessions.
 func (s *etcdServers) Reset(context.Context) error { return nil }
-
-// etcdVersion is the etcd binary's version, for the narration.
-func etcdVersion() string {
-	out, err := exec.Command("etcd", "--version").Output()
-	if err != nil {
-		return "(version unknown)"
-	}
-	first, _, _ := strings.Cut(string(out), "\n")
-	return strings.TrimSpace(strings.TrimPrefix(first, "etcd Version:"))
-}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
 )
@@ -27,7 +29,42 @@ func backendFlags(f *pflag.FlagSet, h *runner.Host) {
 		}
 		f.Var(imageFlag{h.Images, b.Name()}, imageFlagName(b), "the docker backend's "+doc+" (default "+def+")")
 	}
+	if h.Versions == nil {
+		h.Versions = map[clients.Backend]string{}
+	}
+	f.Var(versionFlag(h.Versions), "server-version", "run this version of a backend's servers on the local backend (`BACKEND=VERSION`, e.g. etcd=3.7.3; make test-deps builds etcd "+strings.Join(env.EtcdBuilds, " and ")+" beside Debian's 3.4.23, the default); the run records it")
 }
+
+// versionFlag is --server-version: BACKEND=VERSION, repeated or joined
+// by commas.
+type versionFlag map[clients.Backend]string
+
+func (f versionFlag) String() string {
+	var parts []string
+	for _, b := range slices.Sorted(maps.Keys(f)) {
+		parts = append(parts, string(b)+"="+f[b])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f versionFlag) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		b, v, ok := strings.Cut(part, "=")
+		if !ok || b == "" || v == "" {
+			return valueError(fmt.Sprintf("expected BACKEND=VERSION (etcd=3.7.3), got %q", part))
+		}
+		f[clients.Backend(b)] = v
+	}
+	return nil
+}
+
+func (versionFlag) Type() string { return "string" }
+
+// valueError is a flag value's own error, which the usage line gives
+// whole instead of "parse error".
+type valueError string
+
+func (e valueError) Error() string { return string(e) }
 
 func imageFlagName(b backends.Backend) string { return string(b.Name()) + "-image" }
 
@@ -71,6 +108,9 @@ func checkBackend(h runner.Host) error {
 			list = strings.Join(names[:len(names)-1], ", ") + " and " + list
 		}
 		return fmt.Errorf("%s name containers' images: they need --backend docker", list)
+	}
+	if err := h.CheckVersions(); err != nil {
+		return fmt.Errorf("--server-version %v", err)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -150,6 +152,10 @@ func cmdExplain(name string, stdout io.Writer) error {
 		for _, ch := range sc.CounterfactualChanges() {
 			fmt.Fprintf(stdout, "  - %s\n", ch)
 		}
+	}
+	for _, b := range slices.Sorted(maps.Keys(sc.FixedIn)) {
+		fmt.Fprintf(stdout, "\nFixed in %s %s: on that version or later (sim run %s --server-version %s=VERSION) it must end safe.\n",
+			b, sc.FixedIn[b], sc.Name, b)
 	}
 	if len(sc.Steps) > 0 {
 		fmt.Fprintf(stdout, "\nSteps:\n")

@@ -223,8 +223,12 @@ func flagError(cmd *cobra.Command, err error) error {
 	case errors.As(err, &invalid):
 		why := "parse error"
 		var num *strconv.NumError
-		if errors.As(err, &num) && errors.Is(num.Err, strconv.ErrRange) {
+		var own valueError
+		switch {
+		case errors.As(err, &num) && errors.Is(num.Err, strconv.ErrRange):
 			why = "value out of range"
+		case errors.As(err, &own):
+			why = string(own)
 		}
 		return fmt.Errorf("invalid value %q for flag --%s: %s", invalid.GetValue(), invalid.GetFlag().Name, why)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/findings"
 	"github.com/locksim/locksim/hunt"
@@ -321,9 +322,16 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	type planned struct {
 		s *subject
 		m *matrix.Matrix
+		// host names the version of its servers it plays on (none: the
+		// servers come in one version); server says it ("etcd 3.7.3");
+		// hunt says the subject is hunted after it (on the default).
+		host   runner.Host
+		server string
+		hunt   bool
 	}
 	var plan []planned
-	refs := map[string]*runner.Outcome{} // one reference run per lock and story, for all
+	// One reference run per lock, story and server version, for all.
+	refs := map[string]map[string]*runner.Outcome{}
 	total := 0
 	for i := range subs {
 		s := &subs[i]
@@ -341,17 +349,34 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 			argv := s.Program
 			program = func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, *h) }
 		}
-		sub, err := dir.Sub(slug(s.Name), outdir.Matrix, outID("sim findings"))
-		if err != nil {
-			return asFlag("--out", err)
+		versions := serverVersions(*s)
+		for i, v := range versions {
+			p := planned{s: s, hunt: i == 0}
+			folder := slug(s.Name)
+			if v != "" {
+				p.host = runner.Host{Versions: map[clients.Backend]string{s.backend: v}}
+				p.server = string(s.backend) + " " + v
+				if i > 0 {
+					folder += "-" + slug(p.server)
+				}
+			}
+			sub, err := dir.Sub(folder, outdir.Matrix, outID("sim findings"))
+			if err != nil {
+				return asFlag("--out", err)
+			}
+			if p.m, err = planFindings(s.Lock, mine, sub.Path(), program); err != nil {
+				return err
+			}
+			if refs[v] == nil {
+				refs[v] = map[string]*runner.Outcome{}
+			}
+			p.m.Refs = refs[v]
+			total += len(p.m.Playable())
+			if p.hunt {
+				total++
+			}
+			plan = append(plan, p)
 		}
-		m, err := planFindings(s.Lock, mine, sub.Path(), program)
-		if err != nil {
-			return err
-		}
-		m.Refs = refs
-		total += len(m.Playable()) + 1 // its cells and its hunt
-		plan = append(plan, planned{s, m})
 	}
 	// locksim's own locks first: their cells are the references of the
 	// programs' cells.
@@ -366,11 +391,17 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	})
 	bar := newProgress(stderr, total)
 	var failed []string // the cells the harness could not run
-	fmt.Fprintf(stderr, "sim findings: %d lock(s), %d story run(s) and hunt(s), into %s\n", len(plan), total, o.out)
+	hunts := 0          // a lock each, hunted once whatever its servers' versions
+	for _, p := range plan {
+		if p.hunt {
+			hunts++
+		}
+	}
+	fmt.Fprintf(stderr, "sim findings: %d lock(s), %d story run(s) and hunt(s), into %s\n", hunts, total, o.out)
 	for _, p := range plan {
 		s, m := p.s, p.m
 		started := time.Now()
-		m.Play(ctx, reports.Play, runner.Options{Seed: o.seed, ClientCmd: s.Program}, func(n, _ int, c *matrix.Cell) {
+		m.Play(ctx, reports.Play, runner.Options{Seed: o.seed, ClientCmd: s.Program, Host: p.host}, func(n, _ int, c *matrix.Cell) {
 			bar.step(s.Name + ": " + c.Scenario)
 		})
 		if ctx.Err() != nil {
@@ -379,14 +410,17 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		if f := m.Failed(); f != nil { // its cell says so; the others go on
 			failed = append(failed, fmt.Sprintf("%s on %s: %s", s.Name, f.Scenario, f.Err))
 		}
-		s.Cells = findingsCells(s.Subject, m)
-		bar.say(s.Name + ": hunting")
-		s.Hunt = huntSubject(ctx, s.Subject, filepath.Join(o.out, slug(s.Name), "hunt"), o)
-		if ctx.Err() != nil {
-			return interrupted("interrupted; nothing written to %s; the runs so far are in %s", o.doc, o.out)
+		s.Cells = append(s.Cells, findingsCells(s.Subject, m, p.server, !p.hunt)...)
+		if p.hunt {
+			bar.say(s.Name + ": hunting")
+			s.Hunt = huntSubject(ctx, s.Subject, filepath.Join(o.out, slug(s.Name), "hunt"), o)
+			if ctx.Err() != nil {
+				return interrupted("interrupted; nothing written to %s; the runs so far are in %s", o.doc, o.out)
+			}
+			s.Hunt.Server = p.server
+			bar.step(s.Name + ": hunt " + s.Hunt.Word(true))
 		}
-		bar.step(s.Name + ": hunt " + s.Hunt.Word(true))
-		s.Seconds = time.Since(started).Seconds()
+		s.Seconds += time.Since(started).Seconds()
 		s.Date = time.Now().Format("2006-01-02")
 	}
 	bar.done()
@@ -401,7 +435,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	report.Command = "bin/sim findings"
 	report.Seed = o.seed
 	report.Modules = lockModules()
-	report.Machine = fmt.Sprintf("Played on %d cores, %s.", runtime.NumCPU(), runtime.Version())
+	report.Machine = fmt.Sprintf("Played on %d cores, %s.%s", runtime.NumCPU(), runtime.Version(), versionsLine())
 	if err := writeFindings(report, o.doc, base, stdout); err != nil {
 		return err
 	}
@@ -427,11 +461,17 @@ func planFindings(lock string, stories []*scenarios.Scenario, out string, progra
 	return m, nil
 }
 
-// findingsCells are s's cells of the page, from its matrix as played.
-func findingsCells(s findings.Subject, m *matrix.Matrix) []findings.Cell {
+// findingsCells are s's cells of the page, from its matrix as played on
+// server ("etcd 3.7.3"; "" for servers that come in one version); other
+// says it is not the default version, which the replay command then names.
+func findingsCells(s findings.Subject, m *matrix.Matrix, server string, other bool) []findings.Cell {
 	var out []findings.Cell
 	for _, c := range m.Ordered() {
-		out = append(out, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: replay(s, c), Notice: c.Notice})
+		cmd := replay(s, c)
+		if other && server != "" {
+			cmd += " --server-version " + strings.Replace(server, " ", "=", 1)
+		}
+		out = append(out, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: cmd, Notice: c.Notice, Server: server, Fixed: c.Fixed})
 	}
 	return out
 }
@@ -482,6 +522,47 @@ func notCounted(r *findings.Report) {
 			}
 		}
 	}
+}
+
+// serverVersions are the versions of s's servers its stories are played
+// on, the default first: for a registered lock whose servers come in
+// several versions here (backends.Versioned: etcd), each of them; for a
+// client program, the default alone (its library is the subject, not the
+// server); [""] for servers of one version.
+func serverVersions(s subject) []string {
+	b, _ := backends.Lookup(s.backend)
+	vb, ok := b.(backends.Versioned)
+	if !ok {
+		return []string{""}
+	}
+	vs := vb.Versions()
+	if len(vs) == 0 {
+		return []string{""} // none here: the default's error says why
+	}
+	if s.Program != nil {
+		return vs[:1]
+	}
+	return vs
+}
+
+// versionsLine says, for the page's header, the versions of the servers
+// that come in several here: " etcd 3.4.23 (the default), 3.6.17 and
+// 3.7.3 (built by make test-deps)."
+func versionsLine() string {
+	var out string
+	for _, b := range backends.All() {
+		vb, ok := b.(backends.Versioned)
+		if !ok || len(vb.Versions()) == 0 {
+			continue
+		}
+		vs := vb.Versions()
+		out += fmt.Sprintf(" %s %s (the default)", b.Name(), vs[0])
+		if len(vs) > 1 {
+			out += ", " + findings.AndList(vs[1:]) + " (built by make test-deps)"
+		}
+		out += "."
+	}
+	return out
 }
 
 // replay is the command that plays cell c of subject s again.

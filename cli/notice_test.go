@@ -52,7 +52,7 @@ func TestNoticeOnRealServers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sub := findings.Subject{Name: lock, Lock: lock, Cells: findingsCells(findings.Subject{Lock: lock}, m)}
+		sub := findings.Subject{Name: lock, Lock: lock, Cells: findingsCells(findings.Subject{Lock: lock}, m, "", false)}
 		return c.Notice, events, sub
 	}
 	// pauseEnd is when the story's pause of client 1 ended.

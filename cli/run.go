@@ -296,6 +296,7 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 			}
 		}
 		verdicts := map[string]int{}
+		expected := expectedOf(sc, o) // a run's own, once one has run (fixed_in)
 		for i := 1; i <= o.repeat; i++ {
 			started := time.Now()
 			out, name := base, p.name
@@ -321,6 +322,9 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 			}
 			cases = append(cases, reports.Case{Name: name, Run: res, Duration: time.Since(started)})
 			verdicts[res.Check.Verdict]++
+			if expected = res.Expected; res.Fixed != "" {
+				expected += ", " + res.Fixed + "+ fixing the story's bug"
+			}
 			switch {
 			case o.json:
 				b, _ := json.MarshalIndent(reports.NewResult(res), "", "  ")
@@ -336,7 +340,7 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 			}
 		}
 		if o.repeat > 1 && !o.json {
-			fmt.Fprintf(stdout, "%s: %s (expected %s); run directories under %s\n", p.name, tally(verdicts, o.repeat), expectedOf(sc, o), filepath.Dir(repeatDir(base, 1, o.repeat)))
+			fmt.Fprintf(stdout, "%s: %s (expected %s); run directories under %s\n", p.name, tally(verdicts, o.repeat), expected, filepath.Dir(repeatDir(base, 1, o.repeat)))
 		}
 	}
 	return failed
@@ -440,6 +444,10 @@ func printVerdictAs(w io.Writer, r *runner.Outcome, name string) {
 		status = "NOT as good as the reference " + ref.Lock
 	case r.Check.Verdict != r.Expected:
 		status = "NOT as expected (" + r.Expected + ")"
+	}
+	if r.Fixed != "" {
+		b, _, _ := strings.Cut(r.Fixed, " ")
+		status += " (" + scenarios.FixedSentence(r.Fixed, r.Versions[b]) + ")"
 	}
 	fmt.Fprintf(w, "%s: %s\n", name, r.Check.Summary)
 	fmt.Fprintf(w, "  verdict %s, %s; %d violation(s); %v; run directory %s\n",

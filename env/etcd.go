@@ -35,15 +35,21 @@ type EtcdOptions struct {
 	// docker backend: host network, its dir mounted at its host path)
 	// instead of as a local process. The image needs etcd on its PATH.
 	Image string
+	// Version is the etcd version a local member runs (EtcdBinary): ""
+	// is Debian's, the default. Not with Image.
+	Version string
 }
 
-// Etcd is a real etcd cluster (Debian's etcd-server) of one or more
-// members, each a child process on 127.0.0.1 with its data dir on tmpfs,
+// Etcd is a real etcd cluster (Debian's etcd-server, or a version
+// make test-deps built: EtcdBinary) of one or more members, each a child process on 127.0.0.1 with its data dir on tmpfs,
 // killed with the harness. etcd is a Go binary: it reads the clock through
 // the vDSO, out of the clock shim's reach, so no clock fault applies to
 // it (its leases are timed on the leader's monotonic clock anyway).
 type Etcd struct {
 	Members []*EtcdMember
+	// Version is the version its members run ("3.4.23"); "" in
+	// containers, whose image's etcd it does not ask.
+	Version string
 	dir     string
 }
 
@@ -111,17 +117,23 @@ func StartEtcd(ctx context.Context, o EtcdOptions) (_ *Etcd, err error) {
 	if o.Members < 0 || o.Members > 26 {
 		return nil, fmt.Errorf("start etcd: %d members (want 1 to 26)", o.Members)
 	}
-	bin := "etcd"
-	if o.Image == "" {
-		if bin, err = etcdPath(); err != nil {
+	bin, version := "etcd", ""
+	switch {
+	case o.Image != "" && o.Version != "":
+		return nil, fmt.Errorf("start etcd: version %s is a local binary; a container runs its image's etcd", o.Version)
+	case o.Image == "":
+		if bin, err = EtcdBinary(o.Version); err != nil {
 			return nil, err
+		}
+		if version, err = EtcdVersion(bin); err != nil {
+			return nil, fmt.Errorf("start etcd: %w", err)
 		}
 	}
 	dir, err := fastTempDir("locksim-etcd-")
 	if err != nil {
 		return nil, fmt.Errorf("start etcd: %w", err)
 	}
-	e := &Etcd{dir: dir}
+	e := &Etcd{dir: dir, Version: version}
 	defer func() {
 		if err != nil {
 			e.Close()

@@ -72,6 +72,13 @@ type Cell struct {
 	// and of the overlap (Subject.Measures reads it); nil when it did
 	// not run, or was played before this was measured.
 	Notice *checker.Notice `json:"notice,omitempty"`
+	// Server is the server and its version the story was played on
+	// ("etcd 3.7.3"), for servers that come in several versions here;
+	// "" for the others.
+	Server string `json:"server,omitempty"`
+	// Fixed says the server has the story's bug fixed ("etcd 3.5": the
+	// story's fixed_in), and the cell was expected to end safe.
+	Fixed string `json:"fixed,omitempty"`
 }
 
 // Hunt is what sim hunt found against the subject.
@@ -94,6 +101,9 @@ type Hunt struct {
 	// redlock-pause-after-acquire"): a fact about such locks, not about
 	// this one. "" when it is not.
 	Trap string `json:"trap,omitempty"`
+	// Server is the server and version it hunted on ("etcd 3.4.23"), as
+	// Cell.Server.
+	Server string `json:"server,omitempty"`
 }
 
 // Kinds of cell that mean something about the subject.
@@ -122,15 +132,93 @@ func (s Subject) Count(kind string) int {
 	return n
 }
 
-// storiesOf lists the stories of s's cells of kind.
+// storiesOf lists the stories of s's cells of kind, each with its server
+// where it names one ("etcd-pause on etcd 3.7.3").
 func (s Subject) storiesOf(kind string) []string {
 	var out []string
 	for _, c := range s.Cells {
 		if c.Kind == kind {
-			out = append(out, c.Story)
+			out = append(out, c.Where())
 		}
 	}
 	return out
+}
+
+// Where is the cell's story, with its server where it names one.
+func (c Cell) Where() string {
+	if c.Server == "" {
+		return c.Story
+	}
+	return c.Story + " on " + c.Server
+}
+
+// ServersLine says what the subject's stories ran on: its backend, with
+// the versions its cells name ("etcd 3.4.23, 3.6.17 and 3.7.3").
+func (s Subject) ServersLine() string {
+	var versions []string
+	for _, c := range s.Cells {
+		if _, v, ok := strings.Cut(c.Server, " "); ok && !slices.Contains(versions, v) {
+			versions = append(versions, v)
+		}
+	}
+	if len(versions) == 0 {
+		return s.Servers
+	}
+	return s.Servers + " " + AndList(versions)
+}
+
+// fixedSentences say, for each story whose bug a later server version
+// fixed, on which versions it ended as the fix says and how it ended on
+// the others: "etcd-x's bug is fixed in etcd 3.5+, as the runs on 3.6.17
+// and 3.7.3 show (it ended unsafe on etcd 3.4.23)."
+func (s Subject) fixedSentences() []string {
+	var out []string
+	for _, c := range s.Cells {
+		if c.Fixed == "" || c.Kind != kindMatch || slices.ContainsFunc(out, func(o string) bool { return strings.HasPrefix(o, c.Story+"'s ") }) {
+			continue
+		}
+		var shows, before []string
+		for _, o := range s.Cells {
+			if o.Story != c.Story {
+				continue
+			}
+			_, v, _ := strings.Cut(o.Server, " ")
+			switch {
+			case o.Fixed != "" && o.Kind == kindMatch:
+				shows = append(shows, v)
+			case o.Fixed == "" && o.Kind != kindNA:
+				before = append(before, o.verdictWord()+" on "+o.Server)
+			}
+		}
+		runs := "the run on " + AndList(shows) + " shows"
+		if len(shows) > 1 {
+			runs = "the runs on " + AndList(shows) + " show"
+		}
+		line := fmt.Sprintf("%s's bug is fixed in %s+, as %s", c.Story, c.Fixed, runs)
+		if len(before) > 0 {
+			line += " (it ended " + AndList(before) + ")"
+		}
+		out = append(out, line+". ")
+	}
+	return out
+}
+
+// verdictWord is the verdict the cell's text begins with ("unsafe"), or
+// its kind when it has none.
+func (c Cell) verdictWord() string {
+	w, _, _ := strings.Cut(c.Text, ",")
+	if w == "" || strings.Contains(w, " ") {
+		return c.Kind
+	}
+	return w
+}
+
+// AndList joins xs as a sentence does: "a", "a and b", "a, b and c".
+func AndList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }
 
 // Meaning says, in a few sentences, what the cells and the hunt mean for
@@ -139,16 +227,23 @@ func (s Subject) Meaning() string {
 	var b strings.Builder
 	played := len(s.Cells) - s.Count(kindNA)
 	worse := s.storiesOf(kindFinding)
+	on := ""
+	if line := s.ServersLine(); line != s.Servers {
+		on = " on " + line
+	}
 	switch {
 	case played == 0:
 		b.WriteString("No story of its servers could be played with it. ")
 	case len(worse) > 0:
-		fmt.Fprintf(&b, "Of %d stories played, it ended worse than the lock it stands in for on %d: %s. Each is a finding about it: the same faults leave the reference safe. ",
-			played, len(worse), strings.Join(worse, ", "))
+		fmt.Fprintf(&b, "Of %d stories played%s, it ended worse than the lock it stands in for on %d: %s. Each is a finding about it: the same faults leave the reference safe. ",
+			played, on, len(worse), strings.Join(worse, ", "))
 	case s.Program == nil && s.Count(kindMatch) == played:
-		fmt.Fprintf(&b, "Of %d stories played, every one ended as the story (or its reference) expects. ", played)
+		fmt.Fprintf(&b, "Of %d stories played%s, every one ended as the story (or its reference) expects. ", played, on)
 	default:
-		fmt.Fprintf(&b, "Of %d stories played, none ended worse than the lock it stands in for. ", played)
+		fmt.Fprintf(&b, "Of %d stories played%s, none ended worse than the lock it stands in for. ", played, on)
+	}
+	for _, f := range s.fixedSentences() {
+		b.WriteString(f)
 	}
 	if u := s.storiesOf(KindUnrealistic); len(u) > 0 {
 		fmt.Fprintf(&b, "It also ended worse on %s, whose fault is a form no machine has (a client's wall clock drifting while its monotonic clock does not): that teaches, and is not counted. ",
@@ -160,20 +255,24 @@ func (s Subject) Meaning() string {
 	if na := s.Count(kindNA); na > 0 {
 		fmt.Fprintf(&b, "%d stor%s could not be played with it (each cell says why). ", na, plural(na, "y", "ies"))
 	}
+	hunt := "The hunt"
+	if h := s.Hunt; h != nil && h.Server != "" {
+		hunt += " (on " + h.Server + ")"
+	}
 	switch h := s.Hunt; {
 	case h == nil:
 	case h.Error != "":
-		fmt.Fprintf(&b, "The hunt could not run: %s.", h.Error)
+		fmt.Fprintf(&b, "%s could not run: %s.", hunt, h.Error)
 	case h.Found && h.Baseline != "":
-		fmt.Fprintf(&b, "The hunt, with %s (the lock it stands in for) as its baseline, found a schedule on which it ends worse than that lock in %d candidate(s): %s.", h.Baseline, h.Runs, h.Summary)
+		fmt.Fprintf(&b, "%s, with %s (the lock it stands in for) as its baseline, found a schedule on which it ends worse than that lock in %d candidate(s): %s.", hunt, h.Baseline, h.Runs, h.Summary)
 	case h.Found && h.Trap != "":
-		fmt.Fprintf(&b, "The hunt found %s in %d candidate(s): every lock without fencing shares it, so it says nothing about this lock in particular (%s).", h.Trap, h.Runs, h.Summary)
+		fmt.Fprintf(&b, "%s found %s in %d candidate(s): every lock without fencing shares it, so it says nothing about this lock in particular (%s).", hunt, h.Trap, h.Runs, h.Summary)
 	case h.Found:
-		fmt.Fprintf(&b, "The hunt found a schedule that breaks it in %d candidate(s): %s.", h.Runs, h.Summary)
+		fmt.Fprintf(&b, "%s found a schedule that breaks it in %d candidate(s): %s.", hunt, h.Runs, h.Summary)
 	case h.Baseline != "":
-		fmt.Fprintf(&b, "The hunt, with %s (the lock it stands in for) as its baseline, found no schedule on which it ends worse than that lock in %d candidate(s) (%.0f s).", h.Baseline, h.Runs, h.Seconds)
+		fmt.Fprintf(&b, "%s, with %s (the lock it stands in for) as its baseline, found no schedule on which it ends worse than that lock in %d candidate(s) (%.0f s).", hunt, h.Baseline, h.Runs, h.Seconds)
 	default:
-		fmt.Fprintf(&b, "The hunt found nothing in %d candidate(s) (%.0f s).", h.Runs, h.Seconds)
+		fmt.Fprintf(&b, "%s found nothing in %d candidate(s) (%.0f s).", hunt, h.Runs, h.Seconds)
 	}
 	return strings.TrimSpace(b.String())
 }

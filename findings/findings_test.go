@@ -100,3 +100,62 @@ func TestHuntWord(t *testing.T) {
 		}
 	}
 }
+
+// TestServerVersions: a subject whose stories ran on several versions of
+// its servers names the version in every sentence about them: its
+// servers, each story's row, the hunt's; a story whose bug a later
+// version fixed says so, with the runs that show it and how it ended
+// before; a story that ended otherwise on the fixed version says nothing
+// of a fix.
+func TestServerVersions(t *testing.T) {
+	s := Subject{Name: "etcd-lock-service", Lock: "etcd-lock-service", Servers: "etcd",
+		Cells: []Cell{
+			{Story: "w", Kind: "match", Text: "unsafe, as expected", Server: "etcd 3.4.23"},
+			{Story: "p", Kind: "match", Text: "unsafe, as expected", Server: "etcd 3.4.23"},
+			{Story: "w", Kind: "match", Text: "safe, as expected: fixed in etcd 3.5+, as the run on 3.6.17 shows", Server: "etcd 3.6.17", Fixed: "etcd 3.5",
+				Command: "bin/sim run w --server-version etcd=3.6.17"},
+			{Story: "p", Kind: "match", Text: "unsafe, as expected", Server: "etcd 3.6.17"},
+			{Story: "w", Kind: "match", Text: "safe, as expected: fixed in etcd 3.5+, as the run on 3.7.3 shows", Server: "etcd 3.7.3", Fixed: "etcd 3.5"},
+			{Story: "p", Kind: "finding", Text: "finding: unsafe", Server: "etcd 3.7.3"},
+		},
+		Hunt: &Hunt{Found: true, Runs: 9, Summary: "unsafe", Command: "bin/sim hunt etcd-lock-service", Server: "etcd 3.4.23"}}
+	m := s.Meaning()
+	for _, want := range []string{
+		"Of 6 stories played on etcd 3.4.23, 3.6.17 and 3.7.3, it ended worse than the lock it stands in for on 1: p on etcd 3.7.3.",
+		"w's bug is fixed in etcd 3.5+, as the runs on 3.6.17 and 3.7.3 show (it ended unsafe on etcd 3.4.23).",
+		"The hunt (on etcd 3.4.23) found a schedule",
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("meaning lacks %q:\n%s", want, m)
+		}
+	}
+	if strings.Contains(m, "p's bug") {
+		t.Errorf("meaning says p was fixed:\n%s", m)
+	}
+	md := string((&Report{Subjects: []Subject{s}}).Markdown())
+	for _, want := range []string{
+		"| [etcd-lock-service](#etcd-lock-service) |  | etcd 3.4.23, 3.6.17 and 3.7.3 | 6 | 1 |",
+		", on etcd 3.4.23, 3.6.17 and 3.7.3; played",
+		"| w on etcd 3.6.17 | ✅ safe, as expected: fixed in etcd 3.5+, as the run on 3.6.17 shows | `bin/sim run w --server-version etcd=3.6.17` |",
+		"| p on etcd 3.4.23 | ✅ unsafe, as expected |",
+		"Hunt on etcd 3.4.23: `bin/sim hunt etcd-lock-service`",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	h, err := (&Report{Subjects: []Subject{s}}).HTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<td>w on etcd 3.7.3</td>", "on etcd 3.4.23, 3.6.17 and 3.7.3; played", "Hunt on etcd 3.4.23:"} {
+		if !strings.Contains(string(h), want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	// A subject of servers with one version reads as before.
+	one := Subject{Name: "redis", Servers: "redis", Cells: []Cell{{Story: "a", Kind: "match"}}}
+	if one.ServersLine() != "redis" || strings.Contains(one.Meaning(), " on ") {
+		t.Errorf("one version: %q, %q", one.ServersLine(), one.Meaning())
+	}
+}

@@ -19,8 +19,11 @@ is **not counted**. Then ` + "`sim hunt`" + ` searches fault schedules against i
 told nothing but its name; a lock that stands in for another is hunted
 with that lock as its baseline, so that what the hunt finds is what it
 does worse, not the TTL trap every lock without fencing shares. The first
-schedule it finds is shrunk to a story. Every cell and every hunt gives
-the command that plays it again.
+schedule it finds is shrunk to a story. locksim's own etcd locks play
+every etcd version here (Debian's, the default, and those make test-deps
+builds), a client program the default; each row names its version, and a
+story whose bug a later version fixed says so. Every cell and every hunt
+gives the command that plays it again.
 
 Two columns measure what users ask of a lock library most: on a story
 whose holder is paused (SIGSTOP) past its lease, and on one whose holder
@@ -39,7 +42,7 @@ func (r *Report) Markdown() []byte {
 	b.WriteString(intro + "\n\n")
 	b.WriteString("| lock | what it is | servers | stories played | worse than its reference | learns its lock was given away | both believed they held it | hunt |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range r.Subjects {
-		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %d | %d | %s | %s | %s |\n", s.Name, anchor(s.Name), md(s.About), s.Servers,
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %d | %d | %s | %s | %s |\n", s.Name, anchor(s.Name), md(s.About), s.ServersLine(),
 			len(s.Cells)-s.Count(kindNA), s.Count(kindFinding), mdLines(s.NoticeLines()), mdLines(s.OverlapLines()), md(huntWord(s.Hunt)))
 	}
 	if len(r.Modules) > 0 {
@@ -47,17 +50,17 @@ func (r *Report) Markdown() []byte {
 	}
 	for _, s := range r.Subjects {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.Name)
-		fmt.Fprintf(&b, "%s, on %s; played %s in %.0f s.\n\n", md(s.About), s.Servers, s.Date, s.Seconds)
+		fmt.Fprintf(&b, "%s, on %s; played %s in %.0f s.\n\n", md(s.About), s.ServersLine(), s.Date, s.Seconds)
 		if s.Program != nil {
 			fmt.Fprintf(&b, "Client program: `%s`, playing the stories of lock `%s`.\n\n", strings.Join(s.Program, " "), s.Lock)
 		}
 		b.WriteString(s.Meaning() + "\n\n")
 		b.WriteString("| story | how it ended | play it again |\n| --- | --- | --- |\n")
 		for _, c := range s.Cells {
-			fmt.Fprintf(&b, "| %s | %s%s | `%s` |\n", c.Story, marks[c.Kind], md(c.Text), c.Command)
+			fmt.Fprintf(&b, "| %s | %s%s | `%s` |\n", c.Where(), marks[c.Kind], md(c.Text), c.Command)
 		}
 		if h := s.Hunt; h != nil {
-			fmt.Fprintf(&b, "\nHunt: `%s`: %s\n", h.Command, md(huntSentence(h)))
+			fmt.Fprintf(&b, "\nHunt%s: `%s`: %s\n", huntOn(h), h.Command, md(huntSentence(h)))
 			if h.Story != "" {
 				fmt.Fprintf(&b, "\n<details><summary>the story it found (found.yaml)</summary>\n\n```yaml\n%s```\n\n</details>\n", h.Story)
 			}
@@ -94,6 +97,15 @@ func (h *Hunt) Word(detail bool) string {
 }
 
 func huntWord(h *Hunt) string { return h.Word(false) }
+
+// huntOn names the server the hunt ran on (" on etcd 3.4.23"), when it
+// names one.
+func huntOn(h *Hunt) string {
+	if h.Server == "" {
+		return ""
+	}
+	return " on " + h.Server
+}
 
 func huntSentence(h *Hunt) string {
 	switch {
@@ -153,7 +165,7 @@ func (r *Report) HTML() ([]byte, error) {
 }
 
 var page = template.Must(template.New("findings").Funcs(template.FuncMap{
-	"anchor": anchor, "hunt": huntSentence, "huntWord": huntWord, "join": strings.Join,
+	"anchor": anchor, "hunt": huntSentence, "huntWord": huntWord, "huntOn": huntOn, "join": strings.Join,
 	"played": func(s Subject) int { return len(s.Cells) - s.Count(kindNA) },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>locksim findings</title>
@@ -168,15 +180,15 @@ code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6;
 <p>Rebuilt by <code>{{.Command}}</code>; <code>bin/sim findings --only NAME</code> refreshes one lock. Seed {{.Seed}}. {{.Machine}}</p>
 <p>{{.Intro}}</p>
 <table><tr><th>lock</th><th>what it is</th><th>servers</th><th>stories played</th><th>worse than its reference</th><th>learns its lock was given away</th><th>both believed they held it</th><th>hunt</th></tr>
-{{range .Subjects}}<tr><td><a href="#{{anchor .Name}}">{{.Name}}</a></td><td>{{.About}}</td><td>{{.Servers}}</td><td>{{played .}}</td><td>{{.Count "finding"}}</td><td>{{range $i, $l := .NoticeLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{range $i, $l := .OverlapLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{huntWord .Hunt}}</td></tr>
+{{range .Subjects}}<tr><td><a href="#{{anchor .Name}}">{{.Name}}</a></td><td>{{.About}}</td><td>{{.ServersLine}}</td><td>{{played .}}</td><td>{{.Count "finding"}}</td><td>{{range $i, $l := .NoticeLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{range $i, $l := .OverlapLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{huntWord .Hunt}}</td></tr>
 {{end}}</table>
 {{if .Modules}}<p>The Go locks are built with: {{join .Modules ", "}}.</p>{{end}}
 {{range .Subjects}}<h2 id="{{anchor .Name}}">{{.Name}}</h2>
-<p>{{.About}}, on {{.Servers}}; played {{.Date}} in {{printf "%.0f" .Seconds}} s.{{if .Program}} Client program: <code>{{join .Program " "}}</code>, playing the stories of lock <code>{{.Lock}}</code>.{{end}}</p>
+<p>{{.About}}, on {{.ServersLine}}; played {{.Date}} in {{printf "%.0f" .Seconds}} s.{{if .Program}} Client program: <code>{{join .Program " "}}</code>, playing the stories of lock <code>{{.Lock}}</code>.{{end}}</p>
 <p>{{.Meaning}}</p>
 <table><tr><th>story</th><th>how it ended</th><th>play it again</th></tr>
-{{range .Cells}}<tr><td>{{.Story}}</td><td class="{{.Kind}}">{{.Text}}</td><td><code>{{.Command}}</code></td></tr>
+{{range .Cells}}<tr><td>{{.Where}}</td><td class="{{.Kind}}">{{.Text}}</td><td><code>{{.Command}}</code></td></tr>
 {{end}}</table>
-{{with .Hunt}}<p>Hunt: <code>{{.Command}}</code>: {{hunt .}}</p>{{if .Story}}<details><summary>the story it found (found.yaml)</summary><pre>{{.Story}}</pre></details>{{end}}{{end}}
+{{with .Hunt}}<p>Hunt{{huntOn .}}: <code>{{.Command}}</code>: {{hunt .}}</p>{{if .Story}}<details><summary>the story it found (found.yaml)</summary><pre>{{.Story}}</pre></details>{{end}}{{end}}
 {{end}}</body></html>
 `))

@@ -62,6 +62,10 @@ type Cell struct {
 	RefVerdict string
 	Worse      bool
 	Judged     string
+	// Fixed says the servers have the story's bug fixed (runner.Outcome's
+	// Fixed, "etcd 3.5"), on Version ("3.7.3"): the cell was expected to
+	// end safe.
+	Fixed, Version string
 }
 
 // Matrix is the table: the scenarios (rows), the locks (columns), the
@@ -264,6 +268,10 @@ func (c *Cell) record(res *runner.Outcome, err error, interrupted bool) {
 		if cf := res.Counterfactual; cf != nil {
 			c.CF, c.CFFlipped = cf.Verdict, cf.Flipped
 		}
+		if c.Fixed = res.Fixed; c.Fixed != "" {
+			b, _, _ := strings.Cut(c.Fixed, " ")
+			c.Version = res.Versions[b]
+		}
 		if r := res.Reference; r != nil {
 			c.RefVerdict, c.Worse, c.Judged = r.Verdict, r.Worse, r.Sentence(res)
 		}
@@ -372,10 +380,19 @@ func (c *Cell) Text(width int) string {
 			return s
 		}
 		s = c.Verdict + ", as expected"
+		if c.Fixed != "" {
+			s += ": " + c.FixedWords()
+		}
 	default:
 		s = c.Verdict + ", NOT " + c.Expected
 	}
 	return s + c.cfText()
+}
+
+// FixedWords says that the cell's run shows the story's bug fixed: "fixed
+// in etcd 3.5+, as the run on 3.7.3 shows".
+func (c *Cell) FixedWords() string {
+	return fmt.Sprintf("fixed in %s+, as the run on %s shows", c.Fixed, c.Version)
 }
 
 // cfText is the counterfactual's part of a cell: "; cf safe".

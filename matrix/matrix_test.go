@@ -221,3 +221,21 @@ func TestJudgedCells(t *testing.T) {
 		t.Errorf("redislock alone: %s %q, references asked %v, kept %v", c.Kind(), c.Text(0), refsAsked, m.Refs)
 	}
 }
+
+// TestFixedCell: a cell played on servers that have its story's bug
+// fixed says so, with the version that shows it; one that ended
+// otherwise there is not as expected.
+func TestFixedCell(t *testing.T) {
+	fixed := &runner.Outcome{Expected: "safe", Check: checker.Result{Verdict: "safe"}, Fixed: "etcd 3.5", Versions: map[string]string{"etcd": "3.7.3"}}
+	var c Cell
+	c.record(fixed, nil, false)
+	if c.Kind() != KindMatch || c.Text(0) != "safe, as expected: fixed in etcd 3.5+, as the run on 3.7.3 shows" {
+		t.Errorf("fixed: %s %q", c.Kind(), c.Text(0))
+	}
+	fixed.Check.Verdict = "unsafe"
+	c = Cell{}
+	c.record(fixed, nil, false)
+	if c.Kind() != KindDiffers || c.Text(0) != "unsafe, NOT safe" {
+		t.Errorf("not fixed after all: %s %q", c.Kind(), c.Text(0))
+	}
+}

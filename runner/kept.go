@@ -60,7 +60,7 @@ func (k *Kept) lend(ctx context.Context, r *run, plan []backends.Backend) error 
 	defer k.mu.Unlock()
 	shape := fmt.Sprintf("%s %+v", r.host().Name, r.sc.ServerOptions())
 	for _, b := range plan {
-		shape += " " + string(b.Name()) + "=" + r.host().image(b)
+		shape += " " + string(b.Name()) + "=" + r.host().image(b) + "@" + r.host().Versions[b.Name()]
 	}
 	set := k.sets[shape]
 	if set != nil {

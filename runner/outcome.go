@@ -34,6 +34,13 @@ type Outcome struct {
 	// version, the clients and the proxies ("etcd 3.4.23 (3 member(s)),
 	// ..."); empty for a generator run.
 	Environment string `json:"environment,omitempty"`
+	// Versions are the versions of its servers that come in several
+	// (etcd: "3.4.23"), by backend, on the local host.
+	Versions map[string]string `json:"versions,omitempty"`
+	// Fixed, when set, says the servers have the story's bug fixed
+	// (scenarios.Scenario.FixedOn: "etcd 3.5"): the run was expected to
+	// end safe.
+	Fixed string `json:"fixed,omitempty"`
 	// Machine is how the machine behaved during the story (a generator
 	// run: during the trial kept): stalls, CPU pressure, and why the
 	// timing could not be trusted, if it could not; nil when nothing was

@@ -192,8 +192,22 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 	if o.Out == "" {
 		o.Out = DefaultOut(sc.Name, started)
 	}
+	versions, err := o.Host.versionsOf(sc)
+	if err != nil {
+		return nil, harness("server version: %v", err)
+	}
+	fixed := ""
 	if o.Expected == "" {
 		o.Expected = sc.Expected
+		if fixed = sc.FixedOn(versions); fixed != "" && !sc.IsCounterfactual {
+			// Expected safe, played to its end where its steps go
+			// otherwise, with no bug for a counterfactual to take away.
+			o.Expected, o.Departures, o.Counterfactual = checker.Safe, true, false
+			if o.Log != nil {
+				b, _, _ := strings.Cut(fixed, " ")
+				fmt.Fprintf(o.Log, "%s: %s: expected safe\n", sc.Name, scenarios.FixedSentence(fixed, versions[b]))
+			}
+		}
 	}
 	var cfs *scenarios.Scenario
 	if o.Counterfactual {
@@ -207,6 +221,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 		play = runGenerated // generator.go
 	}
 	out, err := play(ctx, sc, o, started)
+	if out != nil {
+		out.Versions, out.Fixed = versions, fixed
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			// Keep what the run has: its history so far.
@@ -465,7 +482,7 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.checkClientCmd(ctx); err != nil { // external.go
 		return err
 	}
-	plan := r.planServers(spec) // servers.go
+	plan := planServers(r.sc, spec) // servers.go
 	if err := r.checkHost(ctx, plan); err != nil {
 		return err
 	}

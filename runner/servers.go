@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/storage"
 )
 
@@ -25,13 +28,76 @@ type Host struct {
 	// servers; one not named is the backend's default (built by `make
 	// docker`).
 	Images map[clients.Backend]string
+	// Versions name the version of a lock backend's local servers to run
+	// (backends.Versioned: etcd's "3.7.3"); one not named runs its
+	// default. Not on the docker host, whose images say what runs.
+	Versions map[clients.Backend]string
+}
+
+// CheckVersions refuses a version h cannot run: on the docker host, for
+// a backend whose servers come in one version, or one not to be had here
+// (the error names those that are). Each error starts "BACKEND=VERSION:".
+func (h Host) CheckVersions() error {
+	for _, name := range slices.Sorted(maps.Keys(h.Versions)) {
+		v := h.Versions[name]
+		b, _ := backends.Lookup(name)
+		vb, ok := b.(backends.Versioned)
+		switch {
+		case !ok:
+			var some []string
+			for _, b := range backends.All() {
+				if _, ok := b.(backends.Versioned); ok {
+					some = append(some, string(b.Name()))
+				}
+			}
+			return fmt.Errorf("%s=%s: %s's servers come in one version here; a version is chosen for %s only", name, v, name, strings.Join(some, ", "))
+		case h.Name == "docker":
+			return fmt.Errorf("%s=%s: the docker backend runs the etcd of its image (--%s-image); a version is chosen on the local backend", name, v, name)
+		}
+		if _, err := vb.Version(v); err != nil {
+			return fmt.Errorf("%s=%s: %v", name, v, err)
+		}
+	}
+	return nil
+}
+
+// versionsOf are the versions of sc's servers that come in several
+// (backends.Versioned), by backend, as host h runs them: those it names,
+// else each one's default; none on the docker host.
+func (h Host) versionsOf(sc *scenarios.Scenario) (map[string]string, error) {
+	if hostFor(sc, h).Name == "docker" {
+		return nil, nil
+	}
+	spec, err := clients.Lookup(sc.Lock)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]string
+	for _, b := range planServers(sc, spec) {
+		vb, ok := b.(backends.Versioned)
+		if !ok {
+			continue
+		}
+		v, err := vb.Version(h.Versions[b.Name()])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[string(b.Name())] = v
+	}
+	return out, nil
 }
 
 // host is the run's host, its name filled in.
-func (r *run) host() Host {
-	h := r.o.Host
+func (r *run) host() Host { return hostFor(r.sc, r.o.Host) }
+
+// hostFor is host h of a run of sc, its name filled in: h's, else the
+// scenario's backend field, else local.
+func hostFor(sc *scenarios.Scenario, h Host) Host {
 	if h.Name == "" {
-		h.Name = r.sc.ServerBackend
+		h.Name = sc.ServerBackend
 	}
 	if h.Name == "" {
 		h.Name = "local"
@@ -69,11 +135,11 @@ func (h Host) imagesOf(b backends.Backend) map[clients.Backend]string {
 	return out
 }
 
-// planServers lists the backends whose servers the run starts, in order:
-// the lock's; PostgreSQL for the protected storage or a postgres fence;
-// and Redis for the nodes of a lock whose backend does not count them (a
-// Redis fence's).
-func (r *run) planServers(spec clients.Spec) []backends.Backend {
+// planServers lists the backends whose servers sc starts, in order: the
+// lock's (spec); PostgreSQL for the protected storage or a postgres
+// fence; and Redis for the nodes of a lock whose backend does not count
+// them (a Redis fence's).
+func planServers(sc *scenarios.Scenario, spec clients.Spec) []backends.Backend {
 	lock := backends.Of(spec)
 	plan := []backends.Backend{lock}
 	add := func(name clients.Backend) {
@@ -81,10 +147,10 @@ func (r *run) planServers(spec clients.Spec) []backends.Backend {
 			plan = append(plan, b)
 		}
 	}
-	if r.sc.Storage != "" || clients.FenceBackend(r.sc.Fence) == clients.PostgresBackend {
+	if sc.Storage != "" || clients.FenceBackend(sc.Fence) == clients.PostgresBackend {
 		add(clients.PostgresBackend)
 	}
-	if r.sc.Nodes > 0 && lock.Nodes(spec) == 0 {
+	if sc.Nodes > 0 && lock.Nodes(spec) == 0 {
 		add(clients.RedisBackend)
 	}
 	return plan
@@ -94,6 +160,9 @@ func (r *run) planServers(spec clients.Spec) []backends.Backend {
 // have: an unknown name, no engine, an image that is not there.
 func (r *run) checkHost(ctx context.Context, plan []backends.Backend) error {
 	h := r.host()
+	if err := h.CheckVersions(); err != nil {
+		return harness("server version %v", err)
+	}
 	switch h.Name {
 	case "local":
 		return nil
@@ -150,6 +219,9 @@ func (r *run) startServers(ctx context.Context, plan []backends.Backend, dir str
 			defer wg.Done()
 			o := o
 			o.Image, o.Images = h.image(b), h.imagesOf(b)
+			if o.Image == "" {
+				o.Version = h.Versions[b.Name()]
+			}
 			s, err := b.Start(ctx, o)
 			if err == nil {
 				out[i] = started{b, s}

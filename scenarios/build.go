@@ -314,9 +314,10 @@ func addFields(n *yaml.Node, v any, keep func(name string, v reflect.Value) bool
 // add adds name: value to mapping n.
 func add(n *yaml.Node, name string, value any) error {
 	var v yaml.Node
-	if r := reflect.ValueOf(value); r.Kind() == reflect.Slice && r.IsNil() {
-		// A list given but cleared (a counterfactual's granted_by) is
-		// null, which reads back as no list; [] would read back empty.
+	if r := reflect.ValueOf(value); (r.Kind() == reflect.Slice || r.Kind() == reflect.Map) && r.IsNil() {
+		// A list or map given but cleared (a counterfactual's granted_by,
+		// or fixed_in) is null, which reads back as none; [] would read
+		// back empty.
 		n.Content = append(n.Content, key(name), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"})
 		return nil
 	}

@@ -522,6 +522,9 @@ func (s *Scenario) validate() error {
 	if err := s.validateSettings(); err != nil { // settings.go
 		return err
 	}
+	if err := s.validateFixedIn(); err != nil { // fixed.go
+		return err
+	}
 	if err := s.backend().Check(s.ServerOptions()); err != nil {
 		return s.errAt(err.Field, "%s", err.Msg)
 	}

@@ -80,6 +80,14 @@ type Scenario struct {
 	// defence removed: `sim run --counterfactual` plays it too and
 	// requires the verdict to flip (see story.go).
 	Counterfactual *Counterfactual `yaml:"counterfactual"`
+	// FixedIn names, for the lock's servers, the first version that has
+	// the story's bug fixed (etcd: "3.5"): played on that version or a
+	// later one (sim run --server-version), the story is expected to end
+	// safe, its steps may go otherwise than they tell, and no
+	// counterfactual is played. Empty: every version is expected alike.
+	// Only for servers that come in several versions here (etcd), in a
+	// story that does not end safe.
+	FixedIn map[string]string `yaml:"fixed_in"`
 	// Generator makes this a generator scenario instead of a scripted
 	// story: the clients loop acquire -> read-modify-write -> release while
 	// a schedule drawn from the seed injects the fault (see Generator).

@@ -229,6 +229,7 @@ func (s *Scenario) buildCounterfactual() (*Scenario, error) {
 	c := s.Counterfactual
 	cf := *s
 	cf.Counterfactual, cf.cf = nil, nil
+	cf.FixedIn = nil // without its cause, there is no bug to fix
 	cf.IsCounterfactual = true
 	cf.Expected = c.Expected
 	if c.GeneratorFault != nil && s.Generator == nil {

@@ -1,0 +1,77 @@
+package runner
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
+	"github.com/locksim/locksim/scenarios"
+)
+
+// TestEtcdServerVersions plays etcd-lock-service-expired-waiter on
+// Debian's etcd 3.4.23 and on each version make test-deps builds: the
+// 3.4 server grants the waiter whose lease expired (unsafe, as the story
+// tells), and every later one refuses it (safe, expected there because
+// the story is fixed_in etcd 3.5). Each run records the version it ran.
+// A verdict the timing guard leaves unknown is played again, up to 3
+// times.
+func TestEtcdServerVersions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd")
+	}
+	sc, err := scenarios.Find("etcd-lock-service-expired-waiter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deb, err := env.EtcdBinary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	debVersion, err := env.EtcdVersion(deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ version, verdict, fixed string }{{"", checker.Unsafe, ""}}
+	for _, v := range env.EtcdBuilds {
+		if _, err := env.EtcdBinary(v); err != nil {
+			t.Fatalf("etcd %s: %v", v, err) // make test-deps builds it
+		}
+		cases = append(cases, struct{ version, verdict, fixed string }{v, checker.Safe, "etcd 3.5"})
+	}
+	for _, c := range cases {
+		want := c.version
+		if want == "" {
+			want = debVersion
+		}
+		t.Run("etcd-"+want, func(t *testing.T) {
+			var out *Outcome
+			for attempt := 1; attempt <= 3; attempt++ {
+				o := Options{Out: filepath.Join(t.TempDir(), "run"), Host: Host{Versions: map[clients.Backend]string{clients.EtcdBackend: c.version}}}
+				if c.version == "" {
+					o.Host = Host{}
+				}
+				start := time.Now()
+				if out, err = Run(context.Background(), sc, o); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("etcd %s: %s in %v (attempt %d): %s", want, out.Check.Verdict, time.Since(start).Round(time.Millisecond), attempt, out.Check.Summary)
+				if out.Check.Verdict != checker.Unknown {
+					break
+				}
+			}
+			if out.Check.Verdict != c.verdict || out.Expected != c.verdict || !out.Matches() || out.Fixed != c.fixed || out.Versions["etcd"] != want {
+				t.Errorf("etcd %s: verdict %s, expected %s, fixed %q, versions %v; want %s, fixed %q, etcd %s",
+					want, out.Check.Verdict, out.Expected, out.Fixed, out.Versions, c.verdict, c.fixed, want)
+			}
+			// The story's second acquire, client 2's, is refused on a
+			// fixed server: the steps went otherwise, as fixed_in allows.
+			if (out.Departed != nil) != (c.fixed != "") {
+				t.Errorf("etcd %s: departed %v", want, out.Departed)
+			}
+		})
+	}
+}
