@@ -164,6 +164,7 @@ func TestFileLayout(t *testing.T) {
 
 func TestSeqlockNoTornReads(t *testing.T) {
 	c := newControl(t)
+	c.store(state{})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -176,13 +177,13 @@ func TestSeqlockNoTornReads(t *testing.T) {
 			default:
 			}
 			c.mu.Lock()
-			c.store(state{i, i, i})
+			c.store(state{i, i, i, i, i, i, i, i})
 			c.mu.Unlock()
 		}
 	}()
 	for range 200_000 {
 		st := c.load()
-		if st.offset != st.base || st.base != st.rate {
+		if st != (state{st.offset, st.offset, st.offset, st.offset, st.offset, st.offset, st.offset, st.offset}) {
 			close(stop)
 			wg.Wait()
 			t.Fatalf("torn read: %+v", st)
