@@ -147,7 +147,15 @@ type Control struct {
 	mu   sync.Mutex // serialises writers
 	mem  []byte
 	w    *[10]int64 // see clockshim.c
+	// segs are the monotonic rates this Control set, oldest first, so
+	// that a past shifted reading maps back to the real clock exactly.
+	segs []segment
 }
+
+// segment is one stretch of the monotonic clocks at one rate: from the
+// real reading base (shifted: vbase) on, at rate ppb; prev is the rate
+// before it.
+type segment struct{ base, vbase, rate, prev int64 }
 
 // NewControl creates (or opens) the control file at path, sizes it to
 // FileSize bytes, maps it read-write and resets it (no offset, normal rate).
@@ -354,14 +362,33 @@ func clock(id int32) int64 {
 func (c *Control) Monotonic() int64 { return c.load().mono(realMono()) }
 
 // RealMonotonic is the real CLOCK_MONOTONIC instant at which the shifted
-// one reads m, at the rate now in force (a past m maps to the past).
+// one reads (or will read, at the rate now in force) m: the inverse of
+// Monotonic, by which the harness puts a drifting client's instants on
+// the machine's clock. A past m maps back through every rate this Control
+// set; a Control that did not set the rate now in force (one opened with
+// OpenControl) knows only that rate and the one before it.
 func (c *Control) RealMonotonic(m int64) int64 {
-	st, real := c.load(), realMono()
-	r := st.mrate
+	st := c.load()
+	segs := []segment{{st.mbase, st.mvbase, st.mrate, st.mprev}}
+	c.mu.Lock()
+	if n := len(c.segs); n > 0 && c.segs[n-1] == segs[0] {
+		segs = c.segs
+	}
+	c.mu.Unlock()
+	i := len(segs) - 1
+	for i > 0 && m < segs[i].vbase {
+		i--
+	}
+	g := segs[i]
+	r := g.rate
+	if m < g.vbase {
+		r = g.prev
+	}
 	if r == 0 {
 		r = ppb
 	}
-	left := m - st.mono(real)
+	// base + (m - vbase) * 1e9 / r, saturated
+	left := m - g.vbase
 	hi, lo := bits.Mul64(abs(left), ppb)
 	q := uint64(math.MaxInt64)
 	if hi < uint64(r) {
@@ -371,7 +398,7 @@ func (c *Control) RealMonotonic(m int64) int64 {
 	if left < 0 {
 		d = -d
 	}
-	t, ok := addOK(real, d)
+	t, ok := addOK(g.base, d)
 	if !ok {
 		return math.MaxInt64
 	}
@@ -439,6 +466,7 @@ func (c *Control) SetRate(rate float64) {
 		st.base = now
 		st.rate = r
 		st.setMono(r)
+		c.segs = append(c.segs, segment{st.mbase, st.mvbase, st.mrate, st.mprev})
 	})
 }
 
@@ -470,6 +498,7 @@ func (c *Control) Reset() {
 	c.update(func(st *state) {
 		st.offset, st.base, st.rate = 0, 0, 0
 		st.setMono(ppb)
+		c.segs = append(c.segs, segment{st.mbase, st.mvbase, st.mrate, st.mprev})
 	})
 }
 

@@ -21,12 +21,16 @@ import (
 func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
 	s.init = in
 	s.wall = time.Now
+	s.realMono = func(m int64) int64 { return m }
 	if in.ClockFile != "" {
 		clock, err := clockshim.OpenControl(in.ClockFile)
 		if err != nil {
 			return err
 		}
-		s.wall = clock.Now
+		// A drift runs the client's monotonic clock too: its locks time
+		// their leases by it, as a process under the shim would.
+		s.wall, s.realMono = clock.Now, clock.RealMonotonic
+		clients.UseMonotonic(clock.Monotonic)
 	}
 	in.Config.WallClock = s.wall
 	lock, err := spec.New(in.Config)
