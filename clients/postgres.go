@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
 )
 
 // PostgresBackend is PostgreSQL: one server (a scenario's nodes do not
