@@ -425,11 +425,20 @@ func (s *state) leaseEnd(l clients.Lease) int64 {
 		// what a pause breaks.
 		return 0
 	case !l.Deadline.IsZero():
-		return s.realMono(clients.Monotonic() + int64(l.Deadline.Sub(s.wall())))
+		return s.real(clients.Monotonic() + int64(l.Deadline.Sub(s.wall())))
 	case l.Validity == 0:
 		return 0
 	}
-	return s.realMono(l.Start + int64(l.Validity))
+	return s.real(l.Start + int64(l.Validity))
+}
+
+// real maps an instant of the client's lease clock to the machine's
+// CLOCK_MONOTONIC (realMono; identity when it is not set).
+func (s *state) real(m int64) int64 {
+	if s.realMono == nil {
+		return m
+	}
+	return s.realMono(m)
 }
 
 // serverTTL is the expiry the lock server applies to a lease asked for
