@@ -504,6 +504,9 @@ func writeFindings(r *findings.Report, doc, base string, stdout io.Writer) error
 	return nil
 }
 
+// findStory finds a cell's story for notCounted (a test replaces it).
+var findStory = scenarios.Find
+
 // notCounted keeps off the count a finding from a story whose fault is a
 // form no real machine has (scenarios.Scenario.Unrealistic): the cell
 // says so and why, in every subject, refreshed or not.
@@ -514,7 +517,7 @@ func notCounted(r *findings.Report) {
 			if c.Kind != matrix.KindFinding {
 				continue
 			}
-			if sc, err := scenarios.Find(c.Story); err == nil {
+			if sc, err := findStory(c.Story); err == nil {
 				if why := sc.Unrealistic(); why != "" {
 					c.Kind = findings.KindUnrealistic
 					c.Text = "not counted: the story's fault is a form no machine has (" + why + "); " + c.Text

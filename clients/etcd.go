@@ -143,7 +143,7 @@ func (e *Etcd) acquire(ctx context.Context, key string, ttl, wait time.Duration)
 	defer cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	start := history.Monotonic()
+	start := Monotonic()
 	cli, err := e.client()
 	if err != nil {
 		return Lease{}, err

@@ -127,7 +127,7 @@ func (e *EtcdLockService) AcquireWait(ctx context.Context, key string, ttl, wait
 func (e *EtcdLockService) acquire(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
 	e.lmu.Lock()
 	defer e.lmu.Unlock()
-	start := history.Monotonic()
+	start := Monotonic()
 	e.mu.Lock()
 	cli, err := e.client()
 	e.mu.Unlock()

@@ -32,8 +32,8 @@ type Lease struct {
 	Token string
 	// Fence is the fencing token (0 when the algorithm has none).
 	Fence int64
-	// Start is the CLOCK_MONOTONIC reading (ns) taken just before the
-	// acquire was sent; validity counts from here.
+	// Start is the CLOCK_MONOTONIC reading (ns, Monotonic) taken just
+	// before the acquire was sent; validity counts from here.
 	Start int64
 	// Validity is how long after Start the client may assume it holds the
 	// lock (0: until released; a session lock).
@@ -53,10 +53,25 @@ type Lease struct {
 	Live func() bool
 }
 
+// monotonic is the process's CLOCK_MONOTONIC as its locks time their
+// leases (UseMonotonic); history.Monotonic unless a worker's clock drifts.
+var monotonic = history.Monotonic
+
+// Monotonic reads the CLOCK_MONOTONIC (ns) by which this process's locks
+// time their leases: Lease.Start and every validity check.
+func Monotonic() int64 { return monotonic() }
+
+// UseMonotonic makes f the process's lease clock (Monotonic): a worker
+// whose client clock drifts reads it through the clock shim's control,
+// as a process under the shim reads a drifting CLOCK_MONOTONIC. Call it
+// once, before any lock is built.
+func UseMonotonic(f func() int64) { monotonic = f }
+
 // StillValid says whether the client may still assume it holds the lease,
 // measured as the lock measures it: by the wall clock now() for a lease
-// with a Deadline, else on CLOCK_MONOTONIC; and, for a lease whose lock
-// says whether its connection vouches for it (Live), only while it does.
+// with a Deadline, else on CLOCK_MONOTONIC (Monotonic); and, for a lease
+// whose lock says whether its connection vouches for it (Live), only while
+// it does.
 func (l Lease) StillValid(now func() time.Time) bool {
 	if l.Live != nil && !l.Live() {
 		return false
@@ -64,7 +79,7 @@ func (l Lease) StillValid(now func() time.Time) bool {
 	if !l.Deadline.IsZero() {
 		return now().Before(l.Deadline)
 	}
-	return l.Validity == 0 || history.Monotonic() < l.Start+int64(l.Validity)
+	return l.Validity == 0 || Monotonic() < l.Start+int64(l.Validity)
 }
 
 // Lock is one lock algorithm as a client sees it. A user's own lock is one

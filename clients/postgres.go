@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/locksim/locksim/history"
 )
 
 // PostgresBackend is PostgreSQL: one server (a scenario's nodes do not
@@ -209,7 +207,7 @@ func NewPGSession(cfg Config) (*PGSession, error) {
 func (p *PGSession) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	start := history.Monotonic()
+	start := Monotonic()
 	conn, err := p.c.get(ctx)
 	if err != nil {
 		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
@@ -321,7 +319,7 @@ func NewPGPooled(cfg Config) (*PGPooled, error) {
 func (p *PGPooled) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	start := history.Monotonic()
+	start := Monotonic()
 	conn, err := p.conns[0].get(ctx)
 	if err != nil {
 		return Lease{}, fmt.Errorf("postgres-pooled acquire: %w", err)
@@ -410,7 +408,7 @@ func (x *PGXact) Acquire(ctx context.Context, key string, ttl time.Duration) (Le
 	if x.tx != nil {
 		return Lease{}, errors.New("postgres-xact acquire: a lease is already held (release it first)")
 	}
-	start := history.Monotonic()
+	start := Monotonic()
 	conn, err := x.c.get(ctx)
 	if err != nil {
 		return Lease{}, fmt.Errorf("postgres-xact acquire: %w", err)

@@ -75,7 +75,7 @@ func (r *Redislock) Acquire(ctx context.Context, key string, ttl time.Duration) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	start := history.Monotonic()
+	start := Monotonic()
 	lock, err := r.lc.Obtain(ctx, key, ttl, &redislock.Options{RetryStrategy: redislock.NoRetry()})
 	switch {
 	case errors.Is(err, redislock.ErrNotObtained):
@@ -138,7 +138,7 @@ func (r *Redislock) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lea
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	start := history.Monotonic()
+	start := Monotonic()
 	switch err := lock.Refresh(ctx, ttl, nil); {
 	case err == nil:
 		l.Start, l.Validity = start, ttl

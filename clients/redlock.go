@@ -199,7 +199,7 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 		return Lease{}, fmt.Errorf("redlock: ttl must be positive, got %v", ttl)
 	}
 	token := NewToken()
-	start := history.Monotonic()
+	start := Monotonic()
 	var wallStart time.Time
 	if r.wall != nil {
 		wallStart = r.wall()
@@ -209,9 +209,9 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	})
 	errs := len(failed)
 	if r.fromReplies {
-		start = history.Monotonic()
+		start = Monotonic()
 	}
-	elapsed := time.Duration(history.Monotonic() - start)
+	elapsed := time.Duration(Monotonic() - start)
 	if r.wall != nil {
 		elapsed = r.wall().Sub(wallStart)
 	}
@@ -252,7 +252,7 @@ const (
 // Redlock's has it (node-redlock 5.0.0-beta.2 counted it from the first
 // attempt's: node-redlock#296).
 func (r *Redlock) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
-	first := history.Monotonic()
+	first := Monotonic()
 	for attempt := 1; ; attempt++ {
 		l, err := r.Acquire(ctx, key, ttl)
 		if err == nil {
@@ -262,7 +262,7 @@ func (r *Redlock) AcquireWait(ctx context.Context, key string, ttl, wait time.Du
 			return l, err
 		}
 		delay := RetryDelay + time.Duration(mrand.Int64N(int64(2*RetryJitter)+1)) - RetryJitter
-		if time.Duration(history.Monotonic()-first)+delay > wait {
+		if time.Duration(Monotonic()-first)+delay > wait {
 			return l, fmt.Errorf("after %d attempts in %v: %w", attempt, wait, err)
 		}
 		select {
@@ -320,12 +320,12 @@ func (r *Redlock) Release(ctx context.Context, l Lease) error {
 // (refused, not-held, otherwise). When no node answered at all, the
 // outcome is unknown (a plain error): the silent nodes may have renewed.
 func (r *Redlock) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
-	start := history.Monotonic()
+	start := Monotonic()
 	renewed, errs := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
 		n, err := extendScript.Run(ctx, c, []string{l.Key}, l.Token, ttl.Milliseconds()).Int()
 		return n == 1, err
 	})
-	elapsed := time.Duration(history.Monotonic() - start)
+	elapsed := time.Duration(Monotonic() - start)
 	if len(errs) == len(r.nodes) {
 		return l, r.noAnswer("extend", errs)
 	}

@@ -227,7 +227,7 @@ func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 		return Lease{}, fmt.Errorf("redsync: ttl must be positive, got %v", ttl)
 	}
 	m, rec := r.mutex(key, redsync.WithExpiry(ttl), redsync.WithTries(1))
-	start := history.Monotonic()
+	start := Monotonic()
 	since := time.Now() // after start: Start+Validity never passes Until()
 	err := m.LockContext(ctx)
 	granted := r.names(rec, rec.setNX, answerYes)
@@ -295,7 +295,7 @@ func (r *Redsync) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease
 	m, rec := r.mutex(l.Key, redsync.WithValue(l.Token), redsync.WithExpiry(ttl))
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	start := history.Monotonic()
+	start := Monotonic()
 	since := time.Now()
 	ok, err := m.ExtendContext(ctx)
 	renewed := r.names(rec, rec.script, answerYes)

@@ -177,7 +177,7 @@ func (r *Rueidislock) Acquire(ctx context.Context, key string, ttl time.Duration
 	if ttl < time.Millisecond {
 		return Lease{}, fmt.Errorf("rueidislock: ttl must be at least 1ms, got %v", ttl)
 	}
-	start := history.Monotonic()
+	start := Monotonic()
 	lk, err := r.locker(ttl)
 	if err != nil {
 		return Lease{}, err

@@ -258,7 +258,7 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, ttl time.Durati
 	defer cancel()
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	start := history.Monotonic()
+	start := Monotonic()
 	s, err := z.connect(ctx, ttl)
 	if err != nil {
 		return Lease{}, fmt.Errorf("zookeeper acquire: %w", err)

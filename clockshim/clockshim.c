@@ -3,26 +3,58 @@
 // (The line above keeps the go tool from treating this package as cgo;
 // the file is embedded and compiled by Library, not by go build.)
 
-/* clockshim: an LD_PRELOAD library that shifts the wall clock a process sees.
+/* clockshim: an LD_PRELOAD library that shifts the clocks a process sees.
  *
  * libfaketime deadlocks in Debian's jemalloc-linked redis-server, so this
- * shim never allocates and reads the real clock with a raw syscall. Only
- * CLOCK_REALTIME and CLOCK_REALTIME_COARSE are shifted (plus gettimeofday
- * and time); CLOCK_MONOTONIC and every other clock pass through.
+ * shim never allocates and reads the real clocks with raw syscalls.
  *
- * The control file named by LOCKSIM_CLOCK_FILE holds four little-endian
+ * The wall clock (CLOCK_REALTIME, CLOCK_REALTIME_COARSE, gettimeofday,
+ * time) takes an offset (a step) and a rate. The monotonic clocks
+ * (CLOCK_MONOTONIC, CLOCK_MONOTONIC_COARSE, CLOCK_BOOTTIME) take the same
+ * rate and never an offset, as adjtime(3) and a slow or fast oscillator
+ * move them: continuous when the rate changes, never backwards.
+ * CLOCK_MONOTONIC_RAW and the CPU-time clocks pass through (NTP does not
+ * slew the raw clock).
+ *
+ * A process that waits computes its deadline from these clocks, and the
+ * kernel measures waits by the real ones; so the waits are translated:
+ * relative timeouts (nanosleep, usleep, sleep, relative clock_nanosleep,
+ * poll, ppoll, epoll_wait, epoll_pwait) run rate times shorter, absolute
+ * deadlines (clock_nanosleep TIMER_ABSTIME, pthread_cond_timedwait in the
+ * cond's clock, pthread_cond_clockwait, sem_timedwait, sem_clockwait) are
+ * mapped back to the real clock, and a sleep that wakes before its virtual
+ * deadline (the rate changed meanwhile) sleeps again. select and pselect
+ * are not translated.
+ *
+ * The control file named by LOCKSIM_CLOCK_FILE holds ten little-endian
  * int64s, written under a seqlock by locksim (clockshim Control):
- *   [0] seq (odd while a write is in progress)
- *   [1] offset_ns
- *   [2] base_ns   (a real CLOCK_REALTIME reading)
- *   [3] rate_ppb  (rate * 1e9; 0 or 1e9 means normal speed)
- * shifted = real + offset + (real - base) * (rate_ppb - 1e9) / 1e9
+ *   [0] seq          (odd while a write is in progress)
+ *   [1] offset_ns    wall clock:
+ *   [2] base_ns      (a real CLOCK_REALTIME reading)
+ *   [3] rate_ppb     (rate * 1e9; 0 or 1e9 means normal speed)
+ *   [4] version      (2; an older file has only words 0-3)
+ *   [5] mrate_ppb    monotonic clocks: the rate from mbase on
+ *   [6] mbase_ns     (a real CLOCK_MONOTONIC reading: the last rate change)
+ *   [7] mvbase_ns    (the shifted CLOCK_MONOTONIC at mbase)
+ *   [8] mprev_ppb    (the rate before mbase, for a coarse reading behind it)
+ *   [9] boot_ns      (real CLOCK_BOOTTIME - CLOCK_MONOTONIC at mbase)
+ * wall:      shifted = real + offset + (real - base) * (rate_ppb - 1e9) / 1e9
+ * monotonic: shifted = mvbase + (real - mbase) * mrate_ppb / 1e9
+ *            (mprev_ppb for real < mbase; BOOTTIME is shifted as
+ *            CLOCK_MONOTONIC and boot_ns added back)
  * If the variable is unset or the file cannot be mapped, time passes through.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -30,9 +62,63 @@
 #include <time.h>
 #include <unistd.h>
 
+#define NS 1000000000LL
+#define WORDS 10
+#define VERSION 2
+
 static volatile int64_t *ctl; /* NULL: pass through */
+static int mono_ok;           /* the file has the monotonic words */
+static unsigned cond_mono_mask; /* the bit of __wrefs a monotonic cond sets; 0: unknown */
+
+/* The real functions the waits call after translating. */
+static int (*real_cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+static int (*real_cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *);
+static int (*real_sem_timedwait)(sem_t *, const struct timespec *);
+static int (*real_sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+static int (*real_poll)(struct pollfd *, nfds_t, int);
+static int (*real_ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
+static int (*real_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+
+#define RESOLVE(p, name)                                  \
+	do {                                              \
+		if ((p) == NULL)                          \
+			*(void **)&(p) = dlsym(RTLD_NEXT, name); \
+	} while (0)
+
+static void resolve(void) {
+	RESOLVE(real_cond_timedwait, "pthread_cond_timedwait");
+	RESOLVE(real_cond_clockwait, "pthread_cond_clockwait");
+	RESOLVE(real_sem_timedwait, "sem_timedwait");
+	RESOLVE(real_sem_clockwait, "sem_clockwait");
+	RESOLVE(real_poll, "poll");
+	RESOLVE(real_ppoll, "ppoll");
+	RESOLVE(real_epoll_wait, "epoll_wait");
+	RESOLVE(real_epoll_pwait, "epoll_pwait");
+}
+
+/* learn_cond_clock finds the bit glibc sets in a cond made with a
+ * CLOCK_MONOTONIC attribute (its __wrefs word), by making one of each. */
+static void learn_cond_clock(void) {
+	pthread_condattr_t a;
+	pthread_cond_t plain, mono;
+	if (pthread_condattr_init(&a) != 0)
+		return;
+	if (pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&mono, &a) == 0) {
+		if (pthread_cond_init(&plain, NULL) == 0) {
+			unsigned d = mono.__data.__wrefs ^ plain.__data.__wrefs;
+			if (d != 0 && (d & (d - 1)) == 0)
+				cond_mono_mask = d;
+			pthread_cond_destroy(&plain);
+		}
+		pthread_cond_destroy(&mono);
+	}
+	pthread_condattr_destroy(&a);
+}
 
 __attribute__((constructor)) static void clockshim_init(void) {
+	resolve();
+	learn_cond_clock();
 	const char *path = getenv("LOCKSIM_CLOCK_FILE");
 	if (path == NULL || path[0] == '\0')
 		return;
@@ -41,9 +127,12 @@ __attribute__((constructor)) static void clockshim_init(void) {
 		return;
 	struct stat st;
 	if (fstat(fd, &st) == 0 && st.st_size >= 32) {
-		void *p = mmap(NULL, 32, PROT_READ, MAP_SHARED, fd, 0);
-		if (p != MAP_FAILED)
+		size_t n = st.st_size >= WORDS * 8 ? WORDS * 8 : 32;
+		void *p = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+		if (p != MAP_FAILED) {
 			ctl = (volatile int64_t *)p;
+			mono_ok = n == WORDS * 8 && ctl[4] == VERSION;
+		}
 	}
 	close(fd);
 }
@@ -52,52 +141,132 @@ static int real_clock(clockid_t id, struct timespec *ts) {
 	return (int)syscall(SYS_clock_gettime, id, ts);
 }
 
-/* shift returns the shifted time for a real CLOCK_REALTIME reading. */
-static int64_t shift(int64_t real) {
-	int64_t *c = (int64_t *)ctl;
-	if (c == NULL)
-		return real;
-	int64_t s1, s2, off, base, rate;
-	for (long tries = 0;; tries++) {
-		if (tries > (1L << 24))
-			return real; /* a writer died mid-update: give up, pass through */
-		s1 = __atomic_load_n(&c[0], __ATOMIC_ACQUIRE);
-		if (s1 & 1)
-			continue;
-		off = __atomic_load_n(&c[1], __ATOMIC_RELAXED);
-		base = __atomic_load_n(&c[2], __ATOMIC_RELAXED);
-		rate = __atomic_load_n(&c[3], __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s2 = __atomic_load_n(&c[0], __ATOMIC_RELAXED);
-		if (s1 == s2)
-			break;
-	}
-	__int128 t = (__int128)real + off;
-	if (rate != 0 && rate != 1000000000LL)
-		t += (__int128)(real - base) * (rate - 1000000000LL) / 1000000000LL;
-	if (t > INT64_MAX)
-		t = INT64_MAX;
+static int64_t ns(const struct timespec *ts) { return (int64_t)ts->tv_sec * NS + ts->tv_nsec; }
+
+static struct timespec spec(int64_t t) {
+	struct timespec ts;
 	if (t < 0)
 		t = 0;
+	ts.tv_sec = t / NS;
+	ts.tv_nsec = t % NS;
+	return ts;
+}
+
+static int64_t clamp(__int128 t) {
+	if (t > INT64_MAX)
+		return INT64_MAX;
+	if (t < 0)
+		return 0;
 	return (int64_t)t;
 }
 
-static int64_t now_shifted(clockid_t id) {
-	struct timespec ts;
-	if (real_clock(id, &ts) != 0)
-		return -1;
-	return shift((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+/* snap is one consistent reading of the control file. */
+struct snap {
+	int64_t off, base, rate, mrate, mbase, mvbase, mprev, boot;
+};
+
+/* load reads the control file and, inside the same seqlock section, the
+ * real clock id into *real (real may be NULL; INT64_MIN when the clock
+ * cannot be read, errno set). 0: no control. */
+static int load(struct snap *s, clockid_t id, int64_t *real) {
+	int64_t *c = (int64_t *)ctl;
+	if (c == NULL) {
+		if (real != NULL) {
+			struct timespec ts = {0, 0};
+			*real = real_clock(id, &ts) == 0 ? ns(&ts) : INT64_MIN;
+		}
+		return 0;
+	}
+	for (long tries = 0;; tries++) {
+		int64_t s1 = __atomic_load_n(&c[0], __ATOMIC_ACQUIRE);
+		if (s1 & 1) {
+			if (tries > (1L << 24))
+				break; /* a writer died mid-update: read what is there */
+			continue;
+		}
+		if (real != NULL) {
+			struct timespec ts = {0, 0};
+			*real = real_clock(id, &ts) == 0 ? ns(&ts) : INT64_MIN;
+		}
+		s->off = __atomic_load_n(&c[1], __ATOMIC_RELAXED);
+		s->base = __atomic_load_n(&c[2], __ATOMIC_RELAXED);
+		s->rate = __atomic_load_n(&c[3], __ATOMIC_RELAXED);
+		if (mono_ok) {
+			s->mrate = __atomic_load_n(&c[5], __ATOMIC_RELAXED);
+			s->mbase = __atomic_load_n(&c[6], __ATOMIC_RELAXED);
+			s->mvbase = __atomic_load_n(&c[7], __ATOMIC_RELAXED);
+			s->mprev = __atomic_load_n(&c[8], __ATOMIC_RELAXED);
+			s->boot = __atomic_load_n(&c[9], __ATOMIC_RELAXED);
+		} else {
+			s->mrate = s->mbase = s->mvbase = s->mprev = s->boot = 0;
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&c[0], __ATOMIC_RELAXED) == s1)
+			return 1;
+	}
+	return 1;
+}
+
+static int64_t ppb(int64_t r) { return r == 0 ? NS : r; }
+
+static int64_t wall(const struct snap *s, int64_t real) {
+	__int128 t = (__int128)real + s->off;
+	if (s->rate != 0 && s->rate != NS)
+		t += (__int128)(real - s->base) * (s->rate - NS) / NS;
+	return clamp(t);
+}
+
+static int64_t mono(const struct snap *s, int64_t real) {
+	int64_t r = real >= s->mbase ? ppb(s->mrate) : ppb(s->mprev);
+	return clamp((__int128)s->mvbase + (__int128)(real - s->mbase) * r / NS);
+}
+
+/* kind: 0 passes through, 1 wall, 2 monotonic, 3 boottime. */
+static int kind(clockid_t id) {
+	switch (id) {
+	case CLOCK_REALTIME:
+	case CLOCK_REALTIME_COARSE:
+		return 1;
+	case CLOCK_MONOTONIC:
+	case CLOCK_MONOTONIC_COARSE:
+		return 2;
+	case CLOCK_BOOTTIME:
+		return 3;
+	}
+	return 0;
+}
+
+static int64_t shifted(int k, const struct snap *s, int64_t real) {
+	switch (k) {
+	case 1:
+		return wall(s, real);
+	case 2:
+		return mono(s, real);
+	case 3:
+		return mono(s, real - s->boot) + s->boot;
+	}
+	return real;
+}
+
+/* rate of clock kind k (ppb): how fast it runs against the real one. */
+static int64_t rate_of(int k, const struct snap *s) {
+	if (k == 1)
+		return ppb(s->rate);
+	if (k >= 2)
+		return ppb(s->mrate);
+	return NS;
 }
 
 int clock_gettime(clockid_t id, struct timespec *ts) {
-	if (id != CLOCK_REALTIME && id != CLOCK_REALTIME_COARSE)
+	int k = kind(id);
+	if (k == 0 || ctl == NULL)
 		return real_clock(id, ts);
-	int r = real_clock(id, ts);
-	if (r != 0 || ctl == NULL)
-		return r;
-	int64_t t = shift((int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec);
-	ts->tv_sec = t / 1000000000LL;
-	ts->tv_nsec = t % 1000000000LL;
+	struct snap s;
+	int64_t real;
+	load(&s, id, &real);
+	if (real == INT64_MIN)
+		return -1;
+	*ts = spec(shifted(k, &s, real));
 	return 0;
 }
 
@@ -107,18 +276,232 @@ int gettimeofday(struct timeval *restrict tv, void *restrict tz) {
 		z->tz_minuteswest = 0;
 		z->tz_dsttime = 0;
 	}
-	int64_t t = now_shifted(CLOCK_REALTIME);
-	if (t < 0)
-		return -1;
-	tv->tv_sec = t / 1000000000LL;
-	tv->tv_usec = (t % 1000000000LL) / 1000;
+	struct snap s;
+	int64_t real;
+	int64_t t = load(&s, CLOCK_REALTIME, &real) ? wall(&s, real) : real;
+	tv->tv_sec = t / NS;
+	tv->tv_usec = (t % NS) / 1000;
 	return 0;
 }
 
 time_t time(time_t *out) {
-	int64_t t = now_shifted(CLOCK_REALTIME);
-	time_t s = t < 0 ? (time_t)-1 : (time_t)(t / 1000000000LL);
+	struct snap s;
+	int64_t real;
+	int64_t t = load(&s, CLOCK_REALTIME, &real) ? wall(&s, real) : real;
+	time_t r = (time_t)(t / NS);
 	if (out != NULL)
-		*out = s;
-	return s;
+		*out = r;
+	return r;
+}
+
+/* ---- waits ---- */
+
+/* real_deadline maps an absolute deadline d on clock kind k to the real
+ * clock id's scale, at the current rate; *now_v is the shifted now. */
+static int64_t real_deadline(int k, clockid_t id, int64_t d, int64_t *now_v) {
+	struct snap s;
+	int64_t real;
+	load(&s, id, &real);
+	int64_t v = shifted(k, &s, real);
+	if (now_v != NULL)
+		*now_v = v;
+	if (d <= v)
+		return real;
+	return clamp((__int128)real + (__int128)(d - v) * NS / rate_of(k, &s));
+}
+
+/* shifted_now is clock id's shifted reading. */
+static int64_t shifted_now(int k, clockid_t id) {
+	struct snap s;
+	int64_t real;
+	load(&s, id, &real);
+	return shifted(k, &s, real);
+}
+
+/* active says the shim changes waits on clock kind k at all. */
+static int active(int k) {
+	if (ctl == NULL || k == 0)
+		return 0;
+	struct snap s;
+	load(&s, CLOCK_MONOTONIC, NULL);
+	if (k == 1)
+		return s.off != 0 || ppb(s.rate) != NS;
+	return ppb(s.mrate) != NS || ppb(s.mprev) != NS || s.mvbase != s.mbase;
+}
+
+/* scale_ms is a relative timeout in ms as the real clock counts it. */
+static int scale_ms(int ms) {
+	if (ms <= 0 || ctl == NULL)
+		return ms;
+	struct snap s;
+	load(&s, CLOCK_MONOTONIC, NULL);
+	int64_t r = ppb(s.mrate);
+	if (r == NS)
+		return ms;
+	__int128 t = ((__int128)ms * NS + r - 1) / r;
+	return t > INT32_MAX ? INT32_MAX : (int)t;
+}
+
+/* sleep_until sleeps until clock id (kind k) reads d shifted, sleeping
+ * again if it wakes early because the rate changed. Returns 0 or an error
+ * number (EINTR, with the shifted time left in *left). */
+static int sleep_until(int k, clockid_t id, int64_t d, int64_t *left) {
+	for (;;) {
+		int64_t v;
+		int64_t r = real_deadline(k, id, d, &v);
+		if (v >= d)
+			return 0;
+		struct timespec ts = spec(r);
+		long e = syscall(SYS_clock_nanosleep, id == CLOCK_MONOTONIC_COARSE ? CLOCK_MONOTONIC : id == CLOCK_REALTIME_COARSE ? CLOCK_REALTIME : id, TIMER_ABSTIME, &ts, NULL);
+		if (e != 0) {
+			e = errno;
+			if (e == EINTR && left != NULL) {
+				int64_t l = d - shifted_now(k, id);
+				*left = l > 0 ? l : 0;
+			}
+			return (int)e;
+		}
+	}
+}
+
+int clock_nanosleep(clockid_t id, int flags, const struct timespec *req, struct timespec *rem) {
+	int k = kind(id);
+	if (!active(k) || req->tv_nsec < 0 || req->tv_nsec >= NS) {
+		long e = syscall(SYS_clock_nanosleep, id, flags, req, rem);
+		return e == 0 ? 0 : errno;
+	}
+	int64_t d = ns(req);
+	if (!(flags & TIMER_ABSTIME))
+		d = clamp((__int128)shifted_now(k, id) + d);
+	int64_t left = 0;
+	int e = sleep_until(k, id, d, &left);
+	if (e == EINTR && rem != NULL && !(flags & TIMER_ABSTIME))
+		*rem = spec(left);
+	return e;
+}
+
+int nanosleep(const struct timespec *req, struct timespec *rem) {
+	int e = clock_nanosleep(CLOCK_MONOTONIC, 0, req, rem);
+	if (e != 0) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+int usleep(useconds_t us) {
+	struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+	return nanosleep(&ts, NULL);
+}
+
+unsigned int sleep(unsigned int secs) {
+	struct timespec ts = {secs, 0}, rem = {0, 0};
+	if (nanosleep(&ts, &rem) != 0)
+		return (unsigned)rem.tv_sec + (rem.tv_nsec > 0);
+	return 0;
+}
+
+/* cond_clock is the clock a cond was made with (glibc keeps it in a bit
+ * of __wrefs, found at start); -1 when the bit is unknown. */
+static clockid_t cond_clock(pthread_cond_t *c) {
+	if (cond_mono_mask == 0)
+		return (clockid_t)-1;
+	unsigned w = __atomic_load_n(&c->__data.__wrefs, __ATOMIC_RELAXED);
+	return (w & cond_mono_mask) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+}
+
+/* timed runs one absolute-deadline wait with the deadline mapped to the
+ * real clock, and waits again if it timed out before the shifted deadline
+ * (the rate changed meanwhile); a wake-up before it returns as it is. */
+#define TIMED(k, id, abstime, call)                                              \
+	do {                                                                    \
+		int64_t d_ = ns(abstime);                                           \
+		for (;;) {                                                          \
+			int64_t v_;                                                     \
+			struct timespec ts_ = spec(real_deadline(k, id, d_, &v_));      \
+			const struct timespec *at = &ts_;                               \
+			int r_ = (call);                                                \
+			if (r_ != ETIMEDOUT || shifted_now(k, id) >= d_)                \
+				return r_;                                              \
+		}                                                                   \
+	} while (0)
+
+int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime) {
+	resolve();
+	clockid_t id = cond_clock(c);
+	int k = id == (clockid_t)-1 ? 0 : kind(id);
+	if (!active(k) || abstime->tv_nsec < 0 || abstime->tv_nsec >= NS)
+		return real_cond_timedwait(c, m, abstime);
+	TIMED(k, id, abstime, real_cond_timedwait(c, m, at));
+}
+
+int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t id, const struct timespec *abstime) {
+	resolve();
+	int k = kind(id);
+	if (!active(k) || abstime->tv_nsec < 0 || abstime->tv_nsec >= NS)
+		return real_cond_clockwait(c, m, id, abstime);
+	TIMED(k, id, abstime, real_cond_clockwait(c, m, id, at));
+}
+
+/* The semaphore waits return -1 with errno, not an error number. */
+static int sem_errno(int r) { return r == 0 ? 0 : errno; }
+
+int sem_timedwait(sem_t *sem, const struct timespec *abstime) {
+	resolve();
+	if (!active(1) || abstime->tv_nsec < 0 || abstime->tv_nsec >= NS)
+		return real_sem_timedwait(sem, abstime);
+	int64_t d = ns(abstime);
+	for (;;) {
+		struct timespec ts = spec(real_deadline(1, CLOCK_REALTIME, d, NULL));
+		int e = sem_errno(real_sem_timedwait(sem, &ts));
+		if (e == 0)
+			return 0;
+		if (e != ETIMEDOUT || shifted_now(1, CLOCK_REALTIME) >= d) {
+			errno = e;
+			return -1;
+		}
+	}
+}
+
+int sem_clockwait(sem_t *sem, clockid_t id, const struct timespec *abstime) {
+	resolve();
+	int k = kind(id);
+	if (!active(k) || abstime->tv_nsec < 0 || abstime->tv_nsec >= NS)
+		return real_sem_clockwait(sem, id, abstime);
+	int64_t d = ns(abstime);
+	for (;;) {
+		struct timespec ts = spec(real_deadline(k, id, d, NULL));
+		int e = sem_errno(real_sem_clockwait(sem, id, &ts));
+		if (e == 0)
+			return 0;
+		if (e != ETIMEDOUT || shifted_now(k, id) >= d) {
+			errno = e;
+			return -1;
+		}
+	}
+}
+
+int poll(struct pollfd *fds, nfds_t n, int ms) {
+	resolve();
+	return real_poll(fds, n, scale_ms(ms));
+}
+
+int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask) {
+	resolve();
+	if (tmo == NULL || !active(2) || tmo->tv_nsec < 0 || tmo->tv_nsec >= NS)
+		return real_ppoll(fds, n, tmo, mask);
+	struct snap s;
+	load(&s, CLOCK_MONOTONIC, NULL);
+	struct timespec ts = spec(clamp((__int128)ns(tmo) * NS / ppb(s.mrate)));
+	return real_ppoll(fds, n, &ts, mask);
+}
+
+int epoll_wait(int fd, struct epoll_event *ev, int n, int ms) {
+	resolve();
+	return real_epoll_wait(fd, ev, n, scale_ms(ms));
+}
+
+int epoll_pwait(int fd, struct epoll_event *ev, int n, int ms, const sigset_t *mask) {
+	resolve();
+	return real_epoll_pwait(fd, ev, n, scale_ms(ms), mask);
 }

@@ -1,16 +1,24 @@
-// Package clockshim shifts the wall clock that a child process (redis-server)
-// sees, while it runs, without touching the machine's clock.
+// Package clockshim shifts the clocks that a child process (redis-server,
+// a client program) sees, while it runs, without touching the machine's
+// clock.
 //
 // libfaketime deadlocks in Debian's jemalloc-linked redis-server, so the
 // package embeds a small LD_PRELOAD library (clockshim.c) that overrides
-// clock_gettime (CLOCK_REALTIME and CLOCK_REALTIME_COARSE only),
-// gettimeofday and time. The library reads a 32-byte control file that a
-// Control maps read-write in the harness; a write to the Control is seen by
-// the child at its next clock read. CLOCK_MONOTONIC is never shifted.
+// clock_gettime, gettimeofday and time, and translates the process's timed
+// waits (sleeps, poll and epoll timeouts, timed condition and semaphore
+// waits) so that they last as long as the shifted clocks say. The library
+// reads a control file that a Control maps read-write in the harness; a
+// write to the Control is seen by the child at its next clock read.
+//
+// The wall clock takes a step (Jump, SetOffset) and a rate (SetRate). The
+// monotonic clocks (CLOCK_MONOTONIC, CLOCK_MONOTONIC_COARSE,
+// CLOCK_BOOTTIME) take the same rate and never a step, as a slow or fast
+// oscillator or NTP's slew moves them: they stay continuous when the rate
+// changes and never run backwards. CLOCK_MONOTONIC_RAW is never shifted.
 //
 // Workers are static Go binaries that LD_PRELOAD does not reach; they use
-// Control.Now for client-side clock faults, which computes exactly what the
-// shim would report.
+// Control.Now and Control.Monotonic for client-side clock faults, which
+// compute exactly what the shim would report.
 package clockshim
 
 import (
@@ -43,8 +51,15 @@ const (
 	EnvLibrary = "LOCKSIM_CLOCKSHIM"
 )
 
-// FileSize is the size of a control file in bytes.
-const FileSize = 32
+// FileSize is the size of a control file in bytes: ten int64s (see
+// clockshim.c for the layout).
+const FileSize = 80
+
+// Layout is the version of the control file's layout, written in its
+// fifth word: 2 added the monotonic clocks' words (1, 32 bytes, had the
+// wall clock's only; a shim reading a version-1 file shifts the wall
+// clock alone).
+const Layout = 2
 
 const ppb = 1_000_000_000
 
@@ -131,8 +146,16 @@ type Control struct {
 	path string
 	mu   sync.Mutex // serialises writers
 	mem  []byte
-	w    *[4]int64 // seq, offset_ns, base_ns, rate_ppb
+	w    *[10]int64 // see clockshim.c
+	// segs are the monotonic rates this Control set, oldest first, so
+	// that a past shifted reading maps back to the real clock exactly.
+	segs []segment
 }
+
+// segment is one stretch of the monotonic clocks at one rate: from the
+// real reading base (shifted: vbase) on, at rate ppb; prev is the rate
+// before it.
+type segment struct{ base, vbase, rate, prev int64 }
 
 // NewControl creates (or opens) the control file at path, sizes it to
 // FileSize bytes, maps it read-write and resets it (no offset, normal rate).
@@ -169,9 +192,12 @@ func open(path string, create bool) (*Control, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clock control: mmap %s: %w", path, err)
 	}
-	c := &Control{path: path, mem: mem, w: (*[4]int64)(unsafe.Pointer(&mem[0]))}
+	c := &Control{path: path, mem: mem, w: (*[10]int64)(unsafe.Pointer(&mem[0]))}
 	if create {
 		c.Reset()
+	} else if v := atomic.LoadInt64(&c.w[4]); v != Layout {
+		unix.Munmap(mem)
+		return nil, fmt.Errorf("clock control: %s has layout %d, want %d", path, v, Layout)
 	}
 	return c, nil
 }
@@ -179,8 +205,18 @@ func open(path string, create bool) (*Control, error) {
 // Path is the control file's path (the value of LOCKSIM_CLOCK_FILE).
 func (c *Control) Path() string { return c.path }
 
-// state is one consistent reading of the control file.
-type state struct{ offset, base, rate int64 }
+// state is one consistent reading of the control file: the wall clock's
+// offset, base and rate, and the monotonic clocks' rate, base (a real
+// CLOCK_MONOTONIC reading), shifted reading at the base, rate before the
+// base, and CLOCK_BOOTTIME's lead over CLOCK_MONOTONIC.
+type state struct{ offset, base, rate, mrate, mbase, mvbase, mprev, boot int64 }
+
+// words are the state's places in the file.
+var words = [...]int{1, 2, 3, 5, 6, 7, 8, 9}
+
+func (st *state) fields() [8]*int64 {
+	return [8]*int64{&st.offset, &st.base, &st.rate, &st.mrate, &st.mbase, &st.mvbase, &st.mprev, &st.boot}
+}
 
 func (c *Control) load() state {
 	for {
@@ -188,7 +224,10 @@ func (c *Control) load() state {
 		if s1&1 != 0 {
 			continue
 		}
-		st := state{atomic.LoadInt64(&c.w[1]), atomic.LoadInt64(&c.w[2]), atomic.LoadInt64(&c.w[3])}
+		var st state
+		for i, f := range st.fields() {
+			*f = atomic.LoadInt64(&c.w[words[i]])
+		}
 		if atomic.LoadInt64(&c.w[0]) == s1 {
 			return st
 		}
@@ -196,15 +235,23 @@ func (c *Control) load() state {
 }
 
 // store writes a new state under the seqlock; the caller holds c.mu.
-func (c *Control) store(st state) {
+func (c *Control) store(st state) { c.update(func(s *state) { *s = st }) }
+
+// update changes the state under the seqlock; the caller holds c.mu. It
+// calls change inside the write section, so that a clock read there is
+// ordered against every reader's.
+func (c *Control) update(change func(*state)) {
+	st := c.load()
 	seq := atomic.LoadInt64(&c.w[0])
 	if seq&1 != 0 { // a writer died mid-update; close its section
 		seq++
 	}
 	atomic.StoreInt64(&c.w[0], seq+1)
-	atomic.StoreInt64(&c.w[1], st.offset)
-	atomic.StoreInt64(&c.w[2], st.base)
-	atomic.StoreInt64(&c.w[3], st.rate)
+	change(&st)
+	atomic.StoreInt64(&c.w[4], Layout)
+	for i, f := range st.fields() {
+		atomic.StoreInt64(&c.w[words[i]], *f)
+	}
 	atomic.StoreInt64(&c.w[0], seq+2)
 }
 
@@ -228,6 +275,24 @@ func (st state) shifted(real int64) int64 {
 		add(mulDiv(real-st.base, st.rate-ppb))
 	}
 	if t < 0 {
+		t = 0
+	}
+	return t
+}
+
+// mono is the shim's shifted CLOCK_MONOTONIC for a real reading:
+// mvbase + (real-mbase)*mrate/1e9, at the rate before mbase for a reading
+// behind it.
+func (st state) mono(real int64) int64 {
+	r := st.mrate
+	if real < st.mbase {
+		r = st.mprev
+	}
+	if r == 0 {
+		r = ppb
+	}
+	t, ok := addOK(st.mvbase, mulDiv(real-st.mbase, r))
+	if !ok || t < 0 {
 		t = 0
 	}
 	return t
@@ -277,8 +342,68 @@ func addOK(a, b int64) (int64, bool) {
 	return s, (s > a) == (b > 0) || b == 0
 }
 
-// realNow reads the real clock; tests replace it.
-var realNow = func() int64 { return time.Now().UnixNano() }
+// realNow, realMono and realBoot read the real clocks; tests replace them.
+var (
+	realNow  = func() int64 { return time.Now().UnixNano() }
+	realMono = func() int64 { return clock(unix.CLOCK_MONOTONIC) }
+	realBoot = func() int64 { return clock(unix.CLOCK_BOOTTIME) }
+)
+
+func clock(id int32) int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(id, &ts); err != nil {
+		panic(fmt.Sprintf("clock_gettime(%d): %v", id, err))
+	}
+	return ts.Nano()
+}
+
+// Monotonic is the shifted CLOCK_MONOTONIC reading (ns) the shim reports
+// to a child right now: the real one while no rate was ever set.
+func (c *Control) Monotonic() int64 { return c.load().mono(realMono()) }
+
+// RealMonotonic is the real CLOCK_MONOTONIC instant at which the shifted
+// one reads (or will read, at the rate now in force) m: the inverse of
+// Monotonic, by which the harness puts a drifting client's instants on
+// the machine's clock. A past m maps back through every rate this Control
+// set; a Control that did not set the rate now in force (one opened with
+// OpenControl) knows only that rate and the one before it.
+func (c *Control) RealMonotonic(m int64) int64 {
+	st := c.load()
+	segs := []segment{{st.mbase, st.mvbase, st.mrate, st.mprev}}
+	c.mu.Lock()
+	if n := len(c.segs); n > 0 && c.segs[n-1] == segs[0] {
+		segs = c.segs
+	}
+	c.mu.Unlock()
+	i := len(segs) - 1
+	for i > 0 && m < segs[i].vbase {
+		i--
+	}
+	g := segs[i]
+	r := g.rate
+	if m < g.vbase {
+		r = g.prev
+	}
+	if r == 0 {
+		r = ppb
+	}
+	// base + (m - vbase) * 1e9 / r, saturated
+	left := m - g.vbase
+	hi, lo := bits.Mul64(abs(left), ppb)
+	q := uint64(math.MaxInt64)
+	if hi < uint64(r) {
+		q, _ = bits.Div64(hi, lo, uint64(r))
+	}
+	d := int64(min(q, math.MaxInt64))
+	if left < 0 {
+		d = -d
+	}
+	t, ok := addOK(g.base, d)
+	if !ok {
+		return math.MaxInt64
+	}
+	return t
+}
 
 // Now is the shifted wall-clock time the shim reports to a child right now.
 func (c *Control) Now() time.Time { return time.Unix(0, c.load().shifted(realNow())) }
@@ -316,10 +441,12 @@ func (c *Control) Jump(d time.Duration) {
 	c.store(st)
 }
 
-// SetRate makes the shifted clock run at rate times real speed from now
-// on (1.5: 1.5 s per real second), without a jump: the drift so far is
-// folded into the offset and the base becomes now. A rate <= 0 stops the
-// clock (stored as 1e-9, since 0 means normal speed in the file).
+// SetRate makes the shifted clocks, wall and monotonic, run at rate times
+// real speed from now on (1.5: 1.5 s per real second), without a jump:
+// the wall clock's drift so far is folded into its offset and its base
+// becomes now; the monotonic clocks go on from where they stand. A rate
+// <= 0 stops the clocks (stored as 1e-9, since 0 means normal speed in
+// the file).
 func (c *Control) SetRate(rate float64) {
 	if math.IsNaN(rate) {
 		panic("clockshim: SetRate(NaN)")
@@ -333,12 +460,24 @@ func (c *Control) SetRate(rate float64) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.load()
-	now := realNow()
-	st.offset += st.drift(now)
-	st.base = now
-	st.rate = r
-	c.store(st)
+	c.update(func(st *state) {
+		now := realNow()
+		st.offset += st.drift(now)
+		st.base = now
+		st.rate = r
+		st.setMono(r)
+		c.segs = append(c.segs, segment{st.mbase, st.mvbase, st.mrate, st.mprev})
+	})
+}
+
+// setMono starts the monotonic clocks' rate r (ppb) now, where they stand.
+func (st *state) setMono(r int64) {
+	m := realMono()
+	st.mvbase = st.mono(m)
+	st.mprev = st.mrate
+	st.mbase = m
+	st.mrate = r
+	st.boot = realBoot() - m
 }
 
 // Rate is the rate last set (1 for normal speed).
@@ -350,11 +489,17 @@ func (c *Control) Rate() float64 {
 	return float64(r) / ppb
 }
 
-// Reset restores the real clock: offset 0, rate 1.
+// Reset restores the real wall clock (offset 0, rate 1) and the monotonic
+// clocks' real speed; they go on from where they stand, never backwards,
+// so a monotonic clock a drift slowed stays behind the real one.
 func (c *Control) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.store(state{})
+	c.update(func(st *state) {
+		st.offset, st.base, st.rate = 0, 0, 0
+		st.setMono(ppb)
+		c.segs = append(c.segs, segment{st.mbase, st.mvbase, st.mrate, st.mprev})
+	})
 }
 
 // Close unmaps the file (the file stays; children keep their own

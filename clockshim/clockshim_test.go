@@ -10,8 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeClock replaces the real clock for the duration of a test.
@@ -151,6 +154,9 @@ func TestFileLayout(t *testing.T) {
 	if w(1) != int64(7*time.Second) || w(2) != *now || w(3) != 1_500_000_000 {
 		t.Errorf("file = offset %d base %d rate %d", w(1), w(2), w(3))
 	}
+	if w(4) != Layout || w(5) != 1_500_000_000 || w(8) != ppb {
+		t.Errorf("file = layout %d, monotonic rate %d (before: %d), want %d, 1.5e9 (1e9)", w(4), w(5), w(8), Layout)
+	}
 	// A second mapping (another process's view) reads the same state.
 	o, err := OpenControl(c.Path())
 	if err != nil {
@@ -164,6 +170,7 @@ func TestFileLayout(t *testing.T) {
 
 func TestSeqlockNoTornReads(t *testing.T) {
 	c := newControl(t)
+	c.store(state{})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -176,13 +183,13 @@ func TestSeqlockNoTornReads(t *testing.T) {
 			default:
 			}
 			c.mu.Lock()
-			c.store(state{i, i, i})
+			c.store(state{i, i, i, i, i, i, i, i})
 			c.mu.Unlock()
 		}
 	}()
 	for range 200_000 {
 		st := c.load()
-		if st.offset != st.base || st.base != st.rate {
+		if st != (state{st.offset, st.offset, st.offset, st.offset, st.offset, st.offset, st.offset, st.offset}) {
 			close(stop)
 			wg.Wait()
 			t.Fatalf("torn read: %+v", st)
@@ -332,5 +339,276 @@ func TestLibraryNeedsCompiler(t *testing.T) {
 	_, err := Library()
 	if err == nil || !strings.Contains(err.Error(), "needs a C compiler") {
 		t.Fatalf("Library without cc = %v, want the C compiler error", err)
+	}
+}
+
+func TestMonotonicRateIsContinuousAndNeverBack(t *testing.T) {
+	fakeClock(t, time.Unix(1_700_000_000, 0))
+	mono := int64(5_000 * time.Second)
+	oldMono, oldBoot := realMono, realBoot
+	realMono = func() int64 { return mono }
+	realBoot = func() int64 { return mono + int64(time.Minute) }
+	t.Cleanup(func() { realMono, realBoot = oldMono, oldBoot })
+	c := newControl(t)
+	seen := map[int64]int64{} // real -> shifted, for RealMonotonic
+	note := func() int64 { v := c.Monotonic(); seen[mono] = v; return v }
+	if note() != mono {
+		t.Fatalf("fresh control: Monotonic %d, want the real %d", c.Monotonic(), mono)
+	}
+	at := note()
+	c.SetRate(0.5)
+	if note() != at {
+		t.Fatalf("SetRate(0.5) moved the monotonic clock from %d to %d", at, c.Monotonic())
+	}
+	mono += int64(10 * time.Second)
+	if d := time.Duration(note() - at); d != 5*time.Second {
+		t.Fatalf("10 s at rate 0.5: monotonic moved %v, want 5s", d)
+	}
+	// Heal as ClockDrift does: the wall clock steps back, the monotonic
+	// clock goes on from where it stands.
+	before := c.Monotonic()
+	skew := c.Skew()
+	c.SetRate(1)
+	c.Jump(-skew)
+	if note() != before {
+		t.Fatalf("heal moved the monotonic clock from %d to %d", before, c.Monotonic())
+	}
+	if c.Skew() != 0 {
+		t.Fatalf("heal left the wall clock %v off", c.Skew())
+	}
+	mono += int64(time.Second)
+	if d := time.Duration(note() - before); d != time.Second {
+		t.Fatalf("after heal: monotonic moved %v in 1 s, want 1s", d)
+	}
+	// A fast drift, then Reset: still no step.
+	c.SetRate(2)
+	mono += int64(time.Second)
+	before = note()
+	c.Reset()
+	if note() != before {
+		t.Fatalf("Reset moved the monotonic clock from %d to %d", before, c.Monotonic())
+	}
+	mono += int64(time.Second)
+	note()
+	// RealMonotonic maps every shifted reading back through the rates set,
+	// and a future one at the rate now in force.
+	for real, v := range seen {
+		if got := c.RealMonotonic(v); got != real {
+			t.Errorf("RealMonotonic(%d) = %d, want the real %d", v, got, real)
+		}
+	}
+	if got, want := c.RealMonotonic(c.Monotonic()+int64(time.Hour)), mono+int64(time.Hour); got != want {
+		t.Errorf("RealMonotonic(an hour ahead) = %d, want %d", got, want)
+	}
+	// A reader in another process (the worker) knows the rate in force.
+	o, err := OpenControl(c.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if o.Monotonic() != c.Monotonic() || o.RealMonotonic(c.Monotonic()) != mono {
+		t.Errorf("OpenControl: Monotonic %d RealMonotonic %d, want %d and %d", o.Monotonic(), o.RealMonotonic(c.Monotonic()), c.Monotonic(), mono)
+	}
+}
+
+// samplerC prints, every millisecond for argv[1] ms of CLOCK_MONOTONIC_RAW,
+// one line: RAW MONOTONIC MONOTONIC_COARSE BOOTTIME REALTIME.
+const samplerC = `#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static long long rd(clockid_t id) { struct timespec ts; clock_gettime(id, &ts); return ts.tv_sec*1000000000LL + ts.tv_nsec; }
+int main(int argc, char **argv) {
+	long long end = rd(CLOCK_MONOTONIC_RAW) + atoll(argv[1]) * 1000000LL;
+	struct timespec ms = {0, 1000000};
+	for (;;) {
+		long long raw = rd(CLOCK_MONOTONIC_RAW);
+		printf("%lld %lld %lld %lld %lld\n", raw, rd(CLOCK_MONOTONIC), rd(CLOCK_MONOTONIC_COARSE), rd(CLOCK_BOOTTIME), rd(CLOCK_REALTIME));
+		if (raw > end) return 0;
+		nanosleep(&ms, NULL);
+	}
+}
+`
+
+// waiterC waits argv[1] ms of its CLOCK_MONOTONIC in each way a program
+// computes a deadline from it, and prints each wait as that clock measured
+// it: relative sleeps, absolute ones (TIMER_ABSTIME), a cond made with a
+// CLOCK_MONOTONIC attribute (as HotSpot's and CPython's), and the
+// clock-taking waits.
+const waiterC = `#define _GNU_SOURCE
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+static long long now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return ts.tv_sec*1000000000LL + ts.tv_nsec; }
+static struct timespec at(long long t) { struct timespec ts = {t / 1000000000LL, t % 1000000000LL}; return ts; }
+int main(int argc, char **argv) {
+	long long d = atoll(argv[1]) * 1000000LL, t;
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_condattr_t a; pthread_condattr_init(&a); pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_t c; pthread_cond_init(&c, &a);
+	sem_t s; sem_init(&s, 0, 0);
+	struct timespec ts;
+	t = now(); ts = at(d); nanosleep(&ts, NULL); printf("nanosleep %lld\n", now() - t);
+	t = now(); usleep(d / 1000); printf("usleep %lld\n", now() - t);
+	t = now(); ts = at(t + d); clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL); printf("clock_nanosleep_abstime %lld\n", now() - t);
+	pthread_mutex_lock(&m);
+	t = now(); ts = at(t + d); while (pthread_cond_timedwait(&c, &m, &ts) == 0) {} printf("pthread_cond_timedwait %lld\n", now() - t);
+	t = now(); ts = at(t + d); while (pthread_cond_clockwait(&c, &m, CLOCK_MONOTONIC, &ts) == 0) {} printf("pthread_cond_clockwait %lld\n", now() - t);
+	pthread_mutex_unlock(&m);
+	t = now(); ts = at(t + d); sem_clockwait(&s, CLOCK_MONOTONIC, &ts); printf("sem_clockwait %lld\n", now() - t);
+	t = now(); poll(NULL, 0, (int)(d / 1000000)); printf("poll %lld\n", now() - t);
+	return 0;
+}
+`
+
+// compile builds a C program for a test.
+func compile(t *testing.T, name, src string, flags ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Fatal("no C compiler: make test installs gcc")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name+".c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, name)
+	args := append([]string{"-O2", "-o", bin, filepath.Join(dir, name+".c")}, flags...)
+	if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("cc %s: %v\n%s", name, err, out)
+	}
+	return bin
+}
+
+// TestShimDriftsMonotonicInAChild drifts a running program's clocks at
+// rate 0.5, then heals as ClockDrift does (rate 1, the wall clock stepped
+// back): its monotonic clocks slow with the wall clock, never step at the
+// start, and never go back at heal; CLOCK_MONOTONIC_RAW stays real.
+func TestShimDriftsMonotonicInAChild(t *testing.T) {
+	bin := compile(t, "sampler", samplerC)
+	c := newControl(t)
+	env, err := Env(c.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "900")
+	cmd.Env = append(os.Environ(), env...)
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	from := clock(unix.CLOCK_MONOTONIC_RAW)
+	c.SetRate(0.5)
+	time.Sleep(400 * time.Millisecond)
+	to := clock(unix.CLOCK_MONOTONIC_RAW)
+	skew := c.Skew()
+	c.SetRate(1)
+	c.Jump(-skew)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]int64
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var r []int64
+		for _, f := range strings.Fields(line) {
+			n, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r = append(r, n)
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) < 100 {
+		t.Fatalf("only %d samples", len(rows))
+	}
+	names := []string{"RAW", "MONOTONIC", "MONOTONIC_COARSE", "BOOTTIME"}
+	for i := 1; i < len(rows); i++ {
+		for k := range names {
+			if rows[i][k] < rows[i-1][k] {
+				t.Errorf("%s went back by %v between samples %d and %d", names[k], time.Duration(rows[i-1][k]-rows[i][k]), i-1, i)
+			}
+		}
+		// No step of the monotonic clock at inject or heal: between two
+		// samples it moves no more than RAW does, and not less than half.
+		dr, dm := rows[i][0]-rows[i-1][0], rows[i][1]-rows[i-1][1]
+		if dm > dr+int64(time.Millisecond) || dm < dr/2-int64(time.Millisecond) {
+			t.Errorf("CLOCK_MONOTONIC moved %v while RAW moved %v (sample %d)", time.Duration(dm), time.Duration(dr), i)
+		}
+	}
+	// Inside the drift, the monotonic clocks and the wall clock run at half
+	// speed; RAW at full speed.
+	in := func(lo, hi int64) (a, b []int64) {
+		for _, r := range rows {
+			if r[0] >= lo && a == nil {
+				a = r
+			}
+			if r[0] <= hi {
+				b = r
+			}
+		}
+		return a, b
+	}
+	a, b := in(from+int64(20*time.Millisecond), to-int64(20*time.Millisecond))
+	raw := float64(b[0] - a[0])
+	for k, name := range []string{"MONOTONIC", "MONOTONIC_COARSE", "BOOTTIME", "REALTIME"} {
+		if r := float64(b[k+1]-a[k+1]) / raw; r < 0.45 || r > 0.55 {
+			t.Errorf("during the drift %s ran at %.3f of RAW's speed, want 0.5", name, r)
+		}
+	}
+	// After heal: full speed again, and the monotonic clock stays behind.
+	last := rows[len(rows)-1]
+	if lag := time.Duration((last[0] - last[1]) - (rows[0][0] - rows[0][1])); lag < 150*time.Millisecond || lag > 250*time.Millisecond {
+		t.Errorf("after 400 ms at rate 0.5 CLOCK_MONOTONIC fell %v behind RAW, want about 200ms", lag)
+	}
+}
+
+// TestShimWaitsFollowTheDrift runs a program that waits 300 ms of its
+// CLOCK_MONOTONIC in each way it can, at rates 0.5 and 2: each wait lasts
+// 300 ms as the program's clock measures it and 300/rate ms of real time,
+// as on a slow or fast oscillator, with no busy loop. Untranslated, an
+// absolute deadline from a slowed clock is reached at once (rate 2's
+// CPython time.sleep returns at once) or late, and HotSpot's park spins.
+func TestShimWaitsFollowTheDrift(t *testing.T) {
+	bin := compile(t, "waiter", waiterC, "-pthread")
+	const wait = 300 * time.Millisecond
+	for _, rate := range []float64{0.5, 2} {
+		c := newControl(t)
+		env, err := Env(c.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetRate(rate)
+		cmd := exec.Command(bin, "300")
+		cmd.Env = append(os.Environ(), env...)
+		start := time.Now()
+		out, err := cmd.Output()
+		elapsed := time.Since(start)
+		if err != nil {
+			t.Fatalf("rate %g: %v", rate, err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 7 {
+			t.Fatalf("rate %g: %d waits reported, want 7:\n%s", rate, len(lines), out)
+		}
+		for _, l := range lines {
+			f := strings.Fields(l)
+			d, _ := strconv.ParseInt(f[1], 10, 64)
+			if got := time.Duration(d); got < wait-2*time.Millisecond || got > wait+60*time.Millisecond {
+				t.Errorf("rate %g: %s waited %v of the program's clock, want %v", rate, f[0], got, wait)
+			}
+		}
+		want := time.Duration(float64(7*wait) / rate)
+		if elapsed < want-20*time.Millisecond || elapsed > want+time.Duration(float64(500*time.Millisecond)/rate) {
+			t.Errorf("rate %g: the 7 waits took %v of real time, want about %v", rate, elapsed, want)
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		if cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()); cpu > 100*time.Millisecond {
+			t.Errorf("rate %g: the waits used %v of CPU: a busy loop", rate, cpu)
+		}
 	}
 }

@@ -8,21 +8,24 @@ import (
 	"github.com/locksim/locksim/history"
 )
 
-// ClockDrift makes one server's or one client's wall clock run fast or
-// slow: from Inject on, its CLOCK_REALTIME (through the clock shim; a
-// client's is the wall clock its worker reads through its control file,
-// as for ClockJump) advances Rate seconds per real second (1.5: fast,
-// 0.5: slow), with no jump at the start. TTLs a Redis server counts by its
-// wall clock then run out early (Rate > 1) or late (Rate < 1), as on a
-// machine whose NTP daemon slews or whose oscillator is off; a client
-// whose lock times its lease by the wall clock believes its lease for
-// longer (Rate < 1) or shorter.
+// ClockDrift makes one server's or one client's clocks run fast or slow:
+// from Inject on, its wall clock and its monotonic clocks (through the
+// clock shim; a client's are the ones its worker reads through its
+// control file, as for ClockJump) advance Rate seconds per real second
+// (1.5: fast, 0.5: slow), with no jump at the start, as on a machine whose
+// oscillator is off or whose NTP daemon slews (clock_gettime(2):
+// CLOCK_MONOTONIC "is affected by the incremental adjustments performed by
+// adjtime(3) and NTP"). The process's timed waits stretch or shrink with
+// them. TTLs a Redis server counts by its wall clock then run out early
+// (Rate > 1) or late (Rate < 1); a client believes its lease for longer
+// (Rate < 1) or shorter, whichever clock its lock times it by.
 //
-// Heal restores the rate the clock had before and steps the clock back by
-// exactly the skew this drift accumulated, as ntpd steps a clock that has
-// wandered too far: the clock jumps at heal (back when Rate > 1), and
-// other clock faults on it (a ClockJump) stay in force. Set exactly one
-// of Node and Client.
+// Heal restores the rate the clocks had before and steps the wall clock
+// back by exactly the skew this drift accumulated, as ntpd steps a clock
+// that has wandered too far: the wall clock jumps at heal (back when
+// Rate > 1), the monotonic clocks never do (they go on from where they
+// stand, at the old rate), and other clock faults on it (a ClockJump) stay
+// in force. Set exactly one of Node and Client.
 type ClockDrift struct {
 	Node   string
 	Client int
@@ -67,7 +70,7 @@ type ClockDriftParams struct {
 }
 
 func init() {
-	Register(Spec[ClockDriftParams]{Name: "clock-drift", Doc: "run the node's or the client's wall clock at `rate` times real speed",
+	Register(Spec[ClockDriftParams]{Name: "clock-drift", Doc: "run the node's or the client's clocks (wall and monotonic) at `rate` times real speed",
 		Effect: history.EffectClock, Available: nodeClock,
 		Needs: []string{"rate"},
 		Check: func(p *ClockDriftParams, f Facts) *ParamError {
@@ -80,13 +83,6 @@ func init() {
 			return nil
 		},
 		New: func(p *ClockDriftParams) Fault { return &ClockDrift{Node: p.Node, Client: p.Client, Rate: p.Rate} },
-		Unrealistic: func(p *ClockDriftParams) string {
-			if p.Client == 0 {
-				return "" // a server that counts its TTLs by its wall clock (Redis) sees what a slow oscillator does
-			}
-			return fmt.Sprintf("it runs client %d's wall clock at x%g and leaves its CLOCK_MONOTONIC at real speed; "+
-				"a slow or fast oscillator, and NTP's slew (adjtime), move both (clock_gettime(2)); only a step moves the wall clock alone (clock-jump)", p.Client, p.Rate)
-		},
 		Draw: &Draw[ClockDriftParams]{
 			Generated: Generated{Drawn: Drawn{Name: "drift", Unit: UnitRate, Doc: "rate of the clock-drift fault (a number: 1.5 runs the clock 50% fast)",
 				What: "the clock drift", Range: [2]float64{1, 3}, Classic: 3},

@@ -96,10 +96,11 @@ type Spec[P any] struct {
 	// are started afresh after a story that injected it.
 	Lasting string
 	// Unrealistic, when set, says why a fault with these parameters is a
-	// form no real machine has ("" when one has it): a client's clock
-	// drift moves its wall clock alone, where a slow oscillator or NTP's
-	// slew moves its CLOCK_MONOTONIC too. A story may play it to teach a
-	// point; sim findings never counts it against a library.
+	// form no real machine has ("" when one has it): a client's wall clock
+	// drifting while its CLOCK_MONOTONIC does not, say, where a slow
+	// oscillator or NTP's slew moves both (no kind has such a form today:
+	// docs/faults.md). A story may play it to teach a point; sim findings
+	// never counts it against a library.
 	Unrealistic func(p *P) string
 }
 

@@ -104,6 +104,9 @@ func (r *run) startOptions(init worker.Init) (worker.StartOptions, error) {
 			return o, harness("client program under the clock shim: %v", err)
 		}
 		o.Env = e
+		if clock := r.target.ClientClocks[init.Config.ClientID]; clock != nil {
+			o.Monotonic = clock.RealMonotonic // a drift runs its CLOCK_MONOTONIC too
+		}
 	}
 	return o, nil
 }

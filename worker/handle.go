@@ -38,6 +38,17 @@ type Client struct {
 	stalls []Stall
 	// hello is the hello line the client program printed (protocol.go).
 	hello Hello
+	// mono maps the program's CLOCK_MONOTONIC to the machine's
+	// (StartOptions.Monotonic); nil: identity.
+	mono func(int64) int64
+}
+
+// real maps an instant the program read to the machine's CLOCK_MONOTONIC.
+func (c *Client) real(t int64) int64 {
+	if c.mono == nil {
+		return t
+	}
+	return c.mono(t)
 }
 
 // Stalls are the spans, on CLOCK_MONOTONIC (history.Monotonic), in which
@@ -69,17 +80,18 @@ func (c *Client) read(stdout io.Reader) {
 			return
 		}
 		if r.Stall != nil {
+			st := Stall{From: c.real(r.Stall.From), To: c.real(r.Stall.To)}
 			c.mu.Lock()
-			c.stalls = append(c.stalls, *r.Stall)
+			c.stalls = append(c.stalls, st)
 			c.mu.Unlock()
 			continue
 		}
 		if r.Event != nil {
 			rec, watch := c.sink()
 			e := *r.Event
-			e.Time = rec.Since(e.Time)
+			e.Time = rec.Since(c.real(e.Time))
 			if e.LeaseEnd != 0 {
-				e.LeaseEnd = rec.Since(e.LeaseEnd)
+				e.LeaseEnd = rec.Since(c.real(e.LeaseEnd))
 			}
 			e.Process = c.ID
 			e = rec.Add(e)

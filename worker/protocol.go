@@ -211,6 +211,11 @@ type StartOptions struct {
 	// shim's LD_PRELOAD and control file, when the story moves a client's
 	// wall clock).
 	Env []string
+	// Monotonic maps the program's CLOCK_MONOTONIC readings (its events'
+	// instants, lease ends and stalls) to the machine's: under a drift the
+	// clock shim runs the program's CLOCK_MONOTONIC at the rate too
+	// (clockshim.Control.RealMonotonic). Nil: they are the machine's.
+	Monotonic func(int64) int64
 }
 
 // HelloError is a client program that did not open the protocol as
@@ -324,7 +329,7 @@ func StartWith(ctx context.Context, id int, rec *history.Recorder, init Init, st
 	if own := l.hello.OwnName(init.Lock); own != "" {
 		init.Lock = own // the program's lock, by the name it gave it
 	}
-	c := &Client{ID: id, proc: l.proc, stdin: l.stdin, rec: rec, pending: map[int64]chan error{}, started: map[int64]chan struct{}{}}
+	c := &Client{ID: id, proc: l.proc, stdin: l.stdin, rec: rec, pending: map[int64]chan error{}, started: map[int64]chan struct{}{}, mono: o.Monotonic}
 	c.hello = l.hello
 	go c.read(l.out)
 	// Init connects the client to its servers; a client that cannot

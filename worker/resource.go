@@ -26,7 +26,10 @@ func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
 		if err != nil {
 			return err
 		}
-		s.wall = clock.Now
+		// A drift runs the client's monotonic clock too: its locks time
+		// their leases by it, as a process under the shim would.
+		s.wall, s.realMono = clock.Now, clock.RealMonotonic
+		clients.UseMonotonic(clock.Monotonic)
 	}
 	in.Config.WallClock = s.wall
 	lock, err := spec.New(in.Config)
@@ -124,7 +127,7 @@ func (s *state) write(ctx context.Context, c Command) {
 	}
 	// A fault aimed at this critical section strikes here (OpHold).
 	s.held()
-	time.Sleep(c.Work)
+	s.sleep(c.Work)
 	done.Read, done.Wrote = history.Int64(read), history.Int64(read+1)
 	if !s.cleared(c, l) {
 		done.Type, done.Reason, done.Detail = history.Fail, history.ReasonExpired, "not written: by the client's check, the lease had run out, its renewal had found it gone, or its lock's connection no longer vouched for it (a suspended session)"
@@ -175,6 +178,20 @@ func (s *state) cleared(c Command, l clients.Lease) bool {
 // stopSelf stops this process (SIGSTOP); a variable, so tests can see it
 // called without stopping the test binary.
 var stopSelf = func() error { return syscall.Kill(os.Getpid(), syscall.SIGSTOP) }
+
+// sleep works for d as the client's monotonic clock counts it: d/rate of
+// real time under a clock-drift, as a program's sleep under the clock shim
+// lasts (its other timers, a watchdog's period, run at real speed).
+func (s *state) sleep(d time.Duration) {
+	end := clients.Monotonic() + int64(d)
+	for {
+		left := s.real(end) - history.Monotonic()
+		if left <= 0 {
+			return
+		}
+		time.Sleep(time.Duration(left))
+	}
+}
 
 // stillHeld is the careful client's check before writing: the lease is
 // still the one held (a watchdog has not found it gone) and still valid

@@ -73,7 +73,7 @@ func (s *state) renew(ctx context.Context, l clients.Lease, ttl time.Duration) (
 	if !ok {
 		return l, fmt.Errorf("lock %s cannot renew with plain PEXPIRE", s.init.Lock)
 	}
-	start := history.Monotonic()
+	start := clients.Monotonic()
 	nodes, err := pe.PlainExpire(ctx, l.Key, ttl)
 	l.Nodes = nodes
 	if err == nil {

@@ -200,6 +200,10 @@ type state struct {
 	dogs map[string]func()
 	// wall is the client's wall clock (Init.ClockFile, or time.Now).
 	wall func() time.Time
+	// realMono maps an instant of the client's lease clock
+	// (clients.Monotonic) to the real CLOCK_MONOTONIC the history is
+	// written in, at the clock's rate now (identity without ClockFile).
+	realMono func(int64) int64
 	// stopLoop ends the running generator loop after its current cycle
 	// (OpStopLoop).
 	stopLoop atomic.Bool
@@ -408,10 +412,11 @@ func (s *state) dropLease(key, token string) {
 	s.leaseMu.Unlock()
 }
 
-// leaseEnd is the CLOCK_MONOTONIC instant until which the client believes
-// it holds l (0: until it releases it). A lease timed by the wall clock
-// ends when the client's wall clock reaches its deadline: that instant,
-// as the two clocks stand now.
+// leaseEnd is the real CLOCK_MONOTONIC instant until which the client
+// believes it holds l (0: until it releases it), as its clocks run now: a
+// lease timed by the wall clock ends when the client's wall clock reaches
+// its deadline, one timed by the client's monotonic clock when that clock
+// reaches Start + Validity (a drift moves both).
 func (s *state) leaseEnd(l clients.Lease) int64 {
 	switch {
 	case s.init.Watchdog != "":
@@ -420,11 +425,20 @@ func (s *state) leaseEnd(l clients.Lease) int64 {
 		// what a pause breaks.
 		return 0
 	case !l.Deadline.IsZero():
-		return history.Monotonic() + int64(l.Deadline.Sub(s.wall()))
+		return s.real(clients.Monotonic() + int64(l.Deadline.Sub(s.wall())))
 	case l.Validity == 0:
 		return 0
 	}
-	return l.Start + int64(l.Validity)
+	return s.real(l.Start + int64(l.Validity))
+}
+
+// real maps an instant of the client's lease clock to the machine's
+// CLOCK_MONOTONIC (realMono; identity when it is not set).
+func (s *state) real(m int64) int64 {
+	if s.realMono == nil {
+		return m
+	}
+	return s.realMono(m)
 }
 
 // serverTTL is the expiry the lock server applies to a lease asked for

@@ -368,9 +368,9 @@ func describe(err error) string {
 // acquire takes key on l, which must grant it, and checks the lease.
 func (s *suite) acquire(t testing.TB, l clients.Lock, key string, ttl time.Duration, who string) clients.Lease {
 	t.Helper()
-	before := history.Monotonic()
+	before := clients.Monotonic()
 	lease, err := l.Acquire(s.ctx(t), key, ttl)
-	after := history.Monotonic()
+	after := clients.Monotonic()
 	if err != nil {
 		t.Fatalf("%s: acquire %s: %s", who, key, describe(err))
 	}
@@ -487,7 +487,7 @@ func (s *suite) forgedRelease(t testing.TB) {
 	k := key(t)
 	la := s.acquire(t, a, k, s.o.TTL, "a")
 	f := la
-	f.Token, f.Start = forged(), history.Monotonic()
+	f.Token, f.Start = forged(), clients.Monotonic()
 	wantNotHeld(t, b.Release(s.ctx(t), f), "b's release of a forged lease on a's key")
 	wantNotHeld(t, a.Release(s.ctx(t), f), "a's release of a forged lease on its own key")
 	_, err := c.Acquire(s.ctx(t), k, s.o.TTL)
@@ -508,7 +508,7 @@ func (s *suite) extend(t testing.TB) {
 	la := s.acquire(t, a, k, ttl, "a")
 	time.Sleep(step)
 	le, err := a.Extend(s.ctx(t), la, ttl)
-	after := history.Monotonic()
+	after := clients.Monotonic()
 	if err != nil {
 		t.Fatalf("a's extend of its held lease, %v into its %v TTL: %s", step, ttl, describe(err))
 	}
@@ -570,12 +570,12 @@ func (s *suite) expiry(t testing.TB) {
 		if !errors.Is(err, clients.ErrNotAcquired) {
 			t.Fatalf("b's acquire while waiting for a's lease to expire: %s", describe(err))
 		}
-		if history.Monotonic() > giveUp {
+		if clients.Monotonic() > giveUp {
 			t.Fatalf("a's %v lease never expired: b still refused %v after a's grant (%s)",
-				ttl, time.Duration(history.Monotonic()-la.Start).Round(time.Millisecond), describe(err))
+				ttl, time.Duration(clients.Monotonic()-la.Start).Round(time.Millisecond), describe(err))
 		}
 	}
-	granted := time.Duration(history.Monotonic() - la.Start)
+	granted := time.Duration(clients.Monotonic() - la.Start)
 	t.Logf("b granted %v after a's acquire began (TTL %v, a's validity %v)", granted.Round(time.Millisecond), ttl, la.Validity)
 	if la.StillValid(s.o.WallClock) {
 		t.Errorf("a's lease is still valid by the lock's own measure (Validity %v, Deadline %v) after b was granted the lock %v after a's acquire began: two holders",
@@ -601,7 +601,7 @@ func (s *suite) validityBound(t testing.TB) {
 	// request was sent.
 	try := func(k, what string, d time.Duration) {
 		l, err := a.Acquire(s.ctx(t), k, ttl)
-		after := history.Monotonic()
+		after := clients.Monotonic()
 		if err != nil {
 			t.Logf("%s: not granted, nothing to bound: %s", what, describe(err))
 			return
@@ -639,7 +639,7 @@ func (s *suite) spentGrant(t testing.TB, a clients.Lock) {
 	restore := once(s.o.Delay(t, d))
 	defer restore()
 	l, err := a.Acquire(s.ctx(t), key(t), ttl)
-	after := history.Monotonic()
+	after := clients.Monotonic()
 	restore()
 	if err != nil {
 		t.Logf("with every reply delayed %v past the %v TTL: not granted: %s", d, ttl, describe(err))
