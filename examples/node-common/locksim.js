@@ -443,6 +443,23 @@ function versionOf(dir, pkg) {
   }
 }
 
+// load requires the packages names as the program in dir would (from
+// its own node_modules), or ends it with one line saying what to install:
+// with no hello line printed, the harness reports that the program exited
+// before it, quoting that line.
+function load(program, dir, names) {
+  const req = require("module").createRequire(path.join(dir, "client.js"));
+  try {
+    return names.map((n) => req(n));
+  } catch (err) {
+    process.stderr.write(
+      `${program}: error: cannot load ${names.join(", ")} (${err.message.split("\n")[0]}); ` +
+        `install them with: npm ci --prefix ${path.relative(process.cwd(), dir) || "."}\n`,
+    );
+    process.exit(1);
+  }
+}
+
 module.exports = {
   FENCES,
   PROTOCOL,
@@ -452,6 +469,7 @@ module.exports = {
   connectNodes,
   drawFence,
   event,
+  load,
   mono,
   noLease,
   nsToMs,

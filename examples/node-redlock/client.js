@@ -15,24 +15,10 @@
 // ../node-common/redlock.js.
 "use strict";
 
-const path = require("path");
 const L = require("../node-common/locksim");
 const { serveRedlock } = require("../node-common/redlock");
 
-let Redis, redlock, pg;
-try {
-  Redis = require("ioredis");
-  redlock = require("redlock");
-  pg = require("pg");
-} catch (err) {
-  // No hello line: the harness reports that this program exited before
-  // it, quoting this line.
-  process.stderr.write(
-    `node-redlock: error: cannot load redlock, ioredis and pg (${err.message}); ` +
-      `install them with: npm ci --prefix ${path.relative(process.cwd(), __dirname) || "."}\n`,
-  );
-  process.exit(1);
-}
+const [Redis, redlock, pg] = L.load("node-redlock", __dirname, ["ioredis", "redlock", "pg"]);
 
 // versionOf reads an installed package's version (redlock's package.json
 // is not among its exports, so it is read from the file).

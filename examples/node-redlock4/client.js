@@ -17,25 +17,11 @@
 // protocol lines only; logs go to stderr.
 "use strict";
 
-const path = require("path");
 const L = require("../node-common/locksim");
 
 const { event, mono, noLease } = L;
 
-let Redis, Redlock, pg;
-try {
-  Redis = require("ioredis");
-  Redlock = require("redlock");
-  pg = require("pg");
-} catch (err) {
-  // No hello line: the harness reports that this program exited before
-  // it, quoting this line.
-  process.stderr.write(
-    `node-redlock4: error: cannot load redlock, ioredis and pg (${err.message}); ` +
-      `install them with: npm ci --prefix ${path.relative(process.cwd(), __dirname) || "."}\n`,
-  );
-  process.exit(1);
-}
+const [Redis, Redlock, pg] = L.load("node-redlock4", __dirname, ["ioredis", "redlock", "pg"]);
 
 const { LockError } = Redlock;
 const versionOf = (pkg) => L.versionOf(__dirname, pkg);

@@ -15,25 +15,11 @@
 // stdout carries protocol lines only; logs go to stderr.
 "use strict";
 
-const path = require("path");
 const L = require("../node-common/locksim");
 
 const { event, mono, noLease } = L;
 
-let redis, redisLock, pg;
-try {
-  redis = require("redis");
-  redisLock = require("redis-lock");
-  pg = require("pg");
-} catch (err) {
-  // No hello line: the harness reports that this program exited before
-  // it, quoting this line.
-  process.stderr.write(
-    `redis-lock: error: cannot load redis-lock, redis and pg (${err.message}); ` +
-      `install them with: npm ci --prefix ${path.relative(process.cwd(), __dirname) || "."}\n`,
-  );
-  process.exit(1);
-}
+const [redis, redisLock, pg] = L.load("redis-lock", __dirname, ["redis", "redis-lock", "pg"]);
 
 const versionOf = (pkg) => L.versionOf(__dirname, pkg);
 const log = (msg) => process.stderr.write(`redis-lock: ${msg}\n`);

@@ -12,25 +12,15 @@
 // plumbing (lines, clock, storage, fences) is ../node-common/locksim.js.
 "use strict";
 
-const path = require("path");
 const L = require("../node-common/locksim");
 
-let Redis, Mutex, RedlockMutex, delIfEqualLua, expireIfEqualLua, pg;
-try {
-  Redis = require("ioredis");
-  ({ Mutex, RedlockMutex } = require("redis-semaphore"));
-  ({ delIfEqualLua } = require("redis-semaphore/lib/mutex/release"));
-  ({ expireIfEqualLua } = require("redis-semaphore/lib/mutex/refresh"));
-  pg = require("pg");
-} catch (err) {
-  // No hello line: the harness reports that this program exited before
-  // it, quoting this line.
-  process.stderr.write(
-    `redis-semaphore: error: cannot load redis-semaphore, ioredis and pg (${err.message}); ` +
-      `install them with: npm ci --prefix ${path.relative(process.cwd(), __dirname) || "."}\n`,
-  );
-  process.exit(1);
-}
+const [Redis, { Mutex, RedlockMutex }, { delIfEqualLua }, { expireIfEqualLua }, pg] = L.load("redis-semaphore", __dirname, [
+  "ioredis",
+  "redis-semaphore",
+  "redis-semaphore/lib/mutex/release",
+  "redis-semaphore/lib/mutex/refresh",
+  "pg",
+]);
 
 const versionOf = (pkg) => L.versionOf(__dirname, pkg);
 

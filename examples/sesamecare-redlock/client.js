@@ -13,25 +13,15 @@
 // stdout carries protocol lines only; logs go to stderr.
 "use strict";
 
-const path = require("path");
 const L = require("../node-common/locksim");
 const { serveRedlock } = require("../node-common/redlock");
 
-let Redis, redlock, ensureCommands, pg;
-try {
-  Redis = require("ioredis");
-  redlock = require("@sesamecare-oss/redlock");
-  ({ ensureCommands } = require("@sesamecare-oss/redlock/build/scripts"));
-  pg = require("pg");
-} catch (err) {
-  // No hello line: the harness reports that this program exited before
-  // it, quoting this line.
-  process.stderr.write(
-    `sesamecare-redlock: error: cannot load @sesamecare-oss/redlock, ioredis and pg (${err.message}); ` +
-      `install them with: npm ci --prefix ${path.relative(process.cwd(), __dirname) || "."}\n`,
-  );
-  process.exit(1);
-}
+const [Redis, redlock, { ensureCommands }, pg] = L.load("sesamecare-redlock", __dirname, [
+  "ioredis",
+  "@sesamecare-oss/redlock",
+  "@sesamecare-oss/redlock/build/scripts",
+  "pg",
+]);
 
 const versionOf = (pkg) => L.versionOf(__dirname, pkg);
 

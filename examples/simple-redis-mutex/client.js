@@ -15,25 +15,11 @@
 // stdout carries protocol lines only; logs go to stderr.
 "use strict";
 
-const path = require("path");
 const L = require("../node-common/locksim");
 
 const { event, mono, noLease } = L;
 
-let redis, mutex, pg;
-try {
-  redis = require("redis");
-  mutex = require("simple-redis-mutex");
-  pg = require("pg");
-} catch (err) {
-  // No hello line: the harness reports that this program exited before
-  // it, quoting this line.
-  process.stderr.write(
-    `simple-redis-mutex: error: cannot load simple-redis-mutex, redis and pg (${err.message}); ` +
-      `install them with: npm ci --prefix ${path.relative(process.cwd(), __dirname) || "."}\n`,
-  );
-  process.exit(1);
-}
+const [redis, mutex, pg] = L.load("simple-redis-mutex", __dirname, ["redis", "simple-redis-mutex", "pg"]);
 
 const versionOf = (pkg) => L.versionOf(__dirname, pkg);
 const log = (msg) => process.stderr.write(`simple-redis-mutex: ${msg}\n`);
