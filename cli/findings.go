@@ -328,6 +328,8 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		host   runner.Host
 		server string
 		hunt   bool
+		// dir is where its matrix plays.
+		dir string
 	}
 	var plan []planned
 	// One reference run per lock, story and server version, for all.
@@ -364,7 +366,8 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 			if err != nil {
 				return asFlag("--out", err)
 			}
-			if p.m, err = planFindings(s.Lock, mine, sub.Path(), program); err != nil {
+			p.dir = sub.Path()
+			if p.m, err = planFindings(s.Lock, mine, p.dir, program); err != nil {
 				return err
 			}
 			if refs[v] == nil {
@@ -401,9 +404,17 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	for _, p := range plan {
 		s, m := p.s, p.m
 		started := time.Now()
-		m.Play(ctx, reports.Play, runner.Options{Seed: o.seed, ClientCmd: s.Program, Host: p.host}, func(n, _ int, c *matrix.Cell) {
+		load := watchLoad()
+		ro := runner.Options{Seed: o.seed, ClientCmd: s.Program, Host: p.host}
+		m.Play(ctx, reports.Play, ro, func(n, _ int, c *matrix.Cell) {
 			bar.step(s.Name + ": " + c.Scenario)
 		})
+		if ctx.Err() != nil {
+			return interrupted("interrupted; nothing written to %s; the runs so far are in %s", o.doc, o.out)
+		}
+		if err := replayUnknown(ctx, m, p.dir, p.s, ro, bar); err != nil {
+			return err
+		}
 		if ctx.Err() != nil {
 			return interrupted("interrupted; nothing written to %s; the runs so far are in %s", o.doc, o.out)
 		}
@@ -422,6 +433,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		}
 		s.Seconds += time.Since(started).Seconds()
 		s.Date = time.Now().Format("2006-01-02")
+		s.Load, s.Cores = max(s.Load, load.stop()), runtime.NumCPU()
 	}
 	bar.done()
 	var done []findings.Subject
@@ -431,7 +443,9 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		}
 		done = append(done, s.Subject)
 	}
-	report.Replace(done)
+	for _, k := range report.Replace(done) {
+		fmt.Fprintf(stderr, "sim findings: not written over an idle row: %s\n", k)
+	}
 	report.Command = "bin/sim findings"
 	report.Seed = o.seed
 	report.Modules = lockModules()
@@ -459,6 +473,44 @@ func planFindings(lock string, stories []*scenarios.Scenario, out string, progra
 		c.Played, c.CFSkipped = v.Scenario, "sim findings plays no counterfactual"
 	}
 	return m, nil
+}
+
+// findingsTries is how many times sim findings plays a story whose cell
+// the timing guard leaves unknown before it writes it so, with its reason.
+const findingsTries = 3
+
+// replayUnknown plays again, up to findingsTries in all, every story of
+// m whose cell ended unknown (the machine too busy to trust its timing),
+// with its reference, each time into a folder of its own, and puts the
+// new cell in the old one's place.
+func replayUnknown(ctx context.Context, m *matrix.Matrix, dir string, s *subject, o runner.Options, bar *progress) error {
+	for try := 2; try <= findingsTries && ctx.Err() == nil; try++ {
+		var again []*scenarios.Scenario
+		for _, c := range m.Ordered() {
+			if c.Kind() == matrix.KindUnknown {
+				i := slices.IndexFunc(m.Scenarios, func(sc *scenarios.Scenario) bool { return sc.Name == c.Scenario })
+				again = append(again, m.Scenarios[i])
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		bar.say(fmt.Sprintf("%s: %d unknown cell(s), try %d of %d", s.Name, len(again), try, findingsTries))
+		var program func(*scenarios.Scenario) error
+		if h := s.hello; h != nil {
+			argv := s.Program
+			program = func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, *h) }
+		}
+		r, err := planFindings(s.Lock, again, filepath.Join(dir, fmt.Sprintf("try-%d", try)), program)
+		if err != nil {
+			return err
+		}
+		r.Play(ctx, reports.Play, o, func(int, int, *matrix.Cell) {})
+		for _, c := range r.Ordered() {
+			m.Cells[[2]string{c.Lock, c.Scenario}] = c
+		}
+	}
+	return nil
 }
 
 // findingsCells are s's cells of the page, from its matrix as played on

@@ -57,7 +57,15 @@ type Subject struct {
 	Hunt  *Hunt  `json:"hunt,omitempty"`
 	// Seconds is how long its stories and its hunt took.
 	Seconds float64 `json:"seconds"`
+	// Load is the highest 1-minute load average seen while it played,
+	// on a machine of Cores cores (0: not recorded).
+	Load  float64 `json:"load,omitempty"`
+	Cores int     `json:"cores,omitempty"`
 }
+
+// Busy says the subject played on a machine busier than its cores: its
+// timings, and so its unknown cells, are not an idle machine's.
+func (s Subject) Busy() bool { return s.Cores > 0 && s.Load > float64(s.Cores) }
 
 // Cell is one story as the subject played it.
 type Cell struct {
@@ -285,10 +293,16 @@ func plural(n int, one, many string) string {
 }
 
 // Replace puts subs in place of the report's subjects of the same name
-// (a refresh with --only), adding those it had not, in name order.
-func (r *Report) Replace(subs []Subject) {
+// (a refresh with --only), adding those it had not, in name order. A
+// subject played on a busy machine (Subject.Busy) never replaces one
+// played idle: it is kept out, and named in kept.
+func (r *Report) Replace(subs []Subject) (kept []string) {
 	for _, s := range subs {
 		if i := slices.IndexFunc(r.Subjects, func(o Subject) bool { return o.Name == s.Name }); i >= 0 {
+			if o := r.Subjects[i]; s.Busy() && o.Cores > 0 && !o.Busy() {
+				kept = append(kept, fmt.Sprintf("%s (played at load %.1f on %d cores; the page keeps its idle row of %s)", s.Name, s.Load, s.Cores, o.Date))
+				continue
+			}
 			r.Subjects[i] = s
 		} else {
 			r.Subjects = append(r.Subjects, s)
@@ -303,6 +317,7 @@ func (r *Report) Replace(subs []Subject) {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
+	return kept
 }
 
 // Load reads findings.json at path: an empty report when there is none;

@@ -159,3 +159,37 @@ func TestServerVersions(t *testing.T) {
 		t.Errorf("one version: %q, %q", one.ServersLine(), one.Meaning())
 	}
 }
+
+// TestBusyRowKeepsTheIdleOne: a subject played above its machine's cores
+// is marked on the page and never replaces a row played idle; an idle
+// one replaces a busy one, and a row without a recorded load is replaced
+// as before.
+func TestBusyRowKeepsTheIdleOne(t *testing.T) {
+	idle := Subject{Name: "redis", Date: "2026-12-01", Load: 0.7, Cores: 2}
+	busy := Subject{Name: "redis", Date: "2026-12-03", Load: 7.9, Cores: 2}
+	r := &Report{Subjects: []Subject{idle}}
+	if kept := r.Replace([]Subject{busy}); len(kept) != 1 || !strings.Contains(kept[0], "played at load 7.9 on 2 cores; the page keeps its idle row of 2026-12-01") || r.Subjects[0].Date != "2026-12-01" {
+		t.Fatalf("kept %v, row %+v: want the idle row kept", kept, r.Subjects[0])
+	}
+	r = &Report{Subjects: []Subject{busy}}
+	if kept := r.Replace([]Subject{idle}); len(kept) != 0 || r.Subjects[0].Date != "2026-12-01" {
+		t.Fatalf("kept %v, row %+v: want the idle row in", kept, r.Subjects[0])
+	}
+	r = &Report{Subjects: []Subject{{Name: "redis", Date: "2026-11-30"}}}
+	if kept := r.Replace([]Subject{busy}); len(kept) != 0 || r.Subjects[0].Date != "2026-12-03" {
+		t.Fatalf("kept %v: a row with no load recorded is replaced", kept)
+	}
+	if w := busy.LoadWords(); !strings.Contains(w, "BUSY") {
+		t.Errorf("busy row's words %q", w)
+	}
+	if w := idle.LoadWords(); w != " at load 0.7 (2 cores)" {
+		t.Errorf("idle row's words %q", w)
+	}
+	if w := (Subject{}).LoadWords(); w != "" {
+		t.Errorf("a row with no load says %q", w)
+	}
+	md := string((&Report{Subjects: []Subject{busy}}).Markdown())
+	if !strings.Contains(md, "at load 7.9 on 2 cores: BUSY") {
+		t.Errorf("the page does not mark the busy row:\n%s", md)
+	}
+}

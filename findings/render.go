@@ -50,7 +50,7 @@ func (r *Report) Markdown() []byte {
 	}
 	for _, s := range r.Subjects {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.Name)
-		fmt.Fprintf(&b, "%s, on %s; played %s in %.0f s.\n\n", md(s.About), s.ServersLine(), s.Date, s.Seconds)
+		fmt.Fprintf(&b, "%s, on %s; played %s in %.0f s%s.\n\n", md(s.About), s.ServersLine(), s.Date, s.Seconds, s.LoadWords())
 		if s.Program != nil {
 			fmt.Fprintf(&b, "Client program: `%s`, playing the stories of lock `%s`.\n\n", strings.Join(s.Program, " "), s.Lock)
 		}
@@ -67,6 +67,19 @@ func (r *Report) Markdown() []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// LoadWords says the machine's load while the subject played, and marks
+// a busy one: " at load 0.4 (2 cores)", " at load 7.9 on 2 cores: BUSY,
+// its timings are not an idle machine's"; "" when not recorded.
+func (s Subject) LoadWords() string {
+	switch {
+	case s.Cores == 0:
+		return ""
+	case s.Busy():
+		return fmt.Sprintf(" at load %.1f on %d cores: BUSY, its timings are not an idle machine's", s.Load, s.Cores)
+	}
+	return fmt.Sprintf(" at load %.1f (%d cores)", s.Load, s.Cores)
 }
 
 // marks are the Markdown's signs for a cell's kind, as sim matrix's.
@@ -184,7 +197,7 @@ code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6;
 {{end}}</table>
 {{if .Modules}}<p>The Go locks are built with: {{join .Modules ", "}}.</p>{{end}}
 {{range .Subjects}}<h2 id="{{anchor .Name}}">{{.Name}}</h2>
-<p>{{.About}}, on {{.ServersLine}}; played {{.Date}} in {{printf "%.0f" .Seconds}} s.{{if .Program}} Client program: <code>{{join .Program " "}}</code>, playing the stories of lock <code>{{.Lock}}</code>.{{end}}</p>
+<p>{{.About}}, on {{.ServersLine}}; played {{.Date}} in {{printf "%.0f" .Seconds}} s{{.LoadWords}}.{{if .Program}} Client program: <code>{{join .Program " "}}</code>, playing the stories of lock <code>{{.Lock}}</code>.{{end}}</p>
 <p>{{.Meaning}}</p>
 <table><tr><th>story</th><th>how it ended</th><th>play it again</th></tr>
 {{range .Cells}}<tr><td>{{.Where}}</td><td class="{{.Kind}}">{{.Text}}</td><td><code>{{.Command}}</code></td></tr>
