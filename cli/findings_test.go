@@ -175,7 +175,7 @@ type wallOnlyParams struct {
 func init() {
 	nemesis.Register(nemesis.Spec[wallOnlyParams]{Name: "wall-only-drift", Doc: "test only: a client's wall clock drifting alone",
 		Effect: history.EffectClock,
-		New:    func(p *wallOnlyParams) nemesis.Fault { return &nemesis.ClockDrift{Client: p.Client, Rate: 0.5} },
+		New:    func(p *wallOnlyParams) nemesis.Breaker { return &nemesis.ClockDrift{Client: p.Client, Rate: 0.5} },
 		Unrealistic: func(p *wallOnlyParams) string {
 			return fmt.Sprintf("it runs client %d's wall clock at x0.5 and leaves its CLOCK_MONOTONIC at real speed", p.Client)
 		}})

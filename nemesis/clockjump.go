@@ -24,7 +24,6 @@ type ClockJump struct {
 	guard
 }
 
-func (f *ClockJump) Name() string { return "clock-jump" }
 func (f *ClockJump) On() string   { return ClientOrNode{f.Client, f.Node}.who() }
 func (f *ClockJump) Detail() string {
 	if f.By >= 0 {
@@ -62,7 +61,7 @@ func init() {
 		Check: func(p *ClockJumpParams, f Facts) *ParamError {
 			return firstRefusal(p.exactlyOne("clock-jump"), noNodeClock(p.Node, f))
 		},
-		New: func(p *ClockJumpParams) Fault { return &ClockJump{Node: p.Node, Client: p.Client, By: p.By} },
+		New: func(p *ClockJumpParams) Breaker { return &ClockJump{Node: p.Node, Client: p.Client, By: p.By} },
 		Draw: &Draw[ClockJumpParams]{
 			Generated: Generated{Drawn: Drawn{Name: "jump", Doc: "size of the clock-jump fault", What: "the clock jump", Range: [2]float64{0.2, 3}, Classic: 1.5},
 				OnNode: true},
@@ -77,5 +76,5 @@ func init() {
 }
 
 func (f *ClockJump) Fields() history.FaultFields {
-	return history.FaultFields{Effect: history.EffectClock, Client: f.Client, Node: f.Node, Size: int64(f.By)}
+	return history.FaultFields{Client: f.Client, Node: f.Node, Size: int64(f.By)}
 }

@@ -41,7 +41,6 @@ type Crash struct {
 	guard
 }
 
-func (f *Crash) Name() string { return "crash" }
 func (f *Crash) On() string   { return f.Node }
 func (f *Crash) Detail() string {
 	switch {
@@ -172,7 +171,7 @@ func init() {
 			}
 			return nonNegative("for", p.For)
 		},
-		New: func(p *CrashParams) Fault { return &Crash{Node: p.Node, RestartAfter: p.For, NodeClock: p.NodeClock} },
+		New: func(p *CrashParams) Breaker { return &Crash{Node: p.Node, RestartAfter: p.For, NodeClock: p.NodeClock} },
 		// A hunt crashes a node and draws how long it stays down.
 		Draw: &Draw[CrashParams]{
 			Generated: Generated{Drawn: Drawn{Name: "restart", Doc: "restart delay of the crash fault", What: "the restart delay", Range: [2]float64{0, 1.5}, Classic: 0},
@@ -183,7 +182,7 @@ func init() {
 }
 
 func (f *Crash) Fields() history.FaultFields {
-	ff := history.FaultFields{Effect: history.EffectDown, Node: f.Node}
+	ff := history.FaultFields{Node: f.Node}
 	switch {
 	case f.NoRestart:
 	case f.RestartAfter > 0:

@@ -33,7 +33,6 @@ type ClockDrift struct {
 	guard
 }
 
-func (f *ClockDrift) Name() string   { return "clock-drift" }
 func (f *ClockDrift) On() string     { return ClientOrNode{f.Client, f.Node}.who() }
 func (f *ClockDrift) Detail() string { return fmt.Sprintf("x%g", f.Rate) }
 
@@ -82,7 +81,7 @@ func init() {
 			}
 			return nil
 		},
-		New: func(p *ClockDriftParams) Fault { return &ClockDrift{Node: p.Node, Client: p.Client, Rate: p.Rate} },
+		New: func(p *ClockDriftParams) Breaker { return &ClockDrift{Node: p.Node, Client: p.Client, Rate: p.Rate} },
 		Draw: &Draw[ClockDriftParams]{
 			Generated: Generated{Drawn: Drawn{Name: "drift", Unit: UnitRate, Doc: "rate of the clock-drift fault (a number: 1.5 runs the clock 50% fast)",
 				What: "the clock drift", Range: [2]float64{1, 3}, Classic: 3},
@@ -93,5 +92,5 @@ func init() {
 }
 
 func (f *ClockDrift) Fields() history.FaultFields {
-	return history.FaultFields{Effect: history.EffectClock, Client: f.Client, Node: f.Node, Rate: f.Rate}
+	return history.FaultFields{Client: f.Client, Node: f.Node, Rate: f.Rate}
 }

@@ -18,7 +18,6 @@ type ConnDrop struct {
 	guard
 }
 
-func (f *ConnDrop) Name() string   { return "drop" }
 func (f *ConnDrop) On() string     { return linksOn(f.Client, f.Nodes) }
 func (f *ConnDrop) Detail() string { return "connections closed, new ones refused" }
 
@@ -42,9 +41,9 @@ func init() {
 	Register(Spec[ClientLinks]{Name: "drop", Doc: "close the client's connections to the nodes at once, both sides",
 		Needs:  []string{"client", "links"},
 		Effect: history.EffectNetwork, Shape: Shape{Links: true}, Available: clientLinks, Place: onLinks,
-		New: func(p *ClientLinks) Fault { return &ConnDrop{Client: p.Client, Nodes: p.Links} }})
+		New: func(p *ClientLinks) Breaker { return &ConnDrop{Client: p.Client, Nodes: p.Links} }})
 }
 
 func (f *ConnDrop) Fields() history.FaultFields {
-	return history.FaultFields{Effect: history.EffectNetwork, Client: f.Client, Links: f.Nodes}
+	return history.FaultFields{Client: f.Client, Links: f.Nodes}
 }

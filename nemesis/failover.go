@@ -33,7 +33,6 @@ type Failover struct {
 	guard
 }
 
-func (f *Failover) Name() string { return "failover" }
 func (f *Failover) On() string   { return f.Node }
 func (f *Failover) Detail() string {
 	if f.Replica != "" {
@@ -113,11 +112,11 @@ func (f *Failover) Heal(ctx context.Context, t *Target) error { return f.heal(ct
 func init() {
 	Register(Spec[OneNode]{Name: "failover", Doc: "kill -9 the node and promote its replica; clients are moved over",
 		Needs: []string{"node"}, Check: func(_ *OneNode, f Facts) *ParamError { return needsReplicas("failover", f) },
-		New:    func(p *OneNode) Fault { return &Failover{Node: p.Node} },
+		New:    func(p *OneNode) Breaker { return &Failover{Node: p.Node} },
 		Effect: history.EffectDown, Shape: Shape{Replicas: true}, Available: redisReplicas, Place: onNode,
 		Lasting: "the replica it promoted stays the primary, and the clients' links lead to it"})
 }
 
 func (f *Failover) Fields() history.FaultFields {
-	return history.FaultFields{Effect: history.EffectDown, Node: f.Node}
+	return history.FaultFields{Node: f.Node}
 }

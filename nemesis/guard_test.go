@@ -20,7 +20,7 @@ func TestRefusesForeignTargets(t *testing.T) {
 	addLink(t, n, 1, "A", r.Addr)
 	tg := &Target{Redis: map[string]*env.Redis{"A": r}, Network: n, Clients: map[int]*env.Proc{}}
 	for _, tc := range []struct {
-		f    Fault
+		f    Breaker
 		want string
 	}{
 		{&ClockJump{Node: "Z", By: time.Second}, `"Z"`},
@@ -37,10 +37,10 @@ func TestRefusesForeignTargets(t *testing.T) {
 	} {
 		err := tc.f.Inject(context.Background(), tg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s on %s: got %v, want an error with %s", tc.f.Name(), tc.f.On(), err, tc.want)
+			t.Errorf("%T on %s: got %v, want an error with %s", tc.f, tc.f.On(), err, tc.want)
 		}
 		if err := tc.f.Heal(context.Background(), tg); err != nil {
-			t.Errorf("%s: Heal after a refused Inject: %v", tc.f.Name(), err)
+			t.Errorf("%T: Heal after a refused Inject: %v", tc.f, err)
 		}
 	}
 	if !r.Running() || r.Clock.Skew() != 0 {

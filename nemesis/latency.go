@@ -28,7 +28,6 @@ type Latency struct {
 
 const latencyToxic = "latency"
 
-func (f *Latency) Name() string { return "latency" }
 func (f *Latency) On() string   { return linksOn(f.Client, f.Nodes) }
 func (f *Latency) Detail() string {
 	s := f.Delay.String()
@@ -95,7 +94,7 @@ func init() {
 			}
 			return firstRefusal(nonNegative("delay", p.Delay), nonNegative("jitter", p.Jitter))
 		},
-		New: func(p *LatencyParams) Fault {
+		New: func(p *LatencyParams) Breaker {
 			return &Latency{Client: p.Client, Nodes: p.Links, Delay: p.Delay, Jitter: p.Jitter, Stream: p.Stream}
 		},
 		// A generated latency delays the client's link to the storage:
@@ -114,5 +113,5 @@ func init() {
 }
 
 func (f *Latency) Fields() history.FaultFields {
-	return history.FaultFields{Effect: history.EffectNetwork, Client: f.Client, Links: f.Nodes, Size: int64(f.Delay)}
+	return history.FaultFields{Client: f.Client, Links: f.Nodes, Size: int64(f.Delay)}
 }

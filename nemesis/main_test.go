@@ -147,17 +147,17 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-func inject(t *testing.T, f Fault, tg *Target) {
+func inject(t *testing.T, f Breaker, tg *Target) {
 	t.Helper()
 	if err := f.Inject(ctxT(t, 10*time.Second), tg); err != nil {
-		t.Fatalf("inject %s on %s: %v", f.Name(), f.On(), err)
+		t.Fatalf("inject %T on %s: %v", f, f.On(), err)
 	}
 }
 
-func heal(t *testing.T, f Fault, tg *Target) {
+func heal(t *testing.T, f Breaker, tg *Target) {
 	t.Helper()
 	if err := f.Heal(ctxT(t, 10*time.Second), tg); err != nil {
-		t.Fatalf("heal %s on %s: %v", f.Name(), f.On(), err)
+		t.Fatalf("heal %T on %s: %v", f, f.On(), err)
 	}
 }
 

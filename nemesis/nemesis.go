@@ -87,14 +87,21 @@ const StorageNode = "storage"
 // error; a second Inject while injected does nothing; Heal before Inject,
 // after a failed Inject, or twice does nothing.
 type Fault interface {
-	// Name is the fault's kind, as scenarios name it ("clock-jump").
+	// Name is the fault's kind, as scenarios name it ("clock-jump"): its
+	// registration's (Spec.Name), never the fault's own.
 	Name() string
+	Breaker
+}
+
+// Breaker is what a fault kind builds (Spec.New): the fault without its
+// name and its effect, which its registration gives (Kind.New wraps it).
+type Breaker interface {
 	// On says what it hits ("C", "client 1 -> D,E").
 	On() string
 	// Detail gives its size ("+15s").
 	Detail() string
 	// Fields are its facts for the history: whom it hits, its size, how
-	// long it lasts by itself, its effect.
+	// long it lasts by itself (its effect is its registration's).
 	Fields() history.FaultFields
 	// Inject breaks the target.
 	Inject(ctx context.Context, t *Target) error
@@ -265,4 +272,26 @@ func addToxics(links []*env.Link, name, typ string, streams []string, attrs map[
 		}
 	}
 	return nil
+}
+
+// named is a Breaker with its kind's name and effect (Kind.New).
+type named struct {
+	Breaker
+	kind, effect string
+}
+
+func (n *named) Name() string { return n.kind }
+
+func (n *named) Fields() history.FaultFields {
+	f := n.Breaker.Fields()
+	f.Effect = n.effect
+	return f
+}
+
+// Unwrap is the fault as its kind built it (a *Pause, a *Crash...).
+func Unwrap(f Fault) Breaker {
+	if n, ok := f.(*named); ok {
+		return n.Breaker
+	}
+	return f
 }

@@ -26,7 +26,6 @@ type Partition struct {
 
 const partitionToxic = "partition"
 
-func (f *Partition) Name() string   { return "partition" }
 func (f *Partition) On() string     { return linksOn(f.Client, f.Nodes) }
 func (f *Partition) Detail() string { return "packets dropped both ways" }
 
@@ -48,7 +47,7 @@ var bothStreams = []string{"upstream", "downstream"}
 func init() {
 	Register(Spec[ClientLinks]{Name: "partition", Doc: "cut the client's links to the nodes (packets dropped, no reply, no close passed on)",
 		Needs:  []string{"client", "links"},
-		New:    func(p *ClientLinks) Fault { return &Partition{Client: p.Client, Nodes: p.Links} },
+		New:    func(p *ClientLinks) Breaker { return &Partition{Client: p.Client, Nodes: p.Links} },
 		Effect: history.EffectNetwork, Shape: Shape{LockLinks: true}, Place: onLinks,
 		Available: func(s Setup) string {
 			if s.Backend != clients.RedisBackend {
@@ -61,7 +60,7 @@ func init() {
 		}})
 	Register(Spec[OneNode]{Name: "replication-lag", Doc: "hold back the node's replication link, so writes do not reach its replica",
 		Needs: []string{"node"}, Check: func(_ *OneNode, f Facts) *ParamError { return needsReplicas("replication-lag", f) },
-		New:    func(p *OneNode) Fault { return &ReplicationLag{Partition{Client: 0, Nodes: []string{p.Node}}} },
+		New:    func(p *OneNode) Breaker { return &ReplicationLag{Partition{Client: 0, Nodes: []string{p.Node}}} },
 		Effect: history.EffectNetwork, Shape: Shape{Replicas: true}, Available: redisReplicas, Place: onNode})
 }
 
@@ -70,8 +69,7 @@ func init() {
 // until the heal.
 type ReplicationLag struct{ Partition }
 
-func (f *ReplicationLag) Name() string { return "replication-lag" }
 
 func (f *Partition) Fields() history.FaultFields {
-	return history.FaultFields{Effect: history.EffectNetwork, Client: f.Client, Links: f.Nodes}
+	return history.FaultFields{Client: f.Client, Links: f.Nodes}
 }

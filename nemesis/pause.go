@@ -46,7 +46,6 @@ func (f *Pause) Signalled() (stop, cont int64) {
 	return f.signalled.stop, f.signalled.cont
 }
 
-func (f *Pause) Name() string { return "pause" }
 func (f *Pause) On() string   { return ClientOrNode{f.Client, f.Node}.who() }
 func (f *Pause) Detail() string {
 	if f.For > 0 {
@@ -142,7 +141,7 @@ func init() {
 		Check: func(p *PauseParams, _ Facts) *ParamError {
 			return firstRefusal(p.exactlyOne("pause"), nonNegative("for", p.For))
 		},
-		New: func(p *PauseParams) Fault { return &Pause{Client: p.Client, Node: p.Node, For: p.For} },
+		New: func(p *PauseParams) Breaker { return &Pause{Client: p.Client, Node: p.Node, For: p.For} },
 		Draw: &Draw[PauseParams]{
 			Generated: Generated{Drawn: Drawn{Name: "pause", Doc: "length of the pause fault", What: "the pause", Range: [2]float64{0.2, 3}, Classic: 1.5},
 				Outlasts: func(d time.Duration) time.Duration { return d }},
@@ -151,12 +150,12 @@ func init() {
 			}}})
 	Register(Spec[ClientOrNode]{Name: "resume", Doc: "SIGCONT the paused client or node",
 		Check: func(p *ClientOrNode, _ Facts) *ParamError { return p.exactlyOne("resume") },
-		Heals: func(p *ClientOrNode, f Fault) bool {
+		Heals: func(p *ClientOrNode, f Breaker) bool {
 			x, ok := f.(*Pause)
 			return ok && x.Client == p.Client && x.Node == p.Node
 		}})
 }
 
 func (f *Pause) Fields() history.FaultFields {
-	return history.FaultFields{Effect: history.EffectPause, Client: f.Client, Node: f.Node, Size: int64(f.For), Lasts: int64(f.For)}
+	return history.FaultFields{Client: f.Client, Node: f.Node, Size: int64(f.For), Lasts: int64(f.For)}
 }

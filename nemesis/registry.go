@@ -75,9 +75,9 @@ type Spec[P any] struct {
 	Check func(p *P, f Facts) *ParamError
 	// New builds the fault. A kind that ends faults instead (resume)
 	// leaves it nil and sets Heals.
-	New func(p *P) Fault
+	New func(p *P) Breaker
 	// Heals says whether an injected fault is one this step ends.
-	Heals func(p *P, f Fault) bool
+	Heals func(p *P, f Breaker) bool
 	// Draw, when set, lets generator scenarios and hunts draw this
 	// fault's size.
 	Draw *Draw[P]
@@ -270,10 +270,10 @@ func Register[P any](s Spec[P]) {
 		k.Check = func(p any, f Facts) *ParamError { return s.Check(p.(*P), f) }
 	}
 	if s.New != nil {
-		k.New = func(p any) Fault { return s.New(p.(*P)) }
+		k.New = func(p any) Fault { return &named{Breaker: s.New(p.(*P)), kind: s.Name, effect: s.Effect} }
 	}
 	if s.Heals != nil {
-		k.Heals = func(p any, f Fault) bool { return s.Heals(p.(*P), f) }
+		k.Heals = func(p any, f Fault) bool { return s.Heals(p.(*P), Unwrap(f)) }
 	}
 	if s.Unrealistic != nil {
 		k.Unrealistic = func(p any) string { return s.Unrealistic(p.(*P)) }
@@ -287,7 +287,9 @@ func Register[P any](s Spec[P]) {
 			p := d.Params(a, x)
 			return &p
 		}
-		g.Build = func(a Aim, x float64) Fault { return s.New(g.Params(a, x).(*P)) }
+		g.Build = func(a Aim, x float64) Fault {
+			return &named{Breaker: s.New(g.Params(a, x).(*P)), kind: s.Name, effect: s.Effect}
+		}
 		k.Generate = &g
 	}
 	kinds[s.Name] = k

@@ -74,11 +74,12 @@ func TestRegistry(t *testing.T) {
 		t.Error("failover with replicas refused")
 	}
 	k, p := decodeParams(t, "pause", "{client: 2, for: 300ms}")
-	if f := k.New(p).(*Pause); f.Client != 2 || f.For != 300*time.Millisecond {
+	if f := Unwrap(k.New(p)).(*Pause); f.Client != 2 || f.For != 300*time.Millisecond {
 		t.Errorf("pause built %+v from client 2, for 300ms", f)
 	}
 	resume, p := decodeParams(t, "resume", "client: 2")
-	if !resume.Heals(p, &Pause{Client: 2}) || resume.Heals(p, &Pause{Client: 1}) {
+	pauseOf := func(c int) Fault { return &named{Breaker: &Pause{Client: c}, kind: "pause"} }
+	if !resume.Heals(p, pauseOf(2)) || resume.Heals(p, pauseOf(1)) {
 		t.Error("resume heals the wrong pause")
 	}
 }
@@ -108,7 +109,7 @@ func TestDrawn(t *testing.T) {
 		t.Errorf("a drawn pause of client 2 for 300ms is %s (%s)", f.On(), f.Detail())
 	}
 	drift, _ := LookupKind("clock-drift")
-	if f := drift.Generate.Build(Aim{Client: 1, Node: "C"}, 1.5).(*ClockDrift); f.Node != "C" || f.Rate != 1.5 {
+	if f := Unwrap(drift.Generate.Build(Aim{Client: 1, Node: "C"}, 1.5)).(*ClockDrift); f.Node != "C" || f.Rate != 1.5 {
 		t.Errorf("a drawn drift of C at 1.5 is %+v", f)
 	}
 }

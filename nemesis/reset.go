@@ -24,7 +24,6 @@ type ConnReset struct {
 
 const resetToxic = "reset"
 
-func (f *ConnReset) Name() string   { return "reset" }
 func (f *ConnReset) On() string     { return linksOn(f.Client, f.Nodes) }
 func (f *ConnReset) Detail() string { return "RST when data next flows" }
 
@@ -44,9 +43,9 @@ func init() {
 	Register(Spec[ClientLinks]{Name: "reset", Doc: "TCP RST on the client's connections to the nodes when data next flows",
 		Needs:  []string{"client", "links"},
 		Effect: history.EffectNetwork, Shape: Shape{Links: true}, Available: clientLinks, Place: onLinks,
-		New: func(p *ClientLinks) Fault { return &ConnReset{Client: p.Client, Nodes: p.Links} }})
+		New: func(p *ClientLinks) Breaker { return &ConnReset{Client: p.Client, Nodes: p.Links} }})
 }
 
 func (f *ConnReset) Fields() history.FaultFields {
-	return history.FaultFields{Effect: history.EffectNetwork, Client: f.Client, Links: f.Nodes}
+	return history.FaultFields{Client: f.Client, Links: f.Nodes}
 }

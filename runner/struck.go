@@ -147,7 +147,7 @@ func measure(struck []struckFault, events []history.Event, stalls map[int][]work
 			s.Want = gen.Outlasts(sf.p.Size)
 			s.Size = time.Duration(done.Time-sf.at) - g.Work.Duration
 		}
-		if pause, ok := sf.fault.(*nemesis.Pause); ok && pause.Client != 0 {
+		if pause, ok := nemesis.Unwrap(sf.fault).(*nemesis.Pause); ok && pause.Client != 0 {
 			if stop, cont := pause.Signalled(); cont > stop && stop != 0 {
 				s.Signalled, s.Resumed = time.Duration(cont-stop), measureSpan(stop, cont, stalls[pause.Client])
 			}
