@@ -561,7 +561,7 @@ func (h *hunter) failsEvery(ctx context.Context, p Plan, budget int) (bool, erro
 // lock from the start.
 func delayedLock(p Plan, c int) bool {
 	return slices.ContainsFunc(p.Faults, func(f Fault) bool {
-		return f.Kind == "latency" && f.Client == c && (f.At.Event == Start || f.At.Event == "") &&
+		return kindOf(f.Kind).Shape.Delays && f.Client == c && (f.At.Event == Start || f.At.Event == "") &&
 			len(f.Links) > 0 && !slices.Contains(f.Links, nemesis.StorageNode)
 	})
 }

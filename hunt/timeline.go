@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/nemesis"
 	"github.com/locksim/locksim/scenarios"
 )
@@ -172,7 +173,7 @@ func place(p Plan, c int, faultAt []float64, writes bool, nodeTimeout float64) c
 	lockDelay := func(t float64) (d float64) {
 		d = delayOn(p, c, faultAt, t, false)
 		for i, fl := range p.Faults {
-			if fl.Kind == "partition" && fl.Client == c && faultAt[i] <= t {
+			if kindOf(fl.Kind).Shape.Silences && fl.Client == c && faultAt[i] <= t {
 				return d + nodeTimeout/2 // lockDelay counts each way
 			}
 		}
@@ -180,7 +181,7 @@ func place(p Plan, c int, faultAt []float64, writes bool, nodeTimeout float64) c
 	}
 	storeDelay := func(t float64) (d float64) { return delayOn(p, c, faultAt, t, true) }
 	for i, fl := range p.Faults {
-		if fl.Kind == "pause" && fl.Client == c {
+		if kindOf(fl.Kind).Effect == history.EffectPause && fl.Client == c {
 			ps := pause{from: faultAt[i], to: faultAt[i] + fl.X}
 			if fl.At.Client == c {
 				ps.after = slices.Index(Events, fl.At.Event) + 1
@@ -222,12 +223,19 @@ func place(p Plan, c int, faultAt []float64, writes bool, nodeTimeout float64) c
 	return o
 }
 
+// kindOf is the registered kind of a plan's fault: what the timeline
+// needs of it is what its kind says (its effect, its shape), never its name.
+func kindOf(name string) nemesis.Kind {
+	k, _ := nemesis.LookupKind(name)
+	return k
+}
+
 // delayOn is the delay, in TTLs, that latency faults struck by time t
 // put on client c's links to the storage (storage) or to the lock.
 func delayOn(p Plan, c int, faultAt []float64, t float64, storage bool) float64 {
 	d := 0.0
 	for i, fl := range p.Faults {
-		if fl.Kind != "latency" || fl.Client != c || faultAt[i] > t {
+		if !kindOf(fl.Kind).Shape.Delays || fl.Client != c || faultAt[i] > t {
 			continue
 		}
 		links := fl.Links

@@ -85,7 +85,7 @@ type LatencyParams struct {
 func init() {
 	Register(Spec[LatencyParams]{Name: "latency", Doc: "delay the client's traffic to the nodes by `delay` (± `jitter`)",
 		Needs:  []string{"client", "links", "delay"},
-		Effect: history.EffectNetwork, Shape: Shape{Links: true}, Available: clientLinks,
+		Effect: history.EffectNetwork, Shape: Shape{Links: true, Delays: true}, Available: clientLinks,
 		Check: func(p *LatencyParams, _ Facts) *ParamError {
 			switch p.Stream {
 			case "", "upstream", "downstream", "both":

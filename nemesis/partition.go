@@ -48,7 +48,7 @@ func init() {
 	Register(Spec[ClientLinks]{Name: "partition", Doc: "cut the client's links to the nodes (packets dropped, no reply, no close passed on)",
 		Needs:  []string{"client", "links"},
 		New:    func(p *ClientLinks) Breaker { return &Partition{Client: p.Client, Nodes: p.Links} },
-		Effect: history.EffectNetwork, Shape: Shape{LockLinks: true}, Place: onLinks,
+		Effect: history.EffectNetwork, Shape: Shape{LockLinks: true, Silences: true}, Place: onLinks,
 		Available: func(s Setup) string {
 			if s.Backend != clients.RedisBackend {
 				// Only a Redis-family client bounds every call by its

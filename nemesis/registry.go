@@ -48,6 +48,12 @@ type Shape struct {
 	// ClientsToo: a kind drawn on a node (Generated.OnNode) may strike a
 	// client instead (a clock jump steps a client's clock).
 	ClientsToo bool
+	// Silences: the links it strikes answer nothing, so each call over
+	// them waits its whole timeout (a partition).
+	Silences bool
+	// Delays: it slows the links it strikes by its drawn size, in TTLs (a
+	// latency).
+	Delays bool
 }
 
 // Spec declares a fault kind, in the style of toxiproxy's toxics: each
