@@ -24,7 +24,7 @@ type ClockJump struct {
 	guard
 }
 
-func (f *ClockJump) On() string   { return ClientOrNode{f.Client, f.Node}.who() }
+func (f *ClockJump) On() string { return ClientOrNode{f.Client, f.Node}.who() }
 func (f *ClockJump) Detail() string {
 	if f.By >= 0 {
 		return fmt.Sprintf("+%v", f.By)

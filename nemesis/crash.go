@@ -41,7 +41,7 @@ type Crash struct {
 	guard
 }
 
-func (f *Crash) On() string   { return f.Node }
+func (f *Crash) On() string { return f.Node }
 func (f *Crash) Detail() string {
 	switch {
 	case f.NoRestart:

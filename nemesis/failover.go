@@ -33,7 +33,7 @@ type Failover struct {
 	guard
 }
 
-func (f *Failover) On() string   { return f.Node }
+func (f *Failover) On() string { return f.Node }
 func (f *Failover) Detail() string {
 	if f.Replica != "" {
 		return "kill -9, promote " + f.Replica

@@ -28,7 +28,7 @@ type Latency struct {
 
 const latencyToxic = "latency"
 
-func (f *Latency) On() string   { return linksOn(f.Client, f.Nodes) }
+func (f *Latency) On() string { return linksOn(f.Client, f.Nodes) }
 func (f *Latency) Detail() string {
 	s := f.Delay.String()
 	if f.Jitter > 0 {

@@ -69,7 +69,6 @@ func init() {
 // until the heal.
 type ReplicationLag struct{ Partition }
 
-
 func (f *Partition) Fields() history.FaultFields {
 	return history.FaultFields{Client: f.Client, Links: f.Nodes}
 }

@@ -46,7 +46,7 @@ func (f *Pause) Signalled() (stop, cont int64) {
 	return f.signalled.stop, f.signalled.cont
 }
 
-func (f *Pause) On() string   { return ClientOrNode{f.Client, f.Node}.who() }
+func (f *Pause) On() string { return ClientOrNode{f.Client, f.Node}.who() }
 func (f *Pause) Detail() string {
 	if f.For > 0 {
 		return f.For.String()
