@@ -142,6 +142,16 @@ type subject struct {
 	err error
 }
 
+// problem says why a story cannot be played by s's client program (as
+// matrix.Plan takes it); nil for locksim's own lock.
+func (s *subject) problem() func(*scenarios.Scenario) error {
+	if s.hello == nil {
+		return nil
+	}
+	argv, h := s.Program, *s.hello
+	return func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, h) }
+}
+
 // subjects lists every registered lock that is not a mutant, then every
 // lock of every client program under dir (none when dir is ""). Every
 // shard of a sharded run lists them alike.
@@ -224,11 +234,7 @@ func only(all []subject, names []string) ([]subject, error) {
 	for _, n := range names {
 		hit := false
 		for _, s := range all {
-			folder := ""
-			if s.Program != nil {
-				folder = filepath.Base(filepath.Dir(s.Program[len(s.Program)-1]))
-			}
-			if s.Name == n || (s.Program == nil && s.Lock == n) || folder == n {
+			if s.Named(n) {
 				hit = true
 				if !slices.ContainsFunc(out, func(o subject) bool { return o.Name == s.Name }) {
 					out = append(out, s)
@@ -346,11 +352,6 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 				mine = append(mine, sc)
 			}
 		}
-		var program func(*scenarios.Scenario) error
-		if h := s.hello; h != nil {
-			argv := s.Program
-			program = func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, *h) }
-		}
 		versions := serverVersions(*s)
 		for i, v := range versions {
 			p := planned{s: s, hunt: i == 0}
@@ -367,7 +368,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 				return asFlag("--out", err)
 			}
 			p.dir = sub.Path()
-			if p.m, err = planFindings(s.Lock, mine, p.dir, program); err != nil {
+			if p.m, err = planFindings(s.Lock, mine, p.dir, s.problem()); err != nil {
 				return err
 			}
 			if refs[v] == nil {
@@ -496,12 +497,7 @@ func replayUnknown(ctx context.Context, m *matrix.Matrix, dir string, s *subject
 			return nil
 		}
 		bar.say(fmt.Sprintf("%s: %d unknown cell(s), try %d of %d", s.Name, len(again), try, findingsTries))
-		var program func(*scenarios.Scenario) error
-		if h := s.hello; h != nil {
-			argv := s.Program
-			program = func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, *h) }
-		}
-		r, err := planFindings(s.Lock, again, filepath.Join(dir, fmt.Sprintf("try-%d", try)), program)
+		r, err := planFindings(s.Lock, again, filepath.Join(dir, fmt.Sprintf("try-%d", try)), s.problem())
 		if err != nil {
 			return err
 		}

@@ -122,11 +122,7 @@ func cmdFindingsReport(ctx context.Context, o findingsOptions, stdout, stderr io
 func reportSubject(r *findings.Report, name string) (findings.Subject, error) {
 	var names []string
 	for _, s := range r.Subjects {
-		folder := ""
-		if len(s.Program) > 0 {
-			folder = filepath.Base(filepath.Dir(s.Program[len(s.Program)-1]))
-		}
-		if s.Name == name || (s.Program == nil && s.Lock == name) || folder == name {
+		if s.Named(name) {
 			return s, nil
 		}
 		names = append(names, s.Name)
@@ -182,7 +178,7 @@ func playIssue(ctx context.Context, sub findings.Subject, target, dir string, n 
 			first = &struct{ happened, expected, parted string }{
 				happened: fmt.Sprintf("`%s`: %s", run.Check.Verdict, strings.TrimPrefix(run.Check.Summary, run.Check.Verdict+": ")),
 				expected: fmt.Sprintf("the reference %s ends `%s`: %s", ref.Lock, ref.Verdict, strings.TrimPrefix(ref.Summary, ref.Verdict+": ")),
-				parted:   parted(ref.Sentence(run)),
+				parted:   ref.Parted(run),
 			}
 			if run.Environment != "" {
 				is.Versions = append(is.Versions, "servers: "+run.Environment)
@@ -204,9 +200,7 @@ func playIssue(ctx context.Context, sub findings.Subject, target, dir string, n 
 	switch {
 	case err != nil:
 		is.Counterfactual = fmt.Sprintf("%s: not played to its end (%v)", sc.Counterfactual.Change, err)
-	case run.Counterfactual == nil:
-		is.Counterfactual = ""
-	case run.Counterfactual.Verdict == "":
+	case run.Counterfactual == nil || run.Counterfactual.Verdict == "":
 		is.Counterfactual = sc.Counterfactual.Change + ": not played to its end"
 	default:
 		cf := run.Counterfactual
@@ -218,15 +212,6 @@ func playIssue(ctx context.Context, sub findings.Subject, target, dir string, n 
 			cf.Change, cf.Verdict, run.Check.Verdict, flips, is.Command)
 	}
 	return is, nil
-}
-
-// parted is the step clause of a reference sentence ("at step 4 the
-// story says ..."), or "".
-func parted(sentence string) string {
-	if _, step, ok := strings.Cut(sentence, "; at step "); ok {
-		return "at step " + step
-	}
-	return ""
 }
 
 // reportCommand is the one sim run command that plays a finding again.

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -61,6 +62,16 @@ type Subject struct {
 	// on a machine of Cores cores (0: not recorded).
 	Load  float64 `json:"load,omitempty"`
 	Cores int     `json:"cores,omitempty"`
+}
+
+// Named says whether n names s, as --only and --report take a name: its
+// page name ("node-redlock (redlock)"), its registered lock's name (for
+// locksim's own locks) or its program's folder under examples/.
+func (s Subject) Named(n string) bool {
+	if s.Program == nil {
+		return s.Name == n || s.Lock == n
+	}
+	return s.Name == n || filepath.Base(filepath.Dir(s.Program[len(s.Program)-1])) == n
 }
 
 // Busy says the subject played on a machine busier than its cores: its

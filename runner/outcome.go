@@ -157,17 +157,29 @@ func (r *Reference) Sentence(own *Outcome) string {
 	if r.StoryLock != "" {
 		b.WriteString(" (" + r.StoryNote() + ")")
 	}
-	if d, rd := own.Departed, r.Departed; d != nil && (rd == nil || rd.Step != d.Step || rd.Saw != d.Saw) {
-		fmt.Fprintf(&b, "; at step %d the story says %s: lock %s shows %s", d.Step, d.Claimed, lock, d.Saw)
-		if rd == nil || rd.Step != d.Step {
-			fmt.Fprintf(&b, ", the reference as told")
-		} else {
-			fmt.Fprintf(&b, ", the reference %s", rd.Saw)
-		}
-	} else if rd != nil && (d == nil || d.Step != rd.Step) {
-		fmt.Fprintf(&b, "; at step %d the story says %s: the reference %s shows %s, lock %s as told", rd.Step, rd.Claimed, r.Lock, rd.Saw, lock)
+	if p := r.Parted(own); p != "" {
+		b.WriteString("; " + p)
 	}
 	return b.String()
+}
+
+// Parted is the first step where own's lock and the reference parted
+// from each other, as the story tells it ("at step 4 the story says
+// ..."), or "" where they did not.
+func (r *Reference) Parted(own *Outcome) string {
+	lock := own.JudgedLock()
+	d, rd := own.Departed, r.Departed
+	switch {
+	case d != nil && (rd == nil || rd.Step != d.Step || rd.Saw != d.Saw):
+		s := fmt.Sprintf("at step %d the story says %s: lock %s shows %s", d.Step, d.Claimed, lock, d.Saw)
+		if rd == nil || rd.Step != d.Step {
+			return s + ", the reference as told"
+		}
+		return s + ", the reference " + rd.Saw
+	case rd != nil && (d == nil || d.Step != rd.Step):
+		return fmt.Sprintf("at step %d the story says %s: the reference %s shows %s, lock %s as told", rd.Step, rd.Claimed, r.Lock, rd.Saw, lock)
+	}
+	return ""
 }
 
 // StoryNote says how the story's own lock ends, when it is not the
