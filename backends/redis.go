@@ -53,6 +53,12 @@ func (s RedisSettings) Check() *FieldError {
 // Replicated says whether every node has a replica.
 func (s RedisSettings) Replicated() bool { return s.Replicas }
 
+// Persistent says whether the nodes keep an append-only file (everysec
+// or always).
+func (s RedisSettings) Persistent() bool {
+	return s.Persistence == "everysec" || s.Persistence == "always"
+}
+
 // JSONSchemaExtend lists persistence's values in the schema.
 func (RedisSettings) JSONSchemaExtend(js *jsonschema.Schema) {
 	schemaEnum(js, "persistence", PersistenceModes)

@@ -37,6 +37,18 @@ func Replicated(s Settings) bool {
 	return ok && r.Replicated()
 }
 
+// persistent is a backend's settings that may have its nodes keep what
+// they write on disk.
+type persistent interface{ Persistent() bool }
+
+// Persistent says whether settings s have every node keep what it writes
+// in a file (Redis's append-only file), which a power-loss fault cuts
+// back to what was synced.
+func Persistent(s Settings) bool {
+	p, ok := s.(persistent)
+	return ok && p.Persistent()
+}
+
 // SettingsOf is o's settings if they are of type T, its backend's, else
 // T's zero value: the servers a run starts for another backend's lock
 // (PostgreSQL for the storage, Redis nodes for a fence) take their

@@ -62,7 +62,8 @@ otherwise: a program's lease ends where the program says, so a lease it
 keeps using past that end shows only in what it writes. Faults strike at protocol events (the start, while
 a client's acquire waits, once it is granted, once it has read, once it
 has released) plus an offset. The fault kinds are the registry's: those
-with a drawn size (pause, clock-jump, latency, clock-drift, crash), each
+with a drawn size (pause, clock-jump, latency, clock-drift, crash,
+power-loss on Redis nodes given persistence everysec), each
 sized from its kind's range relative to the TTL and aimed at a client or a
 node, and those placed by shape (partition: Jepsen's majorities ring, or
 some of a client's links; drop; reset; replication-lag and failover on nodes with

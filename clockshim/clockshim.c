@@ -43,6 +43,23 @@
  *            (mprev_ppb for real < mbase; BOOTTIME is shifted as
  *            CLOCK_MONOTONIC and boot_ns added back)
  * If the variable is unset or the file cannot be mapped, time passes through.
+ *
+ * The disk: the shim also keeps, for a power-loss fault, how much of each
+ * file the disk holds for sure: the file named by LOCKSIM_DISK_FILE holds
+ * little-endian int64s, written by the shim and read by locksim
+ * (clockshim Disk) once the process is dead:
+ *   [0] version      (1)
+ *   [1] overflow     (not 0: a sync found no free slot, the table is wrong)
+ *   [2] slots        (how many slots follow the four-word head)
+ *   [3] unused
+ *   then each slot: dev, ino, synced (bytes), unused; a slot is free while
+ *   its ino is 0.
+ * fsync and fdatasync of a regular file record its length, read before
+ * the sync: what was written before the call is on the disk once it
+ * returns (what is written during it may not be, and counts as not).
+ * ftruncate lowers a recorded length; unlink, and a rename over a file,
+ * forget the file's slot (its inode may be reused). A file with no slot
+ * was never synced. If the variable is unset, nothing is recorded.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -67,6 +84,12 @@
 #define VERSION 2
 
 static volatile int64_t *ctl; /* NULL: pass through */
+static volatile int64_t *disk; /* NULL: no sync bookkeeping */
+static int64_t disk_slots;
+
+#define DISK_VERSION 1
+#define DISK_HEAD 4
+#define DISK_SLOT 4
 static int mono_ok;           /* the file has the monotonic words */
 static unsigned cond_mono_mask; /* the bit of __wrefs a monotonic cond sets; 0: unknown */
 
@@ -79,6 +102,11 @@ static int (*real_poll)(struct pollfd *, nfds_t, int);
 static int (*real_ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
 static int (*real_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+static int (*real_fsync)(int);
+static int (*real_fdatasync)(int);
+static int (*real_ftruncate)(int, off_t);
+static int (*real_unlink)(const char *);
+static int (*real_rename)(const char *, const char *);
 
 #define RESOLVE(p, name)                                  \
 	do {                                              \
@@ -95,6 +123,11 @@ static void resolve(void) {
 	RESOLVE(real_ppoll, "ppoll");
 	RESOLVE(real_epoll_wait, "epoll_wait");
 	RESOLVE(real_epoll_pwait, "epoll_pwait");
+	RESOLVE(real_fsync, "fsync");
+	RESOLVE(real_fdatasync, "fdatasync");
+	RESOLVE(real_ftruncate, "ftruncate");
+	RESOLVE(real_unlink, "unlink");
+	RESOLVE(real_rename, "rename");
 }
 
 /* learn_cond_clock finds the bit glibc sets in a cond made with a
@@ -116,9 +149,32 @@ static void learn_cond_clock(void) {
 	pthread_condattr_destroy(&a);
 }
 
+/* open_disk maps the sync table named by LOCKSIM_DISK_FILE read-write. */
+static void open_disk(void) {
+	const char *path = getenv("LOCKSIM_DISK_FILE");
+	if (path == NULL || path[0] == '\0')
+		return;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	int64_t head[DISK_HEAD];
+	if (fstat(fd, &st) == 0 && st.st_size >= DISK_HEAD * 8 && pread(fd, head, sizeof head, 0) == sizeof head &&
+	    head[0] == DISK_VERSION && head[2] > 0 && st.st_size >= (DISK_HEAD + head[2] * DISK_SLOT) * 8) {
+		size_t n = (size_t)(DISK_HEAD + head[2] * DISK_SLOT) * 8;
+		void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p != MAP_FAILED) {
+			disk_slots = head[2];
+			disk = (volatile int64_t *)p;
+		}
+	}
+	close(fd);
+}
+
 __attribute__((constructor)) static void clockshim_init(void) {
 	resolve();
 	learn_cond_clock();
+	open_disk();
 	const char *path = getenv("LOCKSIM_CLOCK_FILE");
 	if (path == NULL || path[0] == '\0')
 		return;
@@ -504,4 +560,112 @@ int epoll_wait(int fd, struct epoll_event *ev, int n, int ms) {
 int epoll_pwait(int fd, struct epoll_event *ev, int n, int ms, const sigset_t *mask) {
 	resolve();
 	return real_epoll_pwait(fd, ev, n, scale_ms(ms), mask);
+}
+
+/* ---- the disk: what a sync put on it ---- */
+
+/* disk_slot finds the slot of file (dev, ino); with claim, takes a free
+ * one if it has none (and marks the table overflowed if none is free). */
+static int64_t *disk_slot(int64_t dev, int64_t ino, int claim) {
+	int64_t *d = (int64_t *)disk;
+	if (d == NULL || ino == 0)
+		return NULL;
+	for (int64_t i = 0; i < disk_slots; i++) {
+		int64_t *s = d + DISK_HEAD + i * DISK_SLOT;
+		if (__atomic_load_n(&s[1], __ATOMIC_ACQUIRE) == ino && __atomic_load_n(&s[0], __ATOMIC_RELAXED) == dev)
+			return s;
+	}
+	if (!claim)
+		return NULL;
+	for (int64_t i = 0; i < disk_slots; i++) {
+		int64_t *s = d + DISK_HEAD + i * DISK_SLOT;
+		int64_t free_ino = 0;
+		if (__atomic_compare_exchange_n(&s[1], &free_ino, ino, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&s[0], dev, __ATOMIC_RELEASE);
+			return s;
+		}
+	}
+	__atomic_store_n(&d[1], 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* synced runs a sync of fd and, once it succeeded, records the length
+ * fd's file had before it (never lowering the length recorded: two syncs
+ * may end out of order). */
+static int synced(int fd, int (*sync)(int)) {
+	struct stat st;
+	int regular = disk != NULL && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	int r = sync(fd);
+	if (r == 0 && regular) {
+		int64_t *s = disk_slot((int64_t)st.st_dev, (int64_t)st.st_ino, 1);
+		if (s != NULL) {
+			int64_t cur = __atomic_load_n(&s[2], __ATOMIC_ACQUIRE);
+			while (cur < (int64_t)st.st_size &&
+			       !__atomic_compare_exchange_n(&s[2], &cur, (int64_t)st.st_size, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				;
+		}
+	}
+	return r;
+}
+
+int fsync(int fd) {
+	resolve();
+	return synced(fd, real_fsync);
+}
+
+int fdatasync(int fd) {
+	resolve();
+	return synced(fd, real_fdatasync);
+}
+
+/* ftruncate lowers the length recorded to the new one: the bytes cut
+ * off are gone whatever the disk held. */
+int ftruncate(int fd, off_t length) {
+	resolve();
+	int r = real_ftruncate(fd, length);
+	struct stat st;
+	if (r == 0 && disk != NULL && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		int64_t *s = disk_slot((int64_t)st.st_dev, (int64_t)st.st_ino, 0);
+		if (s != NULL) {
+			int64_t cur = __atomic_load_n(&s[2], __ATOMIC_ACQUIRE);
+			while (cur > (int64_t)length &&
+			       !__atomic_compare_exchange_n(&s[2], &cur, (int64_t)length, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				;
+		}
+	}
+	return r;
+}
+
+/* forget frees the slot of a file that lost its last name. */
+static void forget(const struct stat *st) {
+	int64_t *s = disk_slot((int64_t)st->st_dev, (int64_t)st->st_ino, 0);
+	if (s != NULL) {
+		__atomic_store_n(&s[2], 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&s[1], 0, __ATOMIC_RELEASE);
+	}
+}
+
+/* gone says whether path names a regular file with no other name. */
+static int gone(const char *path, struct stat *st) {
+	return disk != NULL && lstat(path, st) == 0 && S_ISREG(st->st_mode) && st->st_nlink == 1;
+}
+
+int unlink(const char *path) {
+	resolve();
+	struct stat st;
+	int was = gone(path, &st);
+	int r = real_unlink(path);
+	if (r == 0 && was)
+		forget(&st);
+	return r;
+}
+
+int rename(const char *from, const char *to) {
+	resolve();
+	struct stat st, src;
+	int was = gone(to, &st) && lstat(from, &src) == 0 && !(src.st_dev == st.st_dev && src.st_ino == st.st_ino);
+	int r = real_rename(from, to);
+	if (r == 0 && was)
+		forget(&st);
+	return r;
 }

@@ -74,6 +74,7 @@ type Redis struct {
 	// Clock shifts the wall clock this server sees.
 	Clock *clockshim.Control
 
+	disk    *clockshim.Disk // what its syncs put on the disk (PowerLoss)
 	opts    RedisOptions
 	shimEnv []string // LD_PRELOAD and the control file
 	shimLib string
@@ -136,8 +137,14 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 		clock.Close()
 		return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
 	}
+	disk, err := clockshim.NewDisk(filepath.Join(dir, "disk"))
+	if err != nil {
+		clock.Close()
+		return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
+	}
+	shimEnv = append(shimEnv, clockshim.DiskEnv(disk.Path()))
 	shimLib, _ := clockshim.Library() // Env found it
-	r := &Redis{Name: o.Name, Dir: dir, Clock: clock, opts: o, shimEnv: shimEnv, shimLib: shimLib,
+	r := &Redis{Name: o.Name, Dir: dir, Clock: clock, disk: disk, opts: o, shimEnv: shimEnv, shimLib: shimLib,
 		serverProc: serverProc{what: "redis " + o.Name}}
 	err = onFreePort(ctx, func(port int) error {
 		r.Port, r.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -145,6 +152,7 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	})
 	if err != nil {
 		clock.Close()
+		disk.Close()
 		return nil, fmt.Errorf("start redis %s: %w", o.Name, err)
 	}
 	return r, nil
@@ -164,7 +172,7 @@ func (r *Redis) config() string {
 	p("daemonize no")
 	p("supervised no")
 	p("logfile %q", r.LogPath())
-	p("dbfilename dump.rdb")
+	p("dbfilename %s", redisRDB)
 	p(`save ""`)
 	switch r.opts.Persistence {
 	case PersistEverysec, PersistAlways:
@@ -355,6 +363,42 @@ func (r *Redis) tails() string {
 	return b.String()
 }
 
+// redisRDB, redisAOFDir and redisAOF are the server's data, in its dir:
+// the RDB snapshot, the dir of the multi-part append-only file (Redis 7's
+// default appenddirname: its base, incremental files and manifest), and
+// the one-file append-only file of Redis 6 and before.
+const (
+	redisRDB    = "dump.rdb"
+	redisAOFDir = "appendonlydir"
+	redisAOF    = "appendonly.aof"
+)
+
+// PowerLoss kills the server as a power cut does: kill -9, and then its
+// data files lose what no fsync or fdatasync had put on the disk, which
+// a kill -9 alone leaves in the OS page cache. Each file is cut back to
+// the length it had when its last sync began (the clock shim records
+// it), and a file never synced to nothing: what an append-only file
+// holds after the cut. It returns the bytes lost; Restart brings the
+// server back on what is left.
+func (r *Redis) PowerLoss() (int64, error) {
+	r.Crash()
+	paths := []string{filepath.Join(r.Dir, redisRDB), filepath.Join(r.Dir, redisAOF)}
+	aof, err := os.ReadDir(filepath.Join(r.Dir, redisAOFDir))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("power loss on redis %s: %w", r.Name, err)
+	}
+	for _, e := range aof {
+		paths = append(paths, filepath.Join(r.Dir, redisAOFDir, e.Name()))
+	}
+	// A rewrite's or a snapshot's temporary file, in the dir itself.
+	tmp, _ := filepath.Glob(filepath.Join(r.Dir, "temp-*"))
+	lost, err := r.disk.LoseUnsynced(append(paths, tmp...))
+	if err != nil {
+		return lost, fmt.Errorf("power loss on redis %s: %w", r.Name, err)
+	}
+	return lost, nil
+}
+
 // Stop kills the server and waits until it is reaped. Idempotent. The
 // clock control file and the client stay usable for Restart.
 func (r *Redis) Stop() { r.Crash() }
@@ -436,6 +480,6 @@ func (r *Redis) Close() error {
 	if c != nil {
 		errs = append(errs, c.Close())
 	}
-	errs = append(errs, r.Clock.Close())
+	errs = append(errs, r.Clock.Close(), r.disk.Close())
 	return errors.Join(errs...)
 }

@@ -63,8 +63,15 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 		sc.Watchdog = "token"
 	}
 	sc.CheckLease = p.Options.CheckLease
-	if p.Options.Replicas {
-		sc.Settings = backends.RedisSettings{Replicas: true}
+	var redis backends.RedisSettings
+	redis.Replicas = p.Options.Replicas
+	if slices.ContainsFunc(p.Faults, func(f Fault) bool { return f.Kind == "power-loss" }) {
+		// A power loss cuts back what a node keeps in its file: the nodes
+		// keep one, synced as Redis does by default (everysec).
+		redis.Persistence = "everysec"
+	}
+	if redis != (backends.RedisSettings{}) {
+		sc.Settings = redis
 	}
 
 	nodeTimeout := scenarios.DefaultNodeTimeout

@@ -16,8 +16,8 @@ import (
 // which is its Persistence option (set when the runner started it):
 // env.PersistNone loses every key; env.PersistEverysec loses nothing to a
 // kill -9 (the appended writes are in the OS page cache; an OS crash or a
-// power loss, which this fault is not, could lose the last second);
-// env.PersistAlways loses nothing that was acknowledged.
+// power loss, which this fault is not (PowerLoss is), could lose the last
+// second); env.PersistAlways loses nothing that was acknowledged.
 // A lock node that comes back empty lets a second client take a lock the
 // first still holds.
 //
@@ -38,6 +38,9 @@ type Crash struct {
 	RestartAfter time.Duration
 	NoRestart    bool
 	NodeClock    bool
+	// down, when set, takes the server down instead of a kill -9 (a
+	// power loss: PowerLoss).
+	down func(Server) error
 	guard
 }
 
@@ -78,7 +81,13 @@ func (f *Crash) Inject(ctx context.Context, t *Target) error {
 		if clock != nil {
 			downAt = clock.Now()
 		}
-		r.Crash()
+		if f.down == nil {
+			r.Crash()
+		} else if err := f.down(r); err != nil {
+			// The server is down: the undo (or Heal) restarts it.
+			add(func(ctx context.Context) error { return ensureRunning(ctx, r) })
+			return err
+		}
 		switch {
 		case f.NoRestart:
 			add(func(ctx context.Context) error { return ensureRunning(ctx, r) })

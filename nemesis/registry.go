@@ -17,6 +17,9 @@ type Facts struct {
 	Nodes         int
 	Clients       int
 	Replicas      bool
+	// Persistent: the nodes keep what they write in a file (Redis's
+	// persistence everysec or always).
+	Persistent bool
 }
 
 // Setup is the servers a hunt's stories run on, as a kind's Available
@@ -458,6 +461,18 @@ func nodeClock(s Setup) string {
 		return s.NodeClockless
 	case s.Nodes == 0:
 		return fmt.Sprintf("it runs a lock server's clock and %s's are not nodes of the story", s.Lock)
+	}
+	return ""
+}
+
+// redisNodes is where a kind that strikes a Redis node is available:
+// where the lock's servers are Redis nodes of the story.
+func redisNodes(s Setup) string {
+	if why := lockNodes(s); why != "" {
+		return why
+	}
+	if s.Backend != clients.RedisBackend {
+		return fmt.Sprintf("it strikes a Redis node, and %s's servers are not", s.Lock)
 	}
 	return ""
 }

@@ -57,6 +57,8 @@ func TestRegistry(t *testing.T) {
 		{"latency", "jitter", "{client: 1, links: [A], delay: 1ms, jitter: -1ms}", Facts{}},
 		{"crash", "node_clock", "{node: A, node_clock: true}", Facts{}},
 		{"crash", "for", "{node: A, for: -1s}", Facts{}},
+		{"power-loss", "do", "node: A", Facts{}},
+		{"power-loss", "for", "{node: A, for: -1s}", Facts{Persistent: true}},
 		{"pause", "do", "{client: 1, node: A}", Facts{}},
 		{"resume", "do", "{}", Facts{}},
 	}
@@ -72,6 +74,11 @@ func TestRegistry(t *testing.T) {
 	}
 	if k, p := decodeParams(t, "failover", "node: A"); k.Check(p, Facts{Replicas: true}) != nil {
 		t.Error("failover with replicas refused")
+	}
+	if k, p := decodeParams(t, "power-loss", "{node: C, for: 2s}"); k.Check(p, Facts{Persistent: true}) != nil {
+		t.Error("power-loss on nodes that keep a file refused")
+	} else if f := Unwrap(k.New(p)).(*PowerLoss); f.Node != "C" || f.RestartAfter != 2*time.Second || f.lost.Load() != -1 {
+		t.Errorf("power-loss built %+v from node C, for 2s", f)
 	}
 	k, p := decodeParams(t, "pause", "{client: 2, for: 300ms}")
 	if f := Unwrap(k.New(p)).(*Pause); f.Client != 2 || f.For != 300*time.Millisecond {

@@ -597,7 +597,7 @@ func (s *Scenario) validateStep(i int) error {
 		}
 	}
 	if k, ok := nemesis.LookupKind(st.Do); ok && k.Check != nil {
-		if err := k.Check(st.Params, nemesis.Facts{NodeClockless: s.backend().NodeClockless(), Nodes: s.Nodes, Clients: s.Clients, Replicas: backends.Replicated(s.Settings)}); err != nil {
+		if err := k.Check(st.Params, nemesis.Facts{NodeClockless: s.backend().NodeClockless(), Nodes: s.Nodes, Clients: s.Clients, Replicas: backends.Replicated(s.Settings), Persistent: backends.Persistent(s.Settings)}); err != nil {
 			return at(err.Field, "%s", err.Msg)
 		}
 	}

@@ -1,0 +1,105 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/locksim/locksim/history"
+)
+
+// PowerLoss cuts a Redis node's power: the process dies at once (kill
+// -9), and with it the OS page cache, so the node's files keep only what
+// an fsync or fdatasync had put on the disk; a write Redis had made but
+// not synced is gone. This is what a kill -9 alone (Crash) does not do,
+// and what tells Redis's appendfsync policies apart: with always, Redis
+// syncs each write before it replies, so every acknowledged lock
+// survives; with everysec, a write waits up to a second for the
+// background sync, and a lock granted in that window is lost. The clock
+// shim inside the server records the length of each file at each sync
+// (env.Redis.PowerLoss cuts the files back to it). The node restarts as
+// after a Crash: at once, or after RestartAfter.
+type PowerLoss struct {
+	Node         string
+	RestartAfter time.Duration
+	// lost is the bytes the cut took, -1 before it struck.
+	lost  atomic.Int64
+	crash Crash
+}
+
+// NewPowerLoss is a power loss of node, which restarts after
+// restartAfter (0: at once).
+func NewPowerLoss(node string, restartAfter time.Duration) *PowerLoss {
+	f := &PowerLoss{Node: node, RestartAfter: restartAfter}
+	f.lost.Store(-1)
+	return f
+}
+
+func (f *PowerLoss) On() string { return f.Node }
+
+func (f *PowerLoss) Detail() string {
+	d := "power cut, writes not yet fsynced lost, restart at once"
+	if f.RestartAfter > 0 {
+		d = fmt.Sprintf("power cut, writes not yet fsynced lost, restart after %v", f.RestartAfter)
+	}
+	if n := f.lost.Load(); n >= 0 {
+		d += fmt.Sprintf(" (%d bytes lost)", n)
+	}
+	return d
+}
+
+func (f *PowerLoss) Inject(ctx context.Context, t *Target) error {
+	r, err := t.redis(f.Node)
+	if err != nil {
+		return fmt.Errorf("power-loss %s: only a Redis node's files are followed by its clock shim: %w", f.Node, err)
+	}
+	f.crash.Node, f.crash.RestartAfter = f.Node, f.RestartAfter
+	f.crash.down = func(Server) error {
+		n, err := r.PowerLoss()
+		f.lost.Store(n)
+		return err
+	}
+	return f.crash.Inject(ctx, t)
+}
+
+func (f *PowerLoss) Heal(ctx context.Context, t *Target) error { return f.crash.Heal(ctx, t) }
+
+func (f *PowerLoss) Fields() history.FaultFields {
+	ff := history.FaultFields{Node: f.Node, Lasts: 1} // restarted at once
+	if f.RestartAfter > 0 {
+		ff.Lasts = int64(f.RestartAfter)
+	}
+	return ff
+}
+
+// PowerLossParams are a power-loss step's fields.
+type PowerLossParams struct {
+	OneNode `yaml:",inline"`
+	// For is how long the node stays off before it restarts; not given:
+	// it restarts at once.
+	For time.Duration `yaml:"for"`
+}
+
+func init() {
+	Register(Spec[PowerLossParams]{Name: "power-loss",
+		Doc:    "cut a Redis node's power: kill -9, and its files lose what no fsync reached; it restarts after `for` (at once if not given)",
+		Effect: history.EffectDown, Available: redisNodes,
+		Needs: []string{"node"},
+		Check: func(p *PowerLossParams, f Facts) *ParamError {
+			if !f.Persistent {
+				return &ParamError{"do", "power-loss needs Redis nodes that keep a file (persistence: everysec or always); with none a power loss is a crash"}
+			}
+			return nonNegative("for", p.For)
+		},
+		New: func(p *PowerLossParams) Breaker { return NewPowerLoss(p.Node, p.For) },
+		// A hunt cuts a node's power and draws how long it stays off; its
+		// story gives the nodes persistence everysec, Redis's default
+		// fsync policy (hunt/story.go).
+		Draw: &Draw[PowerLossParams]{
+			Generated: Generated{Drawn: Drawn{Name: "power-off", Doc: "how long a node stays off after the power-loss fault", What: "the power loss", Range: [2]float64{0, 1.5}, Classic: 0},
+				OnNode: true, HuntOnly: true},
+			Params: func(a Aim, x float64) PowerLossParams {
+				return PowerLossParams{OneNode: OneNode{a.Node}, For: time.Duration(x)}
+			}}})
+}
