@@ -663,3 +663,35 @@ func TestHungCallIsAFinding(t *testing.T) {
 		}
 	}
 }
+
+// TestOneDownFaultPerNode: a plan never takes one node down twice (a
+// crash and a failover of A, say): the second would find no server to
+// kill, and the hunt stopped on the harness failures (redislock's hunt in
+// sim findings).
+func TestOneDownFaultPerNode(t *testing.T) {
+	sp, err := NewSpace("redis", "none", []string{"crash", "failover", "power-loss", "pause"}, 500*time.Millisecond, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	downed := 0 // plans with a down fault and another fault
+	for i := range 2000 {
+		p := sp.Candidate(1, i)
+		down := map[string]string{}
+		n := 0
+		for _, f := range p.Faults {
+			if d := downs(f); d != "" {
+				n++
+				if k, ok := down[d]; ok {
+					t.Fatalf("candidate %d takes node %s down twice: %s and %s", i, f.Node, k, f.Kind)
+				}
+				down[d] = f.Kind
+			}
+		}
+		if n >= 1 && len(p.Faults) >= 2 {
+			downed++
+		}
+	}
+	if downed == 0 {
+		t.Fatal("no candidate drew a down fault beside another: the test checks nothing")
+	}
+}

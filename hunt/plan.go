@@ -690,10 +690,13 @@ func (sp Space) swarm(rng *rand.Rand) Plan {
 			p.Options.Replicas = true
 			p.Options.Watchdog, p.Options.CheckLease = false, false
 		}
-		if struck[target(*f)] {
+		if struck[target(*f)] || struck[downs(*f)] {
 			continue
 		}
 		struck[target(*f)] = true
+		if d := downs(*f); d != "" {
+			struck[d] = true
+		}
 		p.Faults = append(p.Faults, *f)
 	}
 	return p
@@ -703,6 +706,16 @@ func (sp Space) swarm(rng *rand.Rand) Plan {
 // (a second partition or delay of the same client's links would be a
 // second toxic on a link that has one).
 func target(f Fault) string { return f.Kind + " " + f.On() }
+
+// downs is the node a fault takes down (a crash, a power loss, a
+// failover: one each per node in a plan, for a node another fault killed
+// is not there to kill, or to fail over), or "".
+func downs(f Fault) string {
+	if f.Node == "" || f.kind().Effect != history.EffectDown {
+		return ""
+	}
+	return "down " + f.Node
+}
 
 // draw draws one fault of kind k on a plan of n clients; nil when the
 // kind cannot strike it.
