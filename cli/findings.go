@@ -660,6 +660,23 @@ func trap(p *hunt.Plan, s findings.Subject) string {
 	return ""
 }
 
+// schedule describes the faults of a hunt's shrunk plan, "; " between
+// them ("no fault" for none).
+func schedule(res hunt.Result) string {
+	ttl, err := time.ParseDuration(res.TTL)
+	if res.Final == nil || err != nil {
+		return ""
+	}
+	var out []string
+	for _, f := range res.Final.Faults {
+		out = append(out, f.Describe(ttl))
+	}
+	if len(out) == 0 {
+		return "no fault"
+	}
+	return strings.Join(out, "; ")
+}
+
 // huntSubject hunts s as sim hunt would, told its name (and, for a
 // program, the lock it stands in for as its baseline), into out.
 func huntSubject(ctx context.Context, s findings.Subject, out string, o findingsOptions) *findings.Hunt {
@@ -698,6 +715,9 @@ func huntSubject(ctx context.Context, s findings.Subject, out string, o findings
 	h.Found, h.Summary, h.Runs, h.Seconds = res.Found, res.Summary, res.Candidates, res.Seconds
 	if res.Found && h.Baseline == "" {
 		h.Trap = trap(res.Final, s)
+		if h.Trap == "" {
+			h.Schedule = schedule(res)
+		}
 	}
 	if res.Found {
 		if y, err := os.ReadFile(filepath.Join(out, "found.yaml")); err == nil {

@@ -84,7 +84,8 @@ func TestRendering(t *testing.T) {
 }
 
 // TestHuntWord: a differential hunt's column says what it is worse than,
-// or that nothing was; a reference's hunt says found.
+// or that nothing was; a reference's hunt says found, and the schedule's
+// faults where it knows them.
 func TestHuntWord(t *testing.T) {
 	for _, c := range []struct {
 		h    Hunt
@@ -93,6 +94,7 @@ func TestHuntWord(t *testing.T) {
 		{Hunt{Baseline: "redis", Runs: 40}, "nothing worse than redis in 40 candidates"},
 		{Hunt{Baseline: "redis", Runs: 4, Found: true}, "worse than redis (4 candidates)"},
 		{Hunt{Runs: 2, Found: true}, "found (2 candidates)"},
+		{Hunt{Runs: 2, Found: true, Schedule: "clock-jump on A (+315ms; jump 0.63 TTL) once client 1 is granted"}, "found: clock-jump on A (+315ms; jump 0.63 TTL) once client 1 is granted (2 candidates)"},
 		{Hunt{Runs: 40}, "nothing in 40 candidates"},
 	} {
 		if got := c.h.Word(false); got != c.want {

@@ -99,6 +99,10 @@ func (h *Hunt) Word(detail bool) string {
 		return fmt.Sprintf("worse than %s (%d candidates)", h.Baseline, h.Runs)
 	case h.Found && h.Trap != "":
 		return fmt.Sprintf("%s, which every lock without fencing shares (%d candidates)", h.Trap, h.Runs)
+	case h.Found && h.Schedule != "" && detail:
+		return fmt.Sprintf("found in %d candidates, %s: %s", h.Runs, h.Schedule, h.Summary)
+	case h.Found && h.Schedule != "":
+		return fmt.Sprintf("found: %s (%d candidates)", h.Schedule, h.Runs)
 	case h.Found && detail:
 		return fmt.Sprintf("found in %d candidates: %s", h.Runs, h.Summary)
 	case h.Found:
