@@ -67,7 +67,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.Flags().BoolP("version", "v", false, "the version and the commit it was built from")
 	root.AddCommand(
 		listCmd(), explainCmd(), runCmd(), matrixCmd(), reportCmd(), checkCmd(),
-		locksCmd(), schemaCmd(), sweepCmd(), huntCmd(), findingsCmd(), workshopCmd(), cleanCmd(),
+		locksCmd(), schemaCmd(), sweepCmd(), huntCmd(), costCmd(), findingsCmd(), workshopCmd(), cleanCmd(),
 		&cobra.Command{Use: "version", Short: "the version and the commit it was built from", Hidden: true,
 			Args: cobra.NoArgs, Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version()) }},
 	)

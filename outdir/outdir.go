@@ -42,6 +42,8 @@ const (
 	Sweep Kind = "sweep"
 	// Hunt is sim hunt's (or sim hunt merge's) hunt.json and stories.
 	Hunt Kind = "hunt"
+	// Cost is sim cost's cost.csv, cost.json and cost.png.
+	Cost Kind = "cost"
 )
 
 // Marker is the content of locksim.json.

@@ -82,7 +82,11 @@ const legendWidth = 2.4 * vg.Inch
 // render draws p in format (png, svg) at the size of the sweep's plots,
 // its legend outside the plot, on the right, where it covers no line.
 func render(p *plot.Plot, format string) ([]byte, error) {
-	const w, h = 9.8 * vg.Inch, 5 * vg.Inch
+	return renderSized(p, format, 9.8*vg.Inch, 5*vg.Inch)
+}
+
+// renderSized is render at w by h.
+func renderSized(p *plot.Plot, format string, w, h vg.Length) ([]byte, error) {
 	c, err := draw.NewFormattedCanvas(w, h, format)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,109 @@
+package cost
+
+// floor.go: the floors, one round trip to each kind of server, measured
+// in the same run as the locks, so that every figure can be read as a
+// multiple of what this machine does in one round trip.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/locksim/locksim/clients"
+)
+
+// Floor is one round trip to a kind of server, timed as the locks are.
+type Floor struct {
+	// Name says the request: "redis PING", "postgres SELECT 1".
+	Name string `json:"name"`
+	// Backend is the servers it was measured on; the locks of that
+	// backend are given as multiples of it.
+	Backend clients.Backend `json:"backend"`
+	Latency
+}
+
+// The floors' names.
+const (
+	FloorRedis     = "redis PING"
+	FloorPostgres  = "postgres SELECT 1"
+	FloorEtcd      = "etcd Get"
+	FloorZooKeeper = "zookeeper exists"
+)
+
+// floorOf names the floor a lock of backend b is measured against ("":
+// none).
+func floorOf(b clients.Backend) string {
+	switch b {
+	case clients.RedisBackend, clients.SentinelBackend:
+		return FloorRedis
+	case clients.PostgresBackend:
+		return FloorPostgres
+	case clients.EtcdBackend:
+		return FloorEtcd
+	case clients.ZooKeeperBackend:
+		return FloorZooKeeper
+	}
+	return ""
+}
+
+// measureFloor times name's one request to the server cfg reaches first
+// (for PostgreSQL, dsn) for d.
+func measureFloor(ctx context.Context, d time.Duration, name string, addr, dsn string) (Floor, error) {
+	var (
+		op    func() error
+		close func()
+		b     clients.Backend
+	)
+	switch name {
+	case FloorRedis:
+		b = clients.RedisBackend
+		c := clients.NewRedisClient(addr, clients.DefaultNodeTimeout)
+		op, close = func() error { return c.Ping(ctx).Err() }, func() { c.Close() }
+	case FloorPostgres:
+		b = clients.PostgresBackend
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return Floor{}, fmt.Errorf("%s: %v", name, err)
+		}
+		op = func() error {
+			var one int
+			return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+		}
+		close = func() { conn.Close(context.Background()) }
+	case FloorEtcd:
+		b = clients.EtcdBackend
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{addr}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return Floor{}, fmt.Errorf("%s: %v", name, err)
+		}
+		op = func() error { _, err := cli.Get(ctx, "/locksim/cost-floor"); return err }
+		close = func() { cli.Close() }
+	case FloorZooKeeper:
+		b = clients.ZooKeeperBackend
+		conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(silent{}), zk.WithLogInfo(false))
+		if err != nil {
+			return Floor{}, fmt.Errorf("%s: %v", name, err)
+		}
+		op = func() error { _, _, err := conn.Exists("/"); return err }
+		close = conn.Close
+	default:
+		return Floor{}, fmt.Errorf("no floor %q", name)
+	}
+	defer close()
+	lat, err := timeOp(ctx, d, op)
+	if err != nil {
+		return Floor{}, fmt.Errorf("%s: %v", name, err)
+	}
+	return Floor{Name: name, Backend: b, Latency: lat}, nil
+}
+
+// silent is a ZooKeeper logger that says nothing: the client logs every
+// connection it makes.
+type silent struct{}
+
+func (silent) Printf(string, ...any) {}
