@@ -742,7 +742,7 @@ func lockModules() []string {
 	var out []string
 	for _, d := range bi.Deps {
 		for _, p := range []string{"github.com/go-redsync/redsync", "github.com/bsm/redislock", "github.com/redis/rueidis", "github.com/redis/go-redis",
-			"go.etcd.io/etcd/client/v3", "github.com/go-zookeeper/zk", "github.com/jackc/pgx"} {
+			"go.etcd.io/etcd/client/v3", "github.com/go-zookeeper/zk", "github.com/jackc/pgx", "github.com/golang-migrate/migrate", "github.com/pressly/goose"} {
 			if strings.HasPrefix(d.Path, p) {
 				out = append(out, d.Path+" "+d.Version)
 			}
