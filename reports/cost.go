@@ -156,7 +156,7 @@ func CostPNG(r *cost.Result, x CostX) ([]byte, error) {
 	if x == CostRate {
 		what = fmt.Sprintf("locks per second, %d clients contending for one lock", r.Contenders)
 	}
-	p.Title.Text = "What each lock costs, and which faults it survives\nx: " + what + "; marks: " + r.Verdicts
+	p.Title.Text = "What each lock costs, and which faults it survives\nmarks: " + r.Verdicts
 	p.Title.Padding = vg.Points(8)
 	p.X.Label.Text = what + " (log scale)"
 	p.X.Scale = plot.LogScale{}
