@@ -24,14 +24,15 @@ type PowerLoss struct {
 	Node         string
 	RestartAfter time.Duration
 	// lost is the bytes the cut took, -1 before it struck.
-	lost  atomic.Int64
+	lost atomic.Int64
+	// crash is the kill and the restart, its kill the power cut.
 	crash Crash
 }
 
 // NewPowerLoss is a power loss of node, which restarts after
 // restartAfter (0: at once).
 func NewPowerLoss(node string, restartAfter time.Duration) *PowerLoss {
-	f := &PowerLoss{Node: node, RestartAfter: restartAfter}
+	f := &PowerLoss{Node: node, RestartAfter: restartAfter, crash: Crash{Node: node, RestartAfter: restartAfter}}
 	f.lost.Store(-1)
 	return f
 }
@@ -54,7 +55,6 @@ func (f *PowerLoss) Inject(ctx context.Context, t *Target) error {
 	if err != nil {
 		return fmt.Errorf("power-loss %s: only a Redis node's files are followed by its clock shim: %w", f.Node, err)
 	}
-	f.crash.Node, f.crash.RestartAfter = f.Node, f.RestartAfter
 	f.crash.down = func(Server) error {
 		n, err := r.PowerLoss()
 		f.lost.Store(n)
@@ -65,13 +65,8 @@ func (f *PowerLoss) Inject(ctx context.Context, t *Target) error {
 
 func (f *PowerLoss) Heal(ctx context.Context, t *Target) error { return f.crash.Heal(ctx, t) }
 
-func (f *PowerLoss) Fields() history.FaultFields {
-	ff := history.FaultFields{Node: f.Node, Lasts: 1} // restarted at once
-	if f.RestartAfter > 0 {
-		ff.Lasts = int64(f.RestartAfter)
-	}
-	return ff
-}
+// Fields are a crash's: the node, down until it restarts.
+func (f *PowerLoss) Fields() history.FaultFields { return f.crash.Fields() }
 
 // PowerLossParams are a power-loss step's fields.
 type PowerLossParams struct {
