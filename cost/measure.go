@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/storage"
 )
 
@@ -95,9 +96,9 @@ func timeOp(ctx context.Context, d time.Duration, op func() error) (Latency, err
 	return l[0], nil
 }
 
-// ttl is the lease every acquire asks for: the catalogue's default,
-// long past any point, so that no lease expires inside one.
-const ttl = 10 * time.Second
+// ttl is the lease every acquire asks for: a story's default, long past
+// any point, so that no lease expires inside one.
+const ttl = scenarios.DefaultTTL
 
 // acquireRelease is one uncontended lock cycle: acquire key, release.
 func acquireRelease(ctx context.Context, lk clients.Lock, key string) error {

@@ -427,7 +427,7 @@ func (s *Scenario) applyDefaults() {
 		s.Clients = 2
 	}
 	if s.TTL.Duration == 0 {
-		s.TTL.Duration = 10 * time.Second
+		s.TTL.Duration = DefaultTTL
 	}
 	if s.NodeTimeout.Duration == 0 {
 		s.NodeTimeout.Duration = DefaultNodeTimeout

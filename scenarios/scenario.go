@@ -431,6 +431,9 @@ func ActionNames() []string {
 	return out
 }
 
+// DefaultTTL is a story's lease when it gives no ttl.
+const DefaultTTL = 10 * time.Second
+
 // DefaultNodeTimeout bounds each request to one node when a scenario's
 // node_timeout does not say: the locks' own default.
 const DefaultNodeTimeout = clients.DefaultNodeTimeout
