@@ -667,14 +667,10 @@ func schedule(res hunt.Result) string {
 	if res.Final == nil || err != nil {
 		return ""
 	}
-	var out []string
-	for _, f := range res.Final.Faults {
-		out = append(out, f.Describe(ttl))
-	}
-	if len(out) == 0 {
+	if len(res.Final.Faults) == 0 {
 		return "no fault"
 	}
-	return strings.Join(out, "; ")
+	return res.Final.DescribeFaults(ttl)
 }
 
 // huntSubject hunts s as sim hunt would, told its name (and, for a

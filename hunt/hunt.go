@@ -709,6 +709,16 @@ func describePlan(p Plan, ttl time.Duration) string {
 	if o := describeOptions(p.Options); o != "" {
 		parts = append(parts, o)
 	}
+	if f := p.DescribeFaults(ttl); f != "" {
+		parts = append(parts, f)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// DescribeFaults says each of the plan's faults and when, "; " between
+// them ("" for none).
+func (p Plan) DescribeFaults(ttl time.Duration) string {
+	var parts []string
 	for _, f := range p.Faults {
 		parts = append(parts, f.Describe(ttl))
 	}
