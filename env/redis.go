@@ -399,6 +399,22 @@ func (r *Redis) PowerLoss() (int64, error) {
 	return lost, nil
 }
 
+// LoseDisk kills the server (kill -9) and deletes its data files, as a
+// replaced disk leaves them: the snapshot, the append-only file and a
+// rewrite's temporary file. Restart brings it back empty, whatever its
+// persistence.
+func (r *Redis) LoseDisk() error {
+	r.Crash()
+	paths := []string{filepath.Join(r.Dir, redisRDB), filepath.Join(r.Dir, redisAOF), filepath.Join(r.Dir, redisAOFDir)}
+	tmp, _ := filepath.Glob(filepath.Join(r.Dir, "temp-*"))
+	for _, p := range append(paths, tmp...) {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("disk loss on redis %s: %w", r.Name, err)
+		}
+	}
+	return nil
+}
+
 // Stop kills the server and waits until it is reaped. Idempotent. The
 // clock control file and the client stay usable for Restart.
 func (r *Redis) Stop() { r.Crash() }

@@ -625,6 +625,29 @@ func (m *ZooKeeperMember) tail() string {
 // Restart starts the member again with the same ports and data dir and
 // waits until it serves again (a follower has rejoined the ensemble and
 // synced with its leader).
+// LoseDisk kills the member (kill -9) and empties its data dir as a
+// replaced disk leaves it: its transaction log and snapshots are gone, its
+// myid (the member's identity, which an operator writes again) stays.
+// Restart brings it back empty; it answers clients only once it has
+// synced with the ensemble's leader.
+func (m *ZooKeeperMember) LoseDisk() error {
+	m.Crash()
+	data := filepath.Join(m.Dir, "data")
+	entries, err := os.ReadDir(data)
+	if err != nil {
+		return fmt.Errorf("disk loss on zookeeper %s: %w", m.Name, err)
+	}
+	for _, e := range entries {
+		if e.Name() == "myid" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(data, e.Name())); err != nil {
+			return fmt.Errorf("disk loss on zookeeper %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
 func (m *ZooKeeperMember) Restart(ctx context.Context) error {
 	m.Crash()
 	if err := m.start(); err != nil {
