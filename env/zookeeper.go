@@ -46,20 +46,23 @@ package env
 // The clock shim (clockshim/) is an LD_PRELOAD library, and it does load
 // into the JVM (HotSpot calls glibc's clock_gettime): run under it with
 // +60 s, System.currentTimeMillis moves by 60 s while System.nanoTime and
-// a 1 s Thread.sleep do not (measured here, JDK 17.0.15). But it shifts
-// only CLOCK_REALTIME (and gettimeofday and time), as a real clock step
-// (NTP, an operator's date -s) does: CLOCK_MONOTONIC passes through. So a
-// clock fault reaches only what ZooKeeper stamps with the wall clock
+// a 1 s Thread.sleep do not (measured here, JDK 17.0.15). A clock jump
+// shifts only CLOCK_REALTIME (and gettimeofday and time), as a real clock
+// step (NTP, an operator's date -s) does: CLOCK_MONOTONIC passes through.
+// So a jump reaches only what ZooKeeper stamps with the wall clock
 // (znodes' ctime and mtime, transaction headers, metrics, and TTL and
-// container znodes, which ContainerManager reaps by wall-clock age;
-// the lock recipe uses none of those) and never a session's expiry:
+// container znodes, which ContainerManager reaps by wall-clock age; the
+// lock recipe uses none of those) and never a session's expiry:
 // TestZooKeeperWallClockJump jumps every member an hour ahead while a
-// session with a 1 s timeout stays open, and the session and its ephemeral
-// znode live on, while a znode created after the jump carries a ctime an
-// hour ahead. A clock fault aimed at a ZooKeeper member therefore changes
-// nothing a lock depends on, and a loader should refuse it with that
-// reason (as it refuses clock faults on etcd, whose Go binary reads the
-// clock through the vDSO, out of the shim's reach).
+// session with a 1 s timeout stays open, and the session and its
+// ephemeral znode live on, while a znode created after the jump carries a
+// ctime an hour ahead. A clock drift is another matter: an oscillator that
+// runs fast moves CLOCK_MONOTONIC with the wall clock, and the shim drifts
+// both (and the process's timed waits), so a drift on the leader moves the
+// expiry of every session it tracks. Every local member runs under the
+// shim (ZooKeeperOptions.ClockShim), so both reach it as they reach a
+// Redis node; the zookeeper-member-clock-jump story plays the jump that
+// breaks Redlock on every member.
 
 import (
 	"bytes"
@@ -139,10 +142,10 @@ type ZooKeeperOptions struct {
 	// names, and slf4j-simple.jar for a log.
 	Image string
 
-	// clockShim runs each member under the clock shim, for the test that
-	// shows no wall-clock jump moves a session's expiry (see the doc
-	// above); no run uses it.
-	clockShim bool
+	// ClockShim runs each member under the clock shim, its control file
+	// in the member's dir (Clock): clock faults then reach it (see the doc
+	// above). Local members only.
+	ClockShim bool
 }
 
 // ZooKeeper is a real ZooKeeper ensemble of one or more members, each a
@@ -178,7 +181,7 @@ type ZooKeeperMember struct {
 	electionAddr string // leader election
 	args         []string
 	env          []string
-	clock        *clockshim.Control // with ZooKeeperOptions.clockShim
+	clock        *clockshim.Control // with ZooKeeperOptions.ClockShim
 	image        string             // ZooKeeperOptions.Image
 
 	serverProc
@@ -243,7 +246,7 @@ func StartZooKeeper(ctx context.Context, o ZooKeeperOptions) (*ZooKeeper, error)
 		if java, cp, err = zooKeeperJava(); err != nil {
 			return nil, err
 		}
-	} else if o.clockShim {
+	} else if o.ClockShim {
 		return nil, errors.New("start zookeeper: the clock shim test runs local members only")
 	}
 	// Another process may take a port between freePorts and the JVM's
@@ -311,7 +314,7 @@ func startZooKeeper(ctx context.Context, o ZooKeeperOptions, java, cp string) (_
 			"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 			"-cp", cp, zkMainClass, conf,
 		}
-		if o.clockShim {
+		if o.ClockShim {
 			if m.clock, err = clockshim.NewControl(filepath.Join(m.Dir, "clock")); err != nil {
 				return nil, fmt.Errorf("start zookeeper %s: %w", m.Name, err)
 			}
@@ -625,6 +628,10 @@ func (m *ZooKeeperMember) tail() string {
 // Restart starts the member again with the same ports and data dir and
 // waits until it serves again (a follower has rejoined the ensemble and
 // synced with its leader).
+// Clock is the control file of the member's clock shim, nil when it runs
+// without one (ZooKeeperOptions.ClockShim).
+func (m *ZooKeeperMember) Clock() *clockshim.Control { return m.clock }
+
 // LoseDisk kills the member (kill -9) and empties its data dir as a
 // replaced disk leaves it: its transaction log and snapshots are gone, its
 // myid (the member's identity, which an operator writes again) stays.

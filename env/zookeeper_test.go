@@ -245,7 +245,7 @@ func TestZooKeeperWallClockJump(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts zookeeper")
 	}
-	z := startTestZooKeeper(t, ZooKeeperOptions{Members: 3, clockShim: true})
+	z := startTestZooKeeper(t, ZooKeeperOptions{Members: 3, ClockShim: true})
 	ctx := context.Background()
 	c, err := z.Connect(ctx, time.Second)
 	if err != nil {

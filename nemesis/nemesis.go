@@ -58,11 +58,18 @@ func (t *Target) clock(node string, client int) (*clockshim.Control, error) {
 		return nil, fmt.Errorf("a clock fault needs exactly one of a node and a client")
 	}
 	if node != "" {
-		r, err := t.redis(node)
+		s, err := t.server(node)
 		if err != nil {
 			return nil, err
 		}
-		return r.Clock, nil
+		if r, ok := s.(*env.Redis); ok {
+			return r.Clock, nil
+		}
+		// A ZooKeeper member run under the clock shim.
+		if c, ok := s.(interface{ Clock() *clockshim.Control }); ok && c.Clock() != nil {
+			return c.Clock(), nil
+		}
+		return nil, fmt.Errorf("node %s runs without the clock shim in this run: no clock fault reaches it", node)
 	}
 	c, ok := t.ClientClocks[client]
 	if !ok || c == nil {
