@@ -35,7 +35,14 @@ func (r *Report) CostSource() string {
 	if cmd == "" {
 		cmd = "sim cost"
 	}
-	return fmt.Sprintf("`bin/%s`, run %s on %d cores", cmd, c.Started.Format("2006-01-02 15:04"), c.Cores)
+	on := fmt.Sprintf("on %d cores", c.Cores)
+	switch {
+	case c.Load > float64(c.Cores):
+		on = fmt.Sprintf("at load %.1f on %d cores: BUSY, its figures are not an idle machine's", c.Load, c.Cores)
+	case c.Load > 0:
+		on = fmt.Sprintf("at load %.1f (%d cores)", c.Load, c.Cores)
+	}
+	return fmt.Sprintf("`bin/%s`, run %s %s", cmd, c.Started.Format("2006-01-02 15:04"), on)
 }
 
 // CostRows are the rows of the page's cost run that measured s's lock

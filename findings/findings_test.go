@@ -253,6 +253,12 @@ func TestCostLines(t *testing.T) {
 	if strings.Contains(bmd, "Cost figures from") || strings.Count(bmd, "Cost: not measured: the page carries no sim cost run") != len(subjects)-1 {
 		t.Errorf("a page without a cost run:\n%s", bmd)
 	}
+	busy := res
+	busy.Load = 9.6
+	r.SetCost(&busy)
+	if src := r.CostSource(); !strings.HasSuffix(src, "run 2026-12-04 09:00 at load 9.6 on 2 cores: BUSY, its figures are not an idle machine's") {
+		t.Errorf("a run on a busy machine: %q", src)
+	}
 	// The page's JSON keeps the run, so that a refresh renders it again.
 	j, _ := r.JSON()
 	var back Report
