@@ -480,8 +480,7 @@ func TestWorkshopCostInChromium(t *testing.T) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
 	}
-	b.do("scroll", chromedp.ScrollIntoView(chromedp.CSS(`h1`)))
-	b.shot("workshop-cost.png", true)
+	b.shot("workshop-cost.png", false)
 	for _, name := range []string{"redis-server", "postgres", "pgbouncer"} {
 		if left := children(t, name); len(left) > 0 {
 			t.Errorf("the cost run left %s processes behind: %v", name, left)

@@ -428,7 +428,7 @@ function renderCost(main) {
     el("p", { text: "Against the debate: Kleppmann calls Redlock too expensive for a lock that only saves work, and not safe enough for one that correctness depends on; " +
       "antirez answers the crash case with fsync and counts locks per second. Compare redlock/none, everysec and always (fsync at every write) with one Redis node and with PostgreSQL: " +
       "what fsync costs, and which marks it turns green (the power-loss stories). Their words, and what two full runs showed, are in docs/cost.md." }));
-  main.append(el("div", { class: "grid cost-grid" }, el("div", { class: "card", id: "cost-chart-card" }, el("h3", { text: "The chart (cost.png)" }),
+  main.append(el("div", { class: "cost-view" }, el("div", { class: "card", id: "cost-chart-card" }, el("h3", { text: "The chart (cost.png)" }),
     el("div", { id: "cost-chart" }, el("p", { class: "muted", text: "Press Measure: the chart of this machine appears when the run ends." }))), read));
   main.append(el("pre", { id: "cost-table", class: "cost-table" }), el("p", { id: "cost-links" }));
   updateCost();
