@@ -138,7 +138,13 @@ func cmdCost(ctx context.Context, o costOptions, stdout, stderr io.Writer) error
 			bar.step(what)
 		}
 	}
+	load := watchLoad()
 	res, err := cost.Run(ctx, co)
+	if res != nil {
+		res.Load = load.stop()
+	} else {
+		load.stop()
+	}
 	if bar != nil {
 		bar.done()
 	}
@@ -155,24 +161,11 @@ func cmdCost(ctx context.Context, o costOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	js, err := res.JSON()
-	if err != nil {
+	if err := reports.WriteCost(d, res, x); err != nil {
 		return err
 	}
-	png, err := reports.CostPNG(res, x)
-	if err != nil {
-		return fmt.Errorf("cost.png: %v", err)
-	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{"cost.csv", res.CSV()}, {"cost.json", js}, {"cost.png", png}} {
-		if err := d.WriteFile(f.name, f.data); err != nil {
-			return err
-		}
-	}
 	reports.CostTable(stdout, res)
-	fmt.Fprintf(stdout, "measured in %.0fs on %d core(s); %s\n", res.Took, res.Cores, filepath.Join(o.out, "cost.csv"))
+	fmt.Fprintf(stdout, "measured in %.0fs on %d core(s) at load %.1f at most; %s\n", res.Took, res.Cores, res.Load, filepath.Join(o.out, "cost.csv"))
 	if err := res.Failed(); err != nil {
 		return errors.Join(errors.New("not every point was measured"), err)
 	}

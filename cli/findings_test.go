@@ -164,6 +164,50 @@ func TestFindingsMerge(t *testing.T) {
 	}
 }
 
+// TestFindingsCost: sim findings cost DIR renders the page from its .json
+// and DIR/cost.json (findings/testdata/cost.json), playing nothing: the
+// redis row gets its line, a client program says not measured, the .json
+// keeps the run; a directory with no cost.json and a file that is not
+// one are each refused in one line, exit 2.
+func TestFindingsCost(t *testing.T) {
+	dir := t.TempDir()
+	r := &findings.Report{Command: "bin/sim findings", Seed: 1, Subjects: []findings.Subject{
+		{Name: "redis", Lock: "redis", About: "the redis lock", Date: "2026-12-02"},
+		{Name: "redis-py", Lock: "redis", Program: []string{"examples/redis-py/client.py"}, About: "redis-py", Date: "2026-12-02"}}}
+	b, _ := r.JSON()
+	doc := filepath.Join(dir, "findings.md")
+	os.WriteFile(filepath.Join(dir, "findings.json"), b, 0o644)
+	costDir := filepath.Join(dir, "cost")
+	os.MkdirAll(costDir, 0o755)
+	fixture, _ := os.ReadFile(filepath.Join("..", "findings", "testdata", "cost.json"))
+	os.WriteFile(filepath.Join(costDir, "cost.json"), fixture, 0o644)
+	code, out, errb := sim(t, "findings", "cost", costDir, "--doc", doc)
+	if code != exitOK || !strings.Contains(out, "cost figures from bin/sim cost --locks redis,redlock --duration 300ms, run 2026-12-04 09:00 on 2 cores") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+	}
+	md, _ := os.ReadFile(doc)
+	js, _ := os.ReadFile(filepath.Join(dir, "findings.json"))
+	for _, want := range []string{"| 150 / 300 µs (3.0× / 3.0×), 4321/s |", "Cost: not measured: sim cost times locksim's own Go locks, not a client program's library."} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("findings.md lacks %q:\n%s", want, md)
+		}
+	}
+	if !strings.Contains(string(js), `"acquire_release"`) || strings.Contains(string(js), `"marks"`) {
+		t.Errorf("findings.json does not keep the cost run (without its marks):\n%s", js)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"rows": []}`), 0o644)
+	for _, c := range []struct{ arg, want string }{
+		{dir + "/nowhere", "nowhere: open"},
+		{bad, "bad.json: not a cost.json sim cost wrote: expected \"started\" and \"rows\""},
+	} {
+		code, out, errb := sim(t, "findings", "cost", c.arg, "--doc", doc)
+		if code != exitHarness || !strings.Contains(errb, c.want) || strings.Count(errb, "\n") != 1 || out != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2 and one line with %q", c.arg, code, out, errb, c.want)
+		}
+	}
+}
+
 // wallOnlyParams are the parameters of wall-only-drift, a fault kind
 // registered for TestNotCounted alone: a client's wall clock drifting
 // while its monotonic clock runs at real speed, the form of clock-drift

@@ -80,7 +80,11 @@ type Result struct {
 	Started time.Time `json:"started"`
 	Took    float64   `json:"took_s"`
 	// Cores is the machine's; Duration each point's.
-	Cores      int     `json:"cores"`
+	Cores int `json:"cores"`
+	// Load is the highest 1-minute load average seen while it ran (0:
+	// not recorded): above Cores, the machine was busy and the figures
+	// are not an idle machine's.
+	Load       float64 `json:"load,omitempty"`
 	DurationS  float64 `json:"duration_s"`
 	Contenders int     `json:"contenders"`
 	Floors     []Floor `json:"floors"`

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/cost"
 )
 
 // WrittenBy marks a findings.json locksim wrote, so that a refresh never
@@ -37,6 +38,10 @@ type Report struct {
 	// findings --shard), which sim findings merge joins; empty otherwise.
 	Shard    string    `json:"shard,omitempty"`
 	Subjects []Subject `json:"subjects"`
+	// Cost is the sim cost run whose figures give each subject its cost
+	// line (sim findings cost DIR), as its cost.json holds them, without
+	// its chart's marks; nil: none.
+	Cost *cost.Result `json:"cost,omitempty"`
 }
 
 // Subject is one lock: a registered lock, or a client program's lock.

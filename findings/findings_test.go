@@ -1,10 +1,14 @@
 package findings
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/locksim/locksim/cost"
 )
 
 // TestMeaning: what a subject's cells and hunt mean is said from them:
@@ -193,5 +197,72 @@ func TestBusyRowKeepsTheIdleOne(t *testing.T) {
 	md := string((&Report{Subjects: []Subject{busy}}).Markdown())
 	if !strings.Contains(md, "at load 7.9 on 2 cores: BUSY") {
 		t.Errorf("the page does not mark the busy row:\n%s", md)
+	}
+}
+
+// TestCostLines: the page gives each lock the cost run's figures, read
+// from a cost.json (testdata/cost.json, a run of redis and redlock whose
+// etcd row failed): redis's acquire+release 150 / 300 µs, 3.0× its
+// floor, 4321 locks/s; redlock a line per persistence; where they came
+// from (the run's command and date); and says "not measured" for a lock
+// the run did not measure, one whose row failed, a client program, and
+// every lock of a page that carries no cost run.
+func TestCostLines(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "cost.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res cost.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	subjects := []Subject{{Name: "redis", Lock: "redis"}, {Name: "redlock", Lock: "redlock"}, {Name: "etcd", Lock: "etcd"},
+		{Name: "zookeeper", Lock: "zookeeper"}, {Name: "node-redlock (redis)", Lock: "redis", Program: []string{"node", "examples/node-redlock/client.js"}}}
+	bare := &Report{Subjects: subjects}
+	r := &Report{Subjects: subjects}
+	r.SetCost(&res)
+	if r.Cost.Marks != nil || res.Marks == nil {
+		t.Errorf("SetCost kept the chart's marks, or dropped the run's own")
+	}
+	md := string(r.Markdown())
+	for _, want := range []string{
+		"Cost figures from `bin/sim cost --locks redis,redlock --duration 300ms`, run 2026-12-04 09:00 on 2 cores.",
+		"| 150 / 300 µs (3.0× / 3.0×), 4321/s |",
+		"| redlock/none 600 / 1250 µs (12.0× / 12.5×), 1017/s<br>redlock/always 1700 / 5600 µs (34.0× / 56.0×), 428/s |",
+		"Cost of redis: one acquire and release 150 µs at the median, 300 µs at p99, one client uncontended: 3.0× and 3.0× the floor measured in the same run (one redis PING, 50 / 100 µs); 4321 locks/s with 4 clients contending for one lock. From `bin/sim cost --locks redis,redlock --duration 300ms`, run 2026-12-04 09:00 on 2 cores.",
+		"Cost of redlock/always (persistence always): one acquire and release 1700 µs at the median, 5600 µs at p99",
+		"Cost: not measured: the cost run did not measure lock etcd (sim cost --locks etcd does).",
+		"Cost: not measured: the cost run did not measure lock zookeeper",
+		"Cost: not measured: sim cost times locksim's own Go locks, not a client program's library.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if n := strings.Count(md, "| not measured |"); n != 3 {
+		t.Errorf("%d table cells say not measured, want 3 (etcd, zookeeper, node-redlock)", n)
+	}
+	h, err := r.HTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(h), "<td>150 / 300 µs (3.0× / 3.0×), 4321/s</td>") || strings.Contains(string(h), "`bin/sim") {
+		t.Errorf("findings.html lacks redis's cost cell, or shows Markdown's backticks")
+	}
+	bmd := string(bare.Markdown())
+	if strings.Contains(bmd, "Cost figures from") || strings.Count(bmd, "Cost: not measured: the page carries no sim cost run") != len(subjects)-1 {
+		t.Errorf("a page without a cost run:\n%s", bmd)
+	}
+	busy := res
+	busy.Load = 9.6
+	r.SetCost(&busy)
+	if src := r.CostSource(); !strings.HasSuffix(src, "run 2026-12-04 09:00 at load 9.6 on 2 cores: BUSY, its figures are not an idle machine's") {
+		t.Errorf("a run on a busy machine: %q", src)
+	}
+	// The page's JSON keeps the run, so that a refresh renders it again.
+	j, _ := r.JSON()
+	var back Report
+	if err := json.Unmarshal(j, &back); err != nil || back.Cost == nil || back.Cost.Rows[0].AcquireRelease.P50 != 150*time.Microsecond {
+		t.Errorf("findings.json does not keep the cost run: %v", err)
 	}
 }

@@ -32,7 +32,15 @@ another client the holder learned it (by its lease check, its watchdog's
 renewal, or a command refused; or never, within the story), and how long
 two clients both believed they held the lock. A holder that learns only
 at its next call learns when the story makes one: the figure says how,
-and the story names the timing.`
+and the story names the timing.
+
+The cost column is one ` + "`sim cost`" + ` run's (docs/cost.md), named above the
+table: each lock's acquire plus release with one client, p50 / p99 in µs,
+as a multiple of the floor measured in the same run (one Redis PING,
+PostgreSQL SELECT 1, etcd Get or ZooKeeper exists), and the locks per
+second of 4 clients contending for one lock. ` + "`sim findings cost DIR`" + ` puts a
+run's DIR/cost.json on the page without playing anything again. sim cost
+times locksim's own Go locks: a client program's library is not measured.`
 
 // Markdown is the report as docs/findings.md.
 func (r *Report) Markdown() []byte {
@@ -40,10 +48,13 @@ func (r *Report) Markdown() []byte {
 	b.WriteString("# Findings: what the stories and the hunts show about each lock\n\n")
 	fmt.Fprintf(&b, "Rebuilt by `%s`; `bin/sim findings --only NAME` refreshes one lock, when its library\nreleases a new version. Seed %d. %s\n\n", r.Command, r.Seed, r.Machine)
 	b.WriteString(intro + "\n\n")
-	b.WriteString("| lock | what it is | servers | stories played | worse than its reference | learns its lock was given away | both believed they held it | hunt |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	if src := r.CostSource(); src != "" {
+		fmt.Fprintf(&b, "Cost figures from %s.\n\n", src)
+	}
+	b.WriteString("| lock | what it is | servers | stories played | worse than its reference | learns its lock was given away | both believed they held it | hunt | cost: acquire+release p50 / p99 (× floor), locks/s |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range r.Subjects {
-		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %d | %d | %s | %s | %s |\n", s.Name, anchor(s.Name), md(s.About), s.ServersLine(),
-			len(s.Cells)-s.Count(kindNA), s.Count(kindFinding), mdLines(s.NoticeLines()), mdLines(s.OverlapLines()), md(huntWord(s.Hunt)))
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %d | %d | %s | %s | %s | %s |\n", s.Name, anchor(s.Name), md(s.About), s.ServersLine(),
+			len(s.Cells)-s.Count(kindNA), s.Count(kindFinding), mdLines(s.NoticeLines()), mdLines(s.OverlapLines()), md(huntWord(s.Hunt)), mdLines(r.CostCell(s)))
 	}
 	if len(r.Modules) > 0 {
 		b.WriteString("\nThe Go locks are built with: " + strings.Join(wrapCode(r.Modules), ", ") + ".\n")
@@ -55,6 +66,7 @@ func (r *Report) Markdown() []byte {
 			fmt.Fprintf(&b, "Client program: `%s`, playing the stories of lock `%s`.\n\n", strings.Join(s.Program, " "), s.Lock)
 		}
 		b.WriteString(s.Meaning() + "\n\n")
+		b.WriteString(strings.Join(r.CostSentences(s), " ") + "\n\n")
 		b.WriteString("| story | how it ended | play it again |\n| --- | --- | --- |\n")
 		for _, c := range s.Cells {
 			fmt.Fprintf(&b, "| %s | %s%s | `%s` |\n", c.Where(), marks[c.Kind], md(c.Text), c.Command)
@@ -176,13 +188,14 @@ func (r *Report) HTML() ([]byte, error) {
 	var b bytes.Buffer
 	err := page.Execute(&b, struct {
 		*Report
-		Intro string
-	}{r, strings.ReplaceAll(strings.ReplaceAll(intro, "**", ""), "`", "")})
+		Intro      string
+		CostSource string
+	}{r, strings.ReplaceAll(strings.ReplaceAll(intro, "**", ""), "`", ""), strings.ReplaceAll(r.CostSource(), "`", "")})
 	return b.Bytes(), err
 }
 
 var page = template.Must(template.New("findings").Funcs(template.FuncMap{
-	"anchor": anchor, "hunt": huntSentence, "huntWord": huntWord, "huntOn": huntOn, "join": strings.Join,
+	"anchor": anchor, "hunt": huntSentence, "plain": func(s string) string { return strings.ReplaceAll(s, "`", "") }, "huntWord": huntWord, "huntOn": huntOn, "join": strings.Join,
 	"played": func(s Subject) int { return len(s.Cells) - s.Count(kindNA) },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>locksim findings</title>
@@ -196,13 +209,15 @@ code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6;
 <h1>Findings: what the stories and the hunts show about each lock</h1>
 <p>Rebuilt by <code>{{.Command}}</code>; <code>bin/sim findings --only NAME</code> refreshes one lock. Seed {{.Seed}}. {{.Machine}}</p>
 <p>{{.Intro}}</p>
-<table><tr><th>lock</th><th>what it is</th><th>servers</th><th>stories played</th><th>worse than its reference</th><th>learns its lock was given away</th><th>both believed they held it</th><th>hunt</th></tr>
-{{range .Subjects}}<tr><td><a href="#{{anchor .Name}}">{{.Name}}</a></td><td>{{.About}}</td><td>{{.ServersLine}}</td><td>{{played .}}</td><td>{{.Count "finding"}}</td><td>{{range $i, $l := .NoticeLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{range $i, $l := .OverlapLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{huntWord .Hunt}}</td></tr>
+{{if .CostSource}}<p>Cost figures from {{.CostSource}}.</p>{{end}}
+<table><tr><th>lock</th><th>what it is</th><th>servers</th><th>stories played</th><th>worse than its reference</th><th>learns its lock was given away</th><th>both believed they held it</th><th>hunt</th><th>cost: acquire+release p50 / p99 (× floor), locks/s</th></tr>
+{{range .Subjects}}<tr><td><a href="#{{anchor .Name}}">{{.Name}}</a></td><td>{{.About}}</td><td>{{.ServersLine}}</td><td>{{played .}}</td><td>{{.Count "finding"}}</td><td>{{range $i, $l := .NoticeLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{range $i, $l := .OverlapLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{huntWord .Hunt}}</td><td>{{range $i, $l := $.CostCell .}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td></tr>
 {{end}}</table>
 {{if .Modules}}<p>The Go locks are built with: {{join .Modules ", "}}.</p>{{end}}
 {{range .Subjects}}<h2 id="{{anchor .Name}}">{{.Name}}</h2>
 <p>{{.About}}, on {{.ServersLine}}; played {{.Date}} in {{printf "%.0f" .Seconds}} s{{.LoadWords}}.{{if .Program}} Client program: <code>{{join .Program " "}}</code>, playing the stories of lock <code>{{.Lock}}</code>.{{end}}</p>
 <p>{{.Meaning}}</p>
+<p>{{range $.CostSentences .}}{{plain .}} {{end}}</p>
 <table><tr><th>story</th><th>how it ended</th><th>play it again</th></tr>
 {{range .Cells}}<tr><td>{{.Where}}</td><td class="{{.Kind}}">{{.Text}}</td><td><code>{{.Command}}</code></td></tr>
 {{end}}</table>

@@ -25,6 +25,7 @@ import (
 
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/cost"
+	"github.com/locksim/locksim/outdir"
 )
 
 // CostX is the cost chart's x axis.
@@ -289,4 +290,27 @@ func CostXAxis(s string) (CostX, error) {
 		return CostRate, nil
 	}
 	return "", fmt.Errorf("expected p99 or rate, got %q", s)
+}
+
+// WriteCost writes a sim cost run's files into d: cost.csv, cost.json
+// and cost.png (its chart on axis x). sim cost and the workshop page's
+// cost view both write them so.
+func WriteCost(d *outdir.Dir, r *cost.Result, x CostX) error {
+	js, err := r.JSON()
+	if err != nil {
+		return err
+	}
+	png, err := CostPNG(r, x)
+	if err != nil {
+		return fmt.Errorf("cost.png: %v", err)
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"cost.csv", r.CSV()}, {"cost.json", js}, {"cost.png", png}} {
+		if err := d.WriteFile(f.name, f.data); err != nil {
+			return err
+		}
+	}
+	return nil
 }

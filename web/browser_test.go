@@ -448,3 +448,42 @@ func TestWorkshopRefusesForeignOriginInChromium(t *testing.T) {
 		t.Errorf("a run started")
 	}
 }
+
+// TestWorkshopCostInChromium plays the cost view's preset in Chromium on
+// real servers (redis, Redlock with three persistences, a PostgreSQL
+// session lock direct and through pgbouncer; 300 ms points): Measure
+// starts it, the progress bar counts its points while a story cannot
+// start; at its end cost.png appears (loaded, not broken) with sim
+// cost's table, and no redis-server, postgres or pgbouncer is left
+// behind. It saves workshop-cost.png (-screenshots DIR keeps it).
+func TestWorkshopCostInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts Chromium, redis-server, PostgreSQL and pgbouncer")
+	}
+	b := newBrowser(t, 5*time.Minute)
+	_, ts := startReal(t)
+	b.do("the cost view", chromedp.Navigate(ts.URL+"/#/cost"), chromedp.WaitVisible(chromedp.CSS(`#cost-start`)),
+		chromedp.WaitVisible(chromedp.CSS(`#cost-read`)),
+		chromedp.Click(chromedp.CSS(`#cost-start`)),
+		until(`document.querySelector("#status").textContent.startsWith("Measuring") && document.querySelector("#cost-progress").value > 0`))
+	if code, body := postJSON(t, ts.URL+"/api/run", `{"story":"redis-ttl-expiry","mode":"run"}`); code != http.StatusConflict || !strings.Contains(body, "the cost run debate") {
+		t.Errorf("a story during the cost run: %d %s", code, body)
+	}
+	b.do("the cost run's end", within(`/^(Done|Stopped|The cost run failed)/.test(document.querySelector("#status").textContent)`, 4*time.Minute))
+	if status := b.text("#status"); !strings.HasPrefix(status, "Done") || strings.Contains(status, "Not measured") {
+		t.Fatalf("the cost run ended: %s", status)
+	}
+	b.do("the chart", until(`document.querySelector("#cost-png") !== null && document.querySelector("#cost-png").complete && document.querySelector("#cost-png").naturalWidth > 500`))
+	table := b.text("#cost-table")
+	for _, want := range []string{"sim cost --locks redis,redlock,postgres-session --duration 300ms", "floors", "redlock/always", "postgres-session/pgbouncer"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the table lacks %q:\n%s", want, table)
+		}
+	}
+	b.shot("workshop-cost.png", false)
+	for _, name := range []string{"redis-server", "postgres", "pgbouncer"} {
+		if left := children(t, name); len(left) > 0 {
+			t.Errorf("the cost run left %s processes behind: %v", name, left)
+		}
+	}
+}

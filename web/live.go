@@ -135,6 +135,7 @@ type runMessage struct {
 	Run      *runSnapshot      `json:"run"`
 	Sweep    *sweepSnapshot    `json:"sweep,omitempty"`
 	Hunt     *huntSnapshot     `json:"hunt,omitempty"`
+	Cost     *costSnapshot     `json:"cost,omitempty"`
 	Verdicts map[string]string `json:"verdicts"`
 }
 
@@ -448,7 +449,7 @@ func (s *Server) broadcast() {
 // message is the live stream's message now.
 func (s *Server) message() runMessage {
 	s.mu.Lock()
-	r, sw, h := s.cur, s.sweep, s.hunt
+	r, sw, h, c := s.cur, s.sweep, s.hunt, s.cost
 	verdicts := make(map[string]string, len(s.verdicts))
 	for k, v := range s.verdicts {
 		verdicts[k] = v
@@ -460,6 +461,9 @@ func (s *Server) message() runMessage {
 	}
 	if h != nil {
 		m.Hunt = h.snapshot()
+	}
+	if c != nil {
+		m.Cost = c.snapshot()
 	}
 	if r != nil {
 		m.Run = r.snapshot()
@@ -533,7 +537,7 @@ func (s *Server) handleNext(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) handleStop(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
-	r, sw, h := s.cur, s.sweep, s.hunt
+	r, sw, h, c := s.cur, s.sweep, s.hunt, s.cost
 	s.mu.Unlock()
 	switch {
 	case r != nil && !r.ended():
@@ -542,6 +546,8 @@ func (s *Server) handleStop(w http.ResponseWriter, _ *http.Request) {
 		sw.cancel()
 	case h != nil && !h.ended():
 		h.cancel()
+	case c != nil && !c.ended():
+		c.cancel()
 	default:
 		refuse(w, http.StatusConflict, "no run in progress")
 		return

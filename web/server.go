@@ -69,6 +69,9 @@ type Server struct {
 	// hunt is the hunt in progress or the last one; nil before the
 	// first. It too is the one run at a time.
 	hunt *liveHunt
+	// cost is the cost run in progress or the last one; nil before the
+	// first. It too is the one run at a time.
+	cost *liveCost
 	// verdicts are the verdicts of the runs played since the server
 	// started, by story (the debate page's "predict" switch shows a
 	// story's expected verdict once it has run).
@@ -219,6 +222,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/sweep", s.post(s.handleSweep))
 	mux.HandleFunc("GET /api/hunts", s.handleHunts)
 	mux.HandleFunc("POST /api/hunt", s.post(s.handleHunt))
+	mux.HandleFunc("GET /api/costs", s.handleCosts)
+	mux.HandleFunc("POST /api/cost", s.post(s.handleCost))
 	mux.HandleFunc("GET /runs/{dir}/{file...}", s.handleRunFile)
 	return s.guard(mux)
 }
@@ -272,6 +277,9 @@ func (s *Server) Close() {
 		}
 		if h := s.hunt; h != nil {
 			h.cancel()
+		}
+		if c := s.cost; c != nil {
+			c.cancel()
 		}
 	}
 	s.mu.Unlock()

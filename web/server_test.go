@@ -290,3 +290,50 @@ func TestDebateQuotesAreTheCatalogues(t *testing.T) {
 		})
 	}
 }
+
+// TestCostRefusesForeignOriginAndWaitsItsTurn: POST /api/cost from
+// another origin (or under another Host) is refused and starts nothing;
+// the page names a preset, never a lock; while a story runs, the cost
+// run is refused (one run at a time), and the page lists the preset with
+// the sim cost command it is.
+func TestCostRefusesForeignOriginAndWaitsItsTurn(t *testing.T) {
+	f := &fakePlay{block: true}
+	s := newTestServer(t, f.play, "127.0.0.1:7070")
+	h := s.Handler()
+	for _, tc := range []struct{ name, host, origin string }{
+		{"foreign Origin", "127.0.0.1:7070", "http://attacker.example"},
+		{"null Origin", "127.0.0.1:7070", "null"},
+		{"rebound Host", "attacker.example:7070", "http://attacker.example:7070"},
+	} {
+		req := httptest.NewRequest("POST", "http://"+tc.host+"/api/cost", strings.NewReader(`{"preset":"debate"}`))
+		req.Host = tc.host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", tc.origin)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403: %s", tc.name, w.Code, w.Body)
+		}
+	}
+	if s.cost != nil {
+		t.Fatalf("a refused request started a cost run")
+	}
+	for body, want := range map[string]int{`{"preset":"redis,redlock"}`: 404, `{"preset":"../etc"}`: 404, `nonsense`: 400} {
+		if w := post(t, h, "/api/cost", body); w.Code != want {
+			t.Errorf("%s: %d, want %d: %s", body, w.Code, want, w.Body)
+		}
+	}
+	if w := post(t, h, "/api/run", `{"story":"redis-ttl-expiry","mode":"run"}`); w.Code != http.StatusAccepted {
+		t.Fatalf("run: %d %s", w.Code, w.Body)
+	}
+	w := post(t, h, "/api/cost", `{"preset":"debate"}`)
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "a run is in progress: redis-ttl-expiry") || s.cost != nil {
+		t.Errorf("a cost run while a story runs: %d %s", w.Code, w.Body)
+	}
+	req := httptest.NewRequest("GET", "http://127.0.0.1:7070/api/costs", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if !strings.Contains(rec.Body.String(), `"command":"sim cost --locks redis,redlock,postgres-session --duration 300ms"`) {
+		t.Errorf("/api/costs: %s", rec.Body)
+	}
+}

@@ -155,6 +155,9 @@ func (s *Server) busy() string {
 	if h := s.hunt; h != nil && !h.ended() {
 		return "the hunt " + h.preset.ID
 	}
+	if c := s.cost; c != nil && !c.ended() {
+		return "the cost run " + c.preset.ID
+	}
 	return ""
 }
 

@@ -1,6 +1,6 @@
 // app.js: the workshop page. Four views, by the address's hash: the
-// debate (#/), a story (#/story/NAME), the sweep (#/sweep) and the hunt
-// (#/hunt). The live stream (/api/live) sends the
+// debate (#/), a story (#/story/NAME), the sweep (#/sweep), the hunt
+// (#/hunt) and the cost view (#/cost). The live stream (/api/live) sends the
 // run in progress, its timeline drawn by the server with report.html's
 // code; this script only places it. Every string from the server goes in
 // as text, except the timeline's SVG, which the server escapes itself.
@@ -26,6 +26,7 @@ const ui = {
   view: null, // "debate", "sweep" or a story's name
   sweeps: [], // the sweep presets
   hunts: [], // the hunt presets
+  costs: [], // the cost presets
   countdown: null,
 };
 
@@ -156,8 +157,8 @@ function updateStory() {
   $("#next").disabled = !(r && r.state === "waiting");
   clearInterval(ui.countdown);
   status.className = "";
-  if (busy === "sweep" || busy === "hunt") {
-    status.textContent = "The " + busy + " is running. Stop it there first.";
+  if (busy === "sweep" || busy === "hunt" || busy === "cost") {
+    status.textContent = busyWords(busy) + " is running. Stop it there first.";
     return;
   }
   if (running && !r) {
@@ -246,7 +247,13 @@ function busyWith() {
   if (m.run && !["done", "failed", "stopped"].includes(m.run.state)) return m.run.story;
   if (m.sweep && m.sweep.state === "running") return "sweep";
   if (m.hunt && m.hunt.state === "running") return "hunt";
+  if (m.cost && m.cost.state === "running") return "cost";
   return "";
+}
+
+// busyWords names what busyWith returned, for a sentence.
+function busyWords(busy) {
+  return { sweep: "The sweep", hunt: "The hunt", cost: "The cost run" }[busy] || "A story (" + busy + ")";
 }
 
 // ---- the sweep page ----
@@ -270,12 +277,8 @@ function updateSweep() {
   $("#sweep-start").disabled = busy !== "";
   $("#stop").disabled = busy !== "sweep";
   const w = ui.live && ui.live.sweep;
-  if (busy === "hunt") {
-    status.textContent = "The hunt is running. Stop it there first.";
-    return;
-  }
   if (busy && busy !== "sweep") {
-    status.textContent = "A story is running: " + busy + ". Stop it there first.";
+    status.textContent = busyWords(busy) + " is running. Stop it there first.";
     return;
   }
   if (!w) {
@@ -326,7 +329,7 @@ function updateHunt() {
   status.className = "";
   const h = ui.live && ui.live.hunt;
   if (busy && busy !== "hunt") {
-    status.textContent = (busy === "sweep" ? "The sweep" : "A story (" + busy + ")") + " is running. Stop it there first.";
+    status.textContent = busyWords(busy) + " is running. Stop it there first.";
     return;
   }
   if (!h) {
@@ -405,6 +408,80 @@ async function startHunt() {
   }
 }
 
+// ---- the cost view ----
+
+function renderCost(main) {
+  const p = ui.costs[0];
+  if (!p) return;
+  main.append(el("h1", { text: "Cost: " + p.title }), el("p", { text: p.about }),
+    el("p", { class: "muted" }, "The same as ", el("code", { text: p.command }), ". docs/cost.md gives two runs of every lock with 2 s points, and what they say against the debate."));
+  main.append(el("div", { class: "buttons" },
+    el("button", { id: "cost-start", class: "primary", onclick: startCost, title: "key r" }, "Measure", el("kbd", { text: "r" })),
+    el("button", { id: "stop", onclick: stop, title: "key Esc" }, "Stop", el("kbd", { text: "Esc" }))));
+  main.append(el("div", { id: "status" }), el("progress", { id: "cost-progress", max: "1", value: "0" }));
+  const read = el("div", { class: "card", id: "cost-read" }, el("h3", { text: "How to read the chart" }),
+    el("p", { text: "x is the price, on a log scale: the p99 of one critical section (acquire, read and write the protected counter, release), one client. " +
+      "y lists the faults that cause the catalogue's stories. A mark is a story's verdict at the lock option and defence it is told with: green safe, red unsafe, orange leaked; " +
+      "its shape is the defence (circle none, square fenced, triangle token-cas, pyramid a lease check, cross a watchdog). The numbers above the top row name the options, from the cheapest." }),
+    el("p", { text: "Read a row from left to right: how much more a lock costs to survive that fault. The table under the chart gives each lock's acquire and release as a multiple of its floor, " +
+      "one round trip measured in the same run: the multiples travel to other machines better than the microseconds." }),
+    el("p", { text: "Against the debate: Kleppmann calls Redlock too expensive for a lock that only saves work, and not safe enough for one that correctness depends on; " +
+      "antirez answers the crash case with fsync and counts locks per second. Compare redlock/none, everysec and always (fsync at every write) with one Redis node and with PostgreSQL: " +
+      "what fsync costs, and which marks it turns green (the power-loss stories). Their words, and what two full runs showed, are in docs/cost.md." }));
+  main.append(el("div", { class: "cost-view" }, el("div", { class: "card", id: "cost-chart-card" }, el("h3", { text: "The chart (cost.png)" }),
+    el("div", { id: "cost-chart" }, el("p", { class: "muted", text: "Press Measure: the chart of this machine appears when the run ends." }))), read));
+  main.append(el("pre", { id: "cost-table", class: "cost-table" }), el("p", { id: "cost-links" }));
+  updateCost();
+}
+
+function updateCost() {
+  const status = $("#status");
+  if (!status || ui.view !== "cost") return;
+  const busy = busyWith();
+  $("#cost-start").disabled = busy !== "";
+  $("#stop").disabled = busy !== "cost";
+  status.className = "";
+  const c = ui.live && ui.live.cost;
+  if (busy && busy !== "cost") {
+    status.textContent = busyWords(busy) + " is running. Stop it there first.";
+    return;
+  }
+  if (!c) {
+    status.textContent = "Each lock option is measured on servers of its own, one after another.";
+    return;
+  }
+  const bar = $("#cost-progress");
+  bar.max = String(c.total || 1);
+  bar.value = String(c.done);
+  status.textContent = { running: `Measuring… ${c.done} of ${c.total} points: ${c.what || "starting the servers"}.`,
+    done: `Done: ${c.total} points in ${c.result ? Math.round(c.result.took_s) : "?"} s.` + (c.result && c.result.failed ? " Not measured: " + c.result.failed : ""),
+    stopped: "Stopped: " + c.error + ".", failed: "The cost run failed: " + c.error }[c.state] || c.state;
+  const res = c.result;
+  const chart = $("#cost-chart");
+  if (!res) {
+    if (c.state === "running") chart.replaceChildren(el("p", { class: "muted", text: "Measuring: the chart appears when the run ends." }));
+    $("#cost-table").textContent = "";
+    $("#cost-links").replaceChildren();
+    return;
+  }
+  if (chart.dataset.src !== res.chart) {
+    chart.dataset.src = res.chart;
+    chart.replaceChildren(el("img", { id: "cost-png", src: res.chart, alt: "cost.png of the run: " + res.command }));
+  }
+  $("#cost-table").textContent = res.command + "\n\n" + res.table;
+  const links = el("p", {}, "Files: ");
+  res.links.forEach((l, i) => links.append(i ? " · " : "", el("a", { href: l.href, target: "_blank", text: l.text })));
+  $("#cost-links").replaceChildren(links);
+}
+
+async function startCost() {
+  try {
+    await api("/api/cost", { preset: ui.costs[0].id });
+  } catch (e) {
+    flash(e.message);
+  }
+}
+
 // ---- actions ----
 
 async function start(mode) {
@@ -440,6 +517,7 @@ function connect() {
     if (ui.view === "debate" && first) render();
     else if (ui.view === "sweep") updateSweep();
     else if (ui.view === "hunt") updateHunt();
+    else if (ui.view === "cost") updateCost();
     else if (ui.view !== "debate") updateStory();
   };
 }
@@ -448,7 +526,7 @@ function banner() {
   const b = $("#live-banner");
   const busy = busyWith();
   b.hidden = busy === "";
-  if (busy) b.replaceChildren("● running ", el("a", { href: busy === "sweep" || busy === "hunt" ? "#/" + busy : "#/story/" + busy, text: busy }));
+  if (busy) b.replaceChildren("● running ", el("a", { href: ["sweep", "hunt", "cost"].includes(busy) ? "#/" + busy : "#/story/" + busy, text: busy }));
 }
 
 // ---- views ----
@@ -463,6 +541,9 @@ function render() {
   } else if (h === "#/hunt") {
     ui.view = "hunt";
     renderHunt(main);
+  } else if (h === "#/cost") {
+    ui.view = "cost";
+    renderCost(main);
   } else if (h.startsWith("#/story/")) {
     ui.view = decodeURIComponent(h.slice(8));
     renderStory(main, ui.view);
@@ -480,7 +561,7 @@ document.addEventListener("keydown", (e) => {
     case " ": case "ArrowRight":
       if (onStory) { e.preventDefault(); next(); }
       break;
-    case "r": if (onStory) start("run"); else if (ui.view === "sweep") startSweep(); else if (ui.view === "hunt") startHunt(); break;
+    case "r": if (onStory) start("run"); else if (ui.view === "sweep") startSweep(); else if (ui.view === "hunt") startHunt(); else if (ui.view === "cost") startCost(); break;
     case "s": if (onStory) start("step"); break;
     case "c": if (onStory) start("counterfactual"); break;
     case "Escape": stop(); break;
@@ -493,9 +574,10 @@ document.addEventListener("keydown", (e) => {
 async function main() {
   setting("predict");
   setting("contrast", "contrast");
-  const [stories, debate, sweeps, hunts] = await Promise.all([api("/api/stories"), api("/api/debate"), api("/api/sweeps"), api("/api/hunts")]);
+  const [stories, debate, sweeps, hunts, costs] = await Promise.all([api("/api/stories"), api("/api/debate"), api("/api/sweeps"), api("/api/hunts"), api("/api/costs")]);
   ui.sweeps = sweeps;
   ui.hunts = hunts;
+  ui.costs = costs;
   for (const s of stories) ui.stories.set(s.name, s);
   ui.debate = debate;
   window.addEventListener("hashchange", render);
