@@ -30,8 +30,9 @@ const EnvVar = "LOCKSIM_WORKER"
 type Command struct {
 	// ID ties replies to the command.
 	ID int64 `json:"id"`
-	// Op is init, acquire, release, extend, write, loop (a generator
-	// loop, Loop) or stop-loop (ends the running loop after its cycle).
+	// Op is init, acquire, release, extend or write (v2); the harness
+	// sends loop, stop-loop, hold and resume (loop.go) to its own worker
+	// only.
 	Op string `json:"op"`
 	// Key is the lock key.
 	Key string `json:"key,omitempty"`
@@ -60,7 +61,8 @@ type Command struct {
 	Period string `json:"period,omitempty"`
 	// Init configures the worker (op init only).
 	Init *Init `json:"init,omitempty"`
-	// Loop configures a generator loop (op loop only; see loop.go).
+	// Loop configures a generator loop (op loop only, sent to the
+	// harness's own worker only; see loop.go).
 	Loop *Loop `json:"loop,omitempty"`
 }
 
