@@ -5,8 +5,9 @@ package runner
 // Mutex and RedlockMutex), examples/sesamecare-redlock
 // (@sesamecare-oss/redlock, the maintained fork of redlock),
 // examples/node-redlock4 (redlock 4.2.0, the version of its latest tag),
-// examples/redis-lock (redis-lock 1.0.0, a lock with no token) and
-// examples/simple-redis-mutex (simple-redis-mutex 3.0.0). Each
+// examples/redis-lock (redis-lock 1.0.0, a lock with no token),
+// examples/simple-redis-mutex (simple-redis-mutex 3.0.0) and
+// examples/node-etcd3 (etcd3 1.1.2's Lock, on etcd). Each
 // plays catalogue stories of its servers through locksim worker protocol
 // v2, each story with its counterfactual flipped, or judged against its
 // reference on the same story.
@@ -232,6 +233,24 @@ func TestClientProgramSimpleRedisMutex(t *testing.T) {
 	}
 	argv := nodeExample(t, "simple-redis-mutex", "simple-redis-mutex")
 	for _, name := range []string{"fenced-redis-incr-crash", "fenced-pause"} {
+		t.Run(name, func(t *testing.T) { playExternalFlipped(t, name, "", argv) })
+	}
+}
+
+// TestClientProgramNodeEtcd3 plays, on a real etcd and PostgreSQL, etcd
+// stories with every client the npm package etcd3 1.1.2's Lock
+// (examples/node-etcd3), its own lock node-etcd3 like etcd, each with its
+// counterfactual flipped: a holder paused past its lease (etcd-pause), cut
+// off from etcd while it works (etcd-partition: without the partition the
+// library's keepalive holds the 2 s lease through 4 s of work, so the
+// counterfactual is safe), and the pause again with the key's create
+// revision as the fencing token (etcd-pause-fenced).
+func TestClientProgramNodeEtcd3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts node, etcd and PostgreSQL")
+	}
+	argv := nodeExample(t, "node-etcd3", "etcd3")
+	for _, name := range []string{"etcd-pause", "etcd-partition", "etcd-pause-fenced"} {
 		t.Run(name, func(t *testing.T) { playExternalFlipped(t, name, "", argv) })
 	}
 }

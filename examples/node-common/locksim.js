@@ -4,10 +4,12 @@
 // the client's proxies, the protected storage (pg) with its write, and
 // the fencing tokens. The client programs of examples/node-redlock,
 // examples/node-redlock4, examples/redis-lock, examples/redis-semaphore,
-// examples/sesamecare-redlock and examples/simple-redis-mutex use it; each
+// examples/sesamecare-redlock, examples/simple-redis-mutex and
+// examples/node-etcd3 use it; each
 // keeps its lock library's part (acquire, release, the watchdog) in its
 // own client.js (redis-lock and simple-redis-mutex connect with
-// node-redis, which their libraries require, not with connectNodes).
+// node-redis, which their libraries require, not with connectNodes;
+// node-etcd3 talks gRPC to etcd through its library).
 //
 // It requires no package itself: each program passes its own ioredis and
 // pg (installed in its own node_modules), so this folder needs no install.
