@@ -300,3 +300,23 @@ func TestHuntGoesOnAfterAHarnessFailure(t *testing.T) {
 		t.Errorf("stdout does not count the harness failure: %q", out)
 	}
 }
+
+// TestHuntPortalocker: sim hunt of portalocker's RedisLock
+// (examples/portalocker, Debian's python3-portalocker) with redis as the
+// baseline counts only a schedule that breaks portalocker and not
+// locksim's redis; in its first 4 candidates (seed 1) it finds none (a
+// lock held by a connection, with no TTL, is not lost to a pause or a
+// clock; examples/portalocker/README.md).
+func TestHuntPortalocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts python3, redis-server and PostgreSQL")
+	}
+	prog, err := filepath.Abs(filepath.Join("..", "examples", "portalocker", "client.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := sim(t, "hunt", "redis", "--client-cmd", prog, "--baseline", "redis", "--runs", "4", "--seed", "1", "--out", t.TempDir())
+	if code != exitOK || !strings.Contains(out, "nothing found: 4 candidate(s)") || !strings.Contains(errOut, "clients: "+prog) {
+		t.Fatalf("exit %d, want 0 and nothing found by %s; stdout %q, stderr %q", code, prog, out, errOut)
+	}
+}

@@ -84,3 +84,44 @@ func TestClientProgramPythonEtcd3(t *testing.T) {
 		}
 	})
 }
+
+// TestClientProgramPortalocker plays stories with every client
+// portalocker 2.2.1's RedisLock (examples/portalocker), a lock of its own
+// like redis that is a subscription of the holder's connection, with no
+// key and no TTL, each with its counterfactual flipped: the failover
+// (redis-failover: the promoted replica has no subscriber, so client 2 is
+// granted while client 1 holds), a waiter pinging a paused holder for 2s
+// past the library's 1s unavailable timeout (unanswered-ping: safe, the
+// waiter never kills the holder's connection; its counterfactual resets
+// that connection: unsafe), and a restart of the server while the holder
+// is paused (restart-paused: unsafe; without the restart, safe).
+func TestClientProgramPortalocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts python3 and redis-server")
+	}
+	argv := pyClient(t, "portalocker", "portalocker.redis, psycopg2", "python3-portalocker and python3-psycopg2")
+	t.Run("redis-failover", func(t *testing.T) { playExternalFlipped(t, "redis-failover", "", argv) })
+	for _, file := range []string{"unanswered-ping.yaml", "restart-paused.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			path := filepath.Join("..", "examples", "portalocker", file)
+			text, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := scenarios.Parse(path, text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res := playExternalScenario(t, sc, argv); res.Verdict != sc.Expected {
+				t.Fatalf("%s: verdict %s, want %s: %s", file, res.Verdict, sc.Expected, res.Summary)
+			}
+			cf, err := sc.CounterfactualScenario()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res := playExternalScenario(t, cf, argv); res.Verdict != cf.Expected {
+				t.Fatalf("%s's counterfactual (%s): verdict %s, want %s (the flip): %s", file, sc.Counterfactual.Change, res.Verdict, cf.Expected, res.Summary)
+			}
+		})
+	}
+}
