@@ -33,18 +33,22 @@ type Options struct {
 	MaxGap time.Duration
 }
 
+// Verdict is what a check of a history decided: Safe, Unsafe, Leaked or
+// Unknown, ranked by Rank.
+type Verdict string
+
 // Verdicts.
 const (
-	Safe    = "safe"
-	Unsafe  = "unsafe"
-	Leaked  = "leaked"
-	Unknown = "unknown"
+	Safe    Verdict = "safe"
+	Unsafe  Verdict = "unsafe"
+	Leaked  Verdict = "leaked"
+	Unknown Verdict = "unknown"
 )
 
 // Rank orders the verdicts as Jepsen's compose does: proven findings
 // outrank a check that decided nothing, which outranks safe: unsafe 3,
 // leaked 2, unknown 1, safe (or anything else) 0.
-func Rank(v string) int {
+func Rank(v Verdict) int {
 	switch v {
 	case Unsafe:
 		return 3
@@ -60,8 +64,8 @@ func Rank(v string) int {
 // unsafe is worse than leaked, leaked than safe (Rank). An unknown
 // verdict is worse than nothing and nothing is worse than it: it decides
 // nothing.
-func Worse(a, b string) bool {
-	decided := func(v string) bool { return v == Safe || v == Leaked || v == Unsafe }
+func Worse(a, b Verdict) bool {
+	decided := func(v Verdict) bool { return v == Safe || v == Leaked || v == Unsafe }
 	return decided(a) && decided(b) && Rank(a) > Rank(b)
 }
 
@@ -72,7 +76,7 @@ type Result struct {
 	// with no protected write in the history, two clients holding the
 	// lock at once), leaked (a liveness failure), unknown (a porcupine
 	// check timed out) or safe.
-	Verdict string `json:"verdict"`
+	Verdict Verdict `json:"verdict"`
 	// Summary is one sentence that says why.
 	Summary string `json:"summary"`
 	// Violations counts the distinct findings: overlapping holds, lost

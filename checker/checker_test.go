@@ -111,7 +111,7 @@ const (
 )
 
 type want struct {
-	verdict                            string
+	verdict                            Verdict
 	mutex, damage, fencing, liveness   string
 	overlaps, lost, stale, back, leaks int
 	refused                            int

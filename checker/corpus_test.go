@@ -16,12 +16,12 @@ import (
 // corpusWant is a corpus entry's NAME.want: the verdict and the counts of
 // findings (absent counts are 0), or the rule an invalid history breaks.
 type corpusWant struct {
-	Verdict   string `json:"verdict"`
-	Overlaps  int    `json:"overlaps"`
-	Lost      int    `json:"lost"`
-	Stale     int    `json:"stale"`
-	Backwards int    `json:"backwards"`
-	Leaks     int    `json:"leaks"`
+	Verdict   Verdict `json:"verdict"`
+	Overlaps  int     `json:"overlaps"`
+	Lost      int     `json:"lost"`
+	Stale     int     `json:"stale"`
+	Backwards int     `json:"backwards"`
+	Leaks     int     `json:"leaks"`
 	// Summary is a substring of the summary.
 	Summary string `json:"summary"`
 	// Timeout and MaxGap are Options (durations: "100ms").

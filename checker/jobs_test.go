@@ -50,7 +50,7 @@ func TestJobRanTwice(t *testing.T) {
 	cases := []struct {
 		name    string
 		events  []history.Event
-		verdict string
+		verdict Verdict
 		twice   int
 	}{
 		// Client 1 died mid-run (its write never written: refused here

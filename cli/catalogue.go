@@ -51,7 +51,7 @@ func cmdList(args []string, wide bool, stdout io.Writer) error {
 	}
 	rows := [][]string{{"SCENARIO", "LOCK", "EXPECTED", "FAULT"}}
 	for _, sc := range list {
-		rows = append(rows, []string{sc.Name, sc.Lock, sc.Expected, sc.Fault})
+		rows = append(rows, []string{sc.Name, sc.Lock, string(sc.Expected), sc.Fault})
 	}
 	width := listWidth
 	if wide {

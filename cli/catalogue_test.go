@@ -29,7 +29,7 @@ func TestListFitsHundredColumns(t *testing.T) {
 	}
 	_, out, _ := sim(t, "list")
 	for _, sc := range all {
-		want := sc.Name + sc.Lock + sc.Expected + sc.Fault
+		want := sc.Name + sc.Lock + string(sc.Expected) + sc.Fault
 		if got := rowText(out, sc.Name); got != strings.Join(strings.Fields(want), "") {
 			t.Errorf("sim list's row for %s, joined: %q", sc.Name, got)
 		}

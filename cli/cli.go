@@ -366,5 +366,9 @@ func completeLocks(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Com
 
 // completeVerdicts completes --expect.
 func completeVerdicts(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return scenarios.Verdicts, cobra.ShellCompDirectiveNoFileComp
+	var out []cobra.Completion
+	for _, v := range scenarios.Verdicts {
+		out = append(out, string(v))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -57,7 +57,7 @@ steps:
 		sc       *scenarios.Scenario
 		machine  history.Machine
 		departed *runner.StoryError
-		want     string
+		want     checker.Verdict
 	}{
 		{"a stall, nothing claimed", untold, history.Machine{MarginMS: 100, HarnessStallMS: 180, Busy: stall, Stalled: true}, nil, checker.Unknown},
 		{"busy, a step not as told", told, history.Machine{MarginMS: 100, Busy: "tasks waited for a CPU 60% of the story's time"}, departed, checker.Unknown},
@@ -65,7 +65,7 @@ steps:
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := recordRun(t, c.sc, events, c.machine, c.departed)
-			if got := readResult(t, dir)["verdict"]; got != c.want {
+			if got := readResult(t, dir)["verdict"]; got != string(c.want) {
 				t.Fatalf("the run recorded %v, want %s", got, c.want)
 			}
 			recheckOffline(t, dir)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/reports"
 	"github.com/locksim/locksim/runner"
@@ -22,7 +23,7 @@ type offlineOptions struct {
 	// dir is the run directory.
 	dir string
 	// expect overrides result.json's expected verdict (sim check).
-	expect string
+	expect checker.Verdict
 }
 
 func reportCmd() *cobra.Command {
@@ -64,7 +65,7 @@ rules (naming the line and the rule).`,
 			return cmdCheck(o, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&o.expect, "expect", "", "the verdict `V` to expect instead of result.json's: safe, unsafe or leaked")
+	cmd.Flags().StringVar((*string)(&o.expect), "expect", "", "the verdict `V` to expect instead of result.json's: safe, unsafe or leaked")
 	cmd.RegisterFlagCompletionFunc("expect", completeVerdicts)
 	return cmd
 }

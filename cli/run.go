@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/reports"
@@ -30,7 +31,7 @@ type runOptions struct {
 	// out is the run directory, or the parent of the run directories when
 	// more than one scenario runs.
 	out    string
-	expect string
+	expect checker.Verdict
 	seed   int64
 	json   bool
 	quiet  bool
@@ -100,7 +101,7 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	f.SortFlags = false
 	f.StringVar(&o.out, "out", "", "run directory `DIR` (default runs/<scenario>-<time>); when more than one scenario runs, DIR is the parent and each run goes to DIR/<scenario>")
 	f.BoolVar(&o.all, "all", false, "run every scenario of the catalogue")
-	f.StringVar(&o.expect, "expect", "", "expected verdict `V`: safe, unsafe or leaked (default: the scenario's)")
+	f.StringVar((*string)(&o.expect), "expect", "", "expected verdict `V`: safe, unsafe or leaked (default: the scenario's)")
 	f.StringVar(&o.lock, "lock", "", "play the story with lock `X` (sim locks) instead of its own; X needs the same servers (the backend sim locks names), judged against the lock it stands in for, played on the same story into DIR/reference (exit 1 when X does worse; --expect V judges it against V instead); a counterfactual that changes the lock is skipped")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "run each client as the program `CMD` (split on spaces) instead of locksim's Go worker: a client in any language speaking locksim worker protocol v1 or v2 (docs/protocol.md), e.g. \"node examples/node-redlock/client.js\"; judged against locksim's own lock on the same story, as --lock is")
 	backendFlags(f, &o.backend)
@@ -153,7 +154,7 @@ func checkRun(o *runOptions) error {
 }
 
 // checkExpect accepts an empty --expect or one of the verdicts.
-func checkExpect(v string) error {
+func checkExpect(v checker.Verdict) error {
 	if v != "" && !slices.Contains(scenarios.Verdicts, v) {
 		return fmt.Errorf("--expect: expected safe, unsafe or leaked, got %q", v)
 	}
@@ -296,7 +297,7 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 			}
 		}
 		verdicts := map[string]int{}
-		expected := expectedOf(sc, o) // a run's own, once one has run (fixed_in)
+		expected := string(expectedOf(sc, o)) // a run's own, once one has run (fixed_in)
 		for i := 1; i <= o.repeat; i++ {
 			started := time.Now()
 			out, name := base, p.name
@@ -321,8 +322,8 @@ func cmdRun(ctx context.Context, o runOptions, stdin io.Reader, stdout, stderr i
 				continue
 			}
 			cases = append(cases, reports.Case{Name: name, Run: res, Duration: time.Since(started)})
-			verdicts[res.Check.Verdict]++
-			if expected = res.Expected; res.Fixed != "" {
+			verdicts[string(res.Check.Verdict)]++
+			if expected = string(res.Expected); res.Fixed != "" {
 				expected += ", " + res.Fixed + "+ fixing the story's bug"
 			}
 			switch {
@@ -360,7 +361,7 @@ func tally(verdicts map[string]int, n int) string {
 	return strings.Join(parts, ", ")
 }
 
-func expectedOf(sc *scenarios.Scenario, o runOptions) string {
+func expectedOf(sc *scenarios.Scenario, o runOptions) checker.Verdict {
 	if o.expect != "" {
 		return o.expect
 	}
@@ -443,7 +444,7 @@ func printVerdictAs(w io.Writer, r *runner.Outcome, name string) {
 	case ref != nil:
 		status = "NOT as good as the reference " + ref.Lock
 	case r.Check.Verdict != r.Expected:
-		status = "NOT as expected (" + r.Expected + ")"
+		status = "NOT as expected (" + string(r.Expected) + ")"
 	}
 	if r.Fixed != "" {
 		b, _, _ := strings.Cut(r.Fixed, " ")

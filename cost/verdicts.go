@@ -33,8 +33,8 @@ type Mark struct {
 	Defence string `json:"defence"`
 	// Fault is the fault kind that causes the story (FaultNone when its
 	// cause is no injected fault: work that outlasts the TTL, a pool).
-	Fault   string `json:"fault"`
-	Verdict string `json:"verdict"`
+	Fault   string          `json:"fault"`
+	Verdict checker.Verdict `json:"verdict"`
 }
 
 // FaultNone is the fault of a story whose cause injects none.
@@ -94,7 +94,7 @@ func MatrixMarks(opts []Option, dir string) ([]Mark, error) {
 				return nil, err
 			}
 			var res struct {
-				Verdict string `json:"verdict"`
+				Verdict checker.Verdict `json:"verdict"`
 			}
 			if err := json.Unmarshal(b, &res); err != nil {
 				return nil, input.Errorf("matrix", dir, fmt.Sprintf("%s: %v", filepath.Join(run, "result.json"), err))
@@ -109,7 +109,7 @@ func MatrixMarks(opts []Option, dir string) ([]Mark, error) {
 			if err != nil {
 				return nil, input.Errorf("matrix", dir, err.Error())
 			}
-			if slices.Contains([]string{checker.Safe, checker.Unsafe, checker.Leaked}, res.Verdict) {
+			if slices.Contains([]checker.Verdict{checker.Safe, checker.Unsafe, checker.Leaked}, res.Verdict) {
 				out = append(out, marksOf(opts, sc, res.Verdict)...)
 			}
 		}
@@ -132,7 +132,7 @@ func errText(err error) string {
 // marksOf is story sc, ended in verdict, as marks: one for each fault
 // that causes it, at its option and defence; none when opts do not
 // measure what it ran with.
-func marksOf(opts []Option, sc *scenarios.Scenario, verdict string) []Mark {
+func marksOf(opts []Option, sc *scenarios.Scenario, verdict checker.Verdict) []Mark {
 	opt := optionOf(opts, sc.Lock, sc.Settings)
 	def := defenceOf(sc)
 	if opt == "" || def == "" {

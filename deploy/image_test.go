@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locksim/locksim/checker"
 )
 
 // simImage is the locksim image docker/build-images makes.
@@ -66,9 +68,9 @@ func TestImage(t *testing.T) {
 		t.Fatalf("result.json on the host: %v", err)
 	}
 	var r struct {
-		Verdict  string `json:"verdict"`
-		Expected string `json:"expected"`
-		Backend  string `json:"backend"`
+		Verdict  checker.Verdict `json:"verdict"`
+		Expected checker.Verdict `json:"expected"`
+		Backend  string          `json:"backend"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)

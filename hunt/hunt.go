@@ -17,8 +17,9 @@ import (
 
 // Played is what one run of a story came to.
 type Played struct {
-	Verdict, Summary string
-	Events           []history.Event
+	Verdict checker.Verdict
+	Summary string
+	Events  []history.Event
 	// Reused: the run played on servers kept from the one before.
 	Reused bool
 	// Story is the story played (the hunter sets it).

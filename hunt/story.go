@@ -32,7 +32,7 @@ type Meta struct {
 	Name, Title, Source, Explain string
 	// Expected is the verdict the story ends with: unsafe, or leaked for
 	// a call that never returned ("": unsafe).
-	Expected string
+	Expected checker.Verdict
 }
 
 // build makes plan p in space sp a scenario, built in Go and validated

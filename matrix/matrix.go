@@ -29,14 +29,14 @@ type Cell struct {
 	NA     string
 	// Ran says the run ended with a verdict.
 	Ran               bool
-	Verdict, Expected string
+	Verdict, Expected checker.Verdict
 	// Slow says the verdict is unknown because the machine was too slow.
 	Slow bool
 	// CF is the counterfactual's verdict ("": none ran), CFFlipped
 	// whether it flipped; CFSkipped why it was not played, and
 	// CFChangesLock whether that is because it changes the lock (which
 	// means nothing for the cell's).
-	CF            string
+	CF            checker.Verdict
 	CFFlipped     bool
 	CFSkipped     string
 	CFChangesLock bool
@@ -59,7 +59,7 @@ type Cell struct {
 	// RefVerdict is the reference's verdict, Worse whether the cell's
 	// lock ended worse (a finding about it), Judged the sentence that
 	// compares the two and names the first step where they parted.
-	RefVerdict string
+	RefVerdict checker.Verdict
 	Worse      bool
 	Judged     string
 	// Fixed says the servers have the story's bug fixed (runner.Outcome's
@@ -373,18 +373,18 @@ func (c *Cell) Text(width int) string {
 		}
 	case KindMatch:
 		if c.Ref != nil {
-			s = c.Verdict + ", as good as the reference " + c.Ref.Lock + c.cfText()
+			s = string(c.Verdict) + ", as good as the reference " + c.Ref.Lock + c.cfText()
 			if width == 0 {
 				s += "; " + c.Judged
 			}
 			return s
 		}
-		s = c.Verdict + ", as expected"
+		s = string(c.Verdict) + ", as expected"
 		if c.Fixed != "" {
 			s += ": " + c.FixedWords()
 		}
 	default:
-		s = c.Verdict + ", NOT " + c.Expected
+		s = string(c.Verdict) + ", NOT " + string(c.Expected)
 	}
 	return s + c.cfText()
 }
@@ -399,9 +399,9 @@ func (c *Cell) FixedWords() string {
 func (c *Cell) cfText() string {
 	switch {
 	case c.CF != "" && c.CFFlipped:
-		return "; cf " + c.CF
+		return "; cf " + string(c.CF)
 	case c.CF != "":
-		return "; cf " + c.CF + " (no flip)"
+		return "; cf " + string(c.CF) + " (no flip)"
 	case c.CFChangesLock:
 		return "; cf skipped (it changes the lock)"
 	}

@@ -173,7 +173,7 @@ func TestJudgedCells(t *testing.T) {
 		t.Fatal(err)
 	}
 	departed := &runner.StoryError{Step: 6, Claimed: "client 1's release ends refused (not-held)", Saw: "ok"}
-	verdicts := map[string]string{"redis": checker.Safe, "redislock": checker.Unsafe, "redis-plain-del": checker.Safe}
+	verdicts := map[string]checker.Verdict{"redis": checker.Safe, "redislock": checker.Unsafe, "redis-plain-del": checker.Safe}
 	var order []string
 	var refsAsked []string
 	play := func(_ context.Context, played *scenarios.Scenario, o runner.Options) (*runner.Outcome, error) {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/scenarios"
 )
 
@@ -225,7 +226,7 @@ func BenchmarkCatalogueUnderLoad(b *testing.B) {
 			// Each run plays the story and its counterfactual (--counterfactual):
 			// each must end as told (the story's verdict, the counterfactual's
 			// flipped one) or unknown, never another verdict.
-			verdicts := map[string]int{}
+			verdicts := map[checker.Verdict]int{}
 			for i := 0; i < b.N; i++ {
 				out := filepath.Join(b.TempDir(), "run")
 				cmd := exec.Command(bin, "run", sc.Name, "-q", "--json", "--counterfactual", "--out", out)
@@ -233,10 +234,10 @@ func BenchmarkCatalogueUnderLoad(b *testing.B) {
 				cmd.Stderr = &stderr
 				stdout, err := cmd.Output()
 				var res struct {
-					Verdict        string `json:"verdict"`
+					Verdict        checker.Verdict `json:"verdict"`
 					Counterfactual *struct {
-						Verdict  string `json:"verdict"`
-						Expected string `json:"expected"`
+						Verdict  checker.Verdict `json:"verdict"`
+						Expected checker.Verdict `json:"expected"`
 					} `json:"counterfactual"`
 				}
 				if jerr := json.Unmarshal(stdout, &res); jerr != nil || res.Verdict == "" {

@@ -82,7 +82,7 @@ func CostTable(w io.Writer, r *cost.Result) {
 }
 
 // costColor is a verdict's colour on the chart.
-func costColor(v string) color.Color {
+func costColor(v checker.Verdict) color.Color {
 	switch v {
 	case checker.Unsafe:
 		return color.NRGBA{R: 200, G: 30, B: 30, A: 255}
@@ -131,7 +131,7 @@ func CostPNG(r *cost.Result, x CostX) ([]byte, error) {
 		rows[row.Key] = row
 	}
 	type cell struct{ option, defence, fault string }
-	worst := map[cell]string{}
+	worst := map[cell]checker.Verdict{}
 	var faults []string
 	for _, m := range r.Marks {
 		row, ok := rows[m.Option]
@@ -237,8 +237,8 @@ func CostPNG(r *cost.Result, x CostX) ([]byte, error) {
 		sc.GlyphStyle = draw.GlyphStyle{Color: c, Shape: s, Radius: vg.Points(4)}
 		return sc
 	}
-	for _, v := range []string{checker.Safe, checker.Unsafe, checker.Leaked} {
-		p.Legend.Add(v, glyph(costColor(v), draw.CircleGlyph{}))
+	for _, v := range []checker.Verdict{checker.Safe, checker.Unsafe, checker.Leaked} {
+		p.Legend.Add(string(v), glyph(costColor(v), draw.CircleGlyph{}))
 	}
 	for _, d := range cost.Defences {
 		words := d

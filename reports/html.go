@@ -67,7 +67,7 @@ type htmlFact struct{ Q, A string }
 
 type htmlPage struct {
 	Run        *runner.Outcome
-	Verdict    string
+	Verdict    checker.Verdict
 	Matches    bool
 	Summary    string
 	Facts      []htmlFact
@@ -93,7 +93,7 @@ func WriteHTML(w io.Writer, r *runner.Outcome, tl *Timeline) error {
 	p.Meta = []htmlFact{
 		{"lock", r.Scenario.Lock},
 		{"fault", r.Scenario.Fault},
-		{"expected", r.Expected},
+		{"expected", string(r.Expected)},
 		{"seed", fmt.Sprint(r.Seed)},
 		{"duration", r.Duration.Round(time.Millisecond).String()},
 		{"events", fmt.Sprint(len(r.Events))},

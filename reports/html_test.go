@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/runner"
@@ -26,7 +27,7 @@ var screenshot = flag.String("screenshot", "", "also save TestReportInChromium's
 const markup = `<script>alert(1)</script>`
 
 // writeRun writes a run directory for a recorded history.
-func writeRun(t *testing.T, sc *scenarios.Scenario, history string, expected string) *runner.Outcome {
+func writeRun(t *testing.T, sc *scenarios.Scenario, history string, expected checker.Verdict) *runner.Outcome {
 	t.Helper()
 	events, res := load(t, history)
 	r := &runner.Outcome{Scenario: sc, Dir: t.TempDir(), Seed: 42, Expected: expected, Check: res, Events: events, Duration: 1234 * time.Millisecond}
@@ -145,7 +146,7 @@ steps:
 
 func TestJUnitCountsFailures(t *testing.T) {
 	events, res := load(t, "redlock-clock-jump")
-	run := func(name, expected string) *runner.Outcome {
+	run := func(name string, expected checker.Verdict) *runner.Outcome {
 		return &runner.Outcome{Scenario: &scenarios.Scenario{Name: name}, Expected: expected, Check: res, Events: events}
 	}
 	cases := []Case{

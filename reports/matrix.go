@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/matrix"
 )
 
@@ -106,8 +107,9 @@ td a { color: inherit; }
 func WriteMatrixHTML(w io.Writer, m *matrix.Matrix, dir string) error {
 	type cell struct{ Kind, Text, Title, Link string }
 	type row struct {
-		Name, Expected string
-		Cells          []cell
+		Name     string
+		Expected checker.Verdict
+		Cells    []cell
 	}
 	page := struct {
 		Tally  string

@@ -59,16 +59,16 @@ func MachineLine(m *history.Machine) string {
 // expected, seed, check, counterfactual, backend, images, machine) and
 // what is derived from it, for a reader who does not want to dig.
 type Result struct {
-	Scenario   string `json:"scenario"`
-	Title      string `json:"title"`
-	Lock       string `json:"lock"`
-	Verdict    string `json:"verdict"`
-	Matches    bool   `json:"matches"`
-	Summary    string `json:"summary"`
-	Violations int    `json:"violations"`
-	DurationMS int64  `json:"duration_ms"`
-	Operations int    `json:"operations"`
-	Faults     int    `json:"faults"`
+	Scenario   string          `json:"scenario"`
+	Title      string          `json:"title"`
+	Lock       string          `json:"lock"`
+	Verdict    checker.Verdict `json:"verdict"`
+	Matches    bool            `json:"matches"`
+	Summary    string          `json:"summary"`
+	Violations int             `json:"violations"`
+	DurationMS int64           `json:"duration_ms"`
+	Operations int             `json:"operations"`
+	Faults     int             `json:"faults"`
 	runner.Outcome
 	// Some facts of the story as it was played, for a reader of
 	// result.json; scenario.yaml keeps the story whole, and LoadRun reads

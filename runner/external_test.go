@@ -145,7 +145,10 @@ func TestClientProgramNodeRedlock(t *testing.T) {
 		t.Skip("-short: starts node and redis-server")
 	}
 	argv := nodeClient(t)
-	for _, c := range []struct{ name, want string }{
+	for _, c := range []struct {
+		name string
+		want checker.Verdict
+	}{
 		{"redlock-clock-jump", checker.Unsafe},
 		{"redlock-clock-jump-control", checker.Safe},
 		{"redlock-crash-restart", checker.Unsafe},

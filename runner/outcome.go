@@ -20,7 +20,7 @@ type Outcome struct {
 	// Dir is the run directory, holding history.jsonl and the clients' logs.
 	Dir string `json:"-"`
 	// Expected is the verdict the run was expected to end in.
-	Expected string `json:"expected"`
+	Expected checker.Verdict `json:"expected"`
 	// Seed is the run's seed: every random choice flows from it.
 	Seed  int64          `json:"seed"`
 	Check checker.Result `json:"check"`
@@ -83,10 +83,10 @@ func (o *Outcome) Matches() bool {
 // judges records it.
 type Reference struct {
 	// Lock is the reference lock; Verdict, Summary and Dir its run's.
-	Lock    string `json:"lock"`
-	Verdict string `json:"verdict"`
-	Summary string `json:"summary"`
-	Dir     string `json:"dir"`
+	Lock    string          `json:"lock"`
+	Verdict checker.Verdict `json:"verdict"`
+	Summary string          `json:"summary"`
+	Dir     string          `json:"dir"`
 	// Departed is the first step where the reference did not play as the
 	// story tells (a story written for a mutant, say); nil: none.
 	Departed *StoryError `json:"departed,omitempty"`
@@ -98,8 +98,8 @@ type Reference struct {
 	// zookeeper-lock-delay, or a mutant), and StoryExpected the verdict
 	// the story tells it ends with: said beside the judgement, never
 	// judged against.
-	StoryLock     string `json:"story_lock,omitempty"`
-	StoryExpected string `json:"story_expected,omitempty"`
+	StoryLock     string          `json:"story_lock,omitempty"`
+	StoryExpected checker.Verdict `json:"story_expected,omitempty"`
 	// Run is the reference's own run; nil in a run read back from
 	// result.json.
 	Run *Outcome `json:"-"`
@@ -202,11 +202,11 @@ type Counterfactual struct {
 	// Verdict is the counterfactual run's verdict, Expected the flipped
 	// verdict it had to reach; Flipped says it did. Summary is its
 	// checkers' sentence, Dir its own run directory.
-	Verdict  string `json:"verdict"`
-	Expected string `json:"expected"`
-	Flipped  bool   `json:"flipped"`
-	Summary  string `json:"summary"`
-	Dir      string `json:"dir"`
+	Verdict  checker.Verdict `json:"verdict"`
+	Expected checker.Verdict `json:"expected"`
+	Flipped  bool            `json:"flipped"`
+	Summary  string          `json:"summary"`
+	Dir      string          `json:"dir"`
 	// Run is the counterfactual's own run (its Expected is the flipped
 	// verdict it must reach); nil in a run read back from result.json.
 	Run *Outcome `json:"-"`

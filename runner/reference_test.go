@@ -16,7 +16,7 @@ func TestJudgedAgainstReference(t *testing.T) {
 	step4 := &StoryError{Step: 4, Claimed: "client 1's release ends ok", Saw: "refused (not-held)"}
 	for _, c := range []struct {
 		name           string
-		own, ref       string
+		own, ref       checker.Verdict
 		ownDep, refDep *StoryError
 		matches        bool
 		sentence       string

@@ -38,7 +38,7 @@ type Options struct {
 	// Log receives the narration (stderr for the CLI); nil discards it.
 	Log io.Writer
 	// Expected overrides the scenario's expected verdict.
-	Expected string
+	Expected checker.Verdict
 	// BeforeStep, when set, is called before each step of a scripted
 	// story and the run waits for it (workshop mode shows the state and
 	// waits for Enter); the narration then leaves the step's say line to

@@ -35,12 +35,20 @@ func TestEtcdServerVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct{ version, verdict, fixed string }{{"", checker.Unsafe, ""}}
+	cases := []struct {
+		version string
+		verdict checker.Verdict
+		fixed   string
+	}{{"", checker.Unsafe, ""}}
 	for _, v := range env.EtcdBuilds {
 		if _, err := env.EtcdBinary(v); err != nil {
 			t.Fatalf("etcd %s: %v", v, err) // make test-deps builds it
 		}
-		cases = append(cases, struct{ version, verdict, fixed string }{v, checker.Safe, "etcd 3.5"})
+		cases = append(cases, struct {
+			version string
+			verdict checker.Verdict
+			fixed   string
+		}{v, checker.Safe, "etcd 3.5"})
 	}
 	for _, c := range cases {
 		want := c.version

@@ -85,7 +85,7 @@ func TestJudgeOffPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{checker.Safe, checker.Unsafe} {
+	for _, v := range []checker.Verdict{checker.Safe, checker.Unsafe} {
 		res, voided := Judge(checker.Result{Verdict: v}, sc, nil, &history.Machine{OffPlan: "pause 0.80 TTL planned, 0.86 TTL struck"}, nil)
 		if !voided || res.Verdict != checker.Unknown || !strings.Contains(res.Summary, "the fault struck off its plan: pause 0.80 TTL planned, 0.86 TTL struck") {
 			t.Errorf("%s off its plan: %s (voided %v) %q", v, res.Verdict, voided, res.Summary)

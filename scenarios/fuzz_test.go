@@ -3,6 +3,7 @@ package scenarios
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,7 +117,7 @@ func checkParsed(t *testing.T, sc *Scenario, file string) {
 	if _, err := clients.Lookup(sc.Lock); err != nil {
 		t.Fatalf("lock %q accepted: %v", sc.Lock, err)
 	}
-	if !contains(Verdicts, sc.Expected) {
+	if !slices.Contains(Verdicts, sc.Expected) {
 		t.Fatalf("expected %q accepted", sc.Expected)
 	}
 	if sc.Nodes < 0 || sc.Nodes > 9 || sc.Clients < 1 || sc.Clients > 64 {
@@ -154,7 +155,7 @@ func checkParsed(t *testing.T, sc *Scenario, file string) {
 	if sc.Counterfactual == nil {
 		return
 	}
-	if c := sc.Counterfactual.Expected; !contains(Verdicts, c) || c == sc.Expected {
+	if c := sc.Counterfactual.Expected; !slices.Contains(Verdicts, c) || c == sc.Expected {
 		t.Fatalf("counterfactual expecting %q (the story: %q) accepted", c, sc.Expected)
 	}
 	_ = sc.CounterfactualChanges()

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/nemesis"
@@ -18,7 +19,16 @@ import (
 )
 
 // Verdicts a scenario can expect.
-var Verdicts = []string{"safe", "unsafe", "leaked"}
+var Verdicts = []checker.Verdict{checker.Safe, checker.Unsafe, checker.Leaked}
+
+// verdictNames are Verdicts as strings, for messages and the schema.
+func verdictNames() []string {
+	out := make([]string, len(Verdicts))
+	for i, v := range Verdicts {
+		out[i] = string(v)
+	}
+	return out
+}
 
 // ServerBackends are the values of a scenario's backend field ("" is local).
 var ServerBackends = []string{"", "local", "docker"}
@@ -73,7 +83,7 @@ type Scenario struct {
 	// block may replace any of them.
 	Conditions `yaml:",inline"`
 	// Expected is the verdict the story should end in: safe, unsafe or leaked.
-	Expected string `yaml:"expected"`
+	Expected checker.Verdict `yaml:"expected"`
 	// Steps is the story, in order.
 	Steps []Step `yaml:"steps"`
 	// Counterfactual is the same story without its cause, or with its

@@ -216,7 +216,7 @@ func setEnum(s *jsonschema.Schema, name string, values []any) {
 // and the values of the closed ones, from the lists the loader checks.
 func (Scenario) JSONSchemaExtend(s *jsonschema.Schema) {
 	s.Required = []string{"name", "title", "source", "explain", "lock", "expected"}
-	setEnum(s, "expected", enum(Verdicts...))
+	setEnum(s, "expected", enum(verdictNames()...))
 	conditionValues(s)
 }
 
@@ -253,7 +253,7 @@ func (Generator) JSONSchemaExtend(s *jsonschema.Schema) {
 // JSONSchemaExtend: the counterfactual's replacements take the values of
 // the fields they replace.
 func (Counterfactual) JSONSchemaExtend(s *jsonschema.Schema) {
-	setEnum(s, "expected", enum(Verdicts...))
+	setEnum(s, "expected", enum(verdictNames()...))
 	setEnum(s, "generator_fault", enum(GeneratorFaults...))
 	conditionValues(s)
 }

@@ -3,10 +3,12 @@ package scenarios
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/history"
 )
@@ -23,7 +25,7 @@ type Counterfactual struct {
 	// Expected is the verdict the changed story must end in. Default: the
 	// opposite of the scenario's (safe for unsafe and leaked, unsafe for
 	// safe).
-	Expected string `yaml:"expected"`
+	Expected checker.Verdict `yaml:"expected"`
 
 	// Conditions are any of the scenario's conditions (lock, storage,
 	// fence, watchdog, ttl, nodes, persistence, a PostgreSQL timeout...):
@@ -202,11 +204,11 @@ func lockWaits(lock string) bool {
 }
 
 // Opposite is the verdict a counterfactual flips to by default.
-func Opposite(verdict string) string {
-	if verdict == "safe" {
-		return "unsafe"
+func Opposite(verdict checker.Verdict) checker.Verdict {
+	if verdict == checker.Safe {
+		return checker.Unsafe
 	}
-	return "safe"
+	return checker.Safe
 }
 
 // CounterfactualScenario is the counterfactual story (Resolve builds it
@@ -290,8 +292,8 @@ func (s *Scenario) validateCounterfactual() error {
 	if c.Expected == "" {
 		c.Expected = Opposite(s.Expected)
 	}
-	if !contains(Verdicts, c.Expected) {
-		return at("expected", "expected one of %s, got %q", strings.Join(Verdicts, ", "), c.Expected)
+	if !slices.Contains(Verdicts, c.Expected) {
+		return at("expected", "expected one of %s, got %q", strings.Join(verdictNames(), ", "), c.Expected)
 	}
 	if c.Expected == s.Expected {
 		return at("expected", "the counterfactual must flip the verdict: both say %s", c.Expected)

@@ -33,7 +33,7 @@ type Trial struct {
 	// Struck counts the faults that struck.
 	Struck int
 	// Verdict is the checker's: safe, unsafe, leaked or unknown.
-	Verdict string
+	Verdict checker.Verdict
 	// Violated and Damaged are the trial's counts in its row (outcome).
 	Violated, Damaged bool
 	// CriticalSections counts the granted acquires.
@@ -119,7 +119,7 @@ func WriteTrialsCSV(w io.Writer, rows []Row) error {
 		value, _ := r.cells()
 		for _, t := range r.Each {
 			rec := []string{r.Lock, r.Param, value, strconv.Itoa(t.Number), strconv.FormatUint(t.Seed, 10), t.Schedule,
-				strconv.Itoa(t.Struck), t.Verdict, b(t.Violated), b(t.Damaged), strconv.Itoa(t.CriticalSections), t.Summary,
+				strconv.Itoa(t.Struck), string(t.Verdict), b(t.Violated), b(t.Damaged), strconv.Itoa(t.CriticalSections), t.Summary,
 				ttlCell(t.Measured.Planned), ttlCell(t.Measured.Struck), ttlCell(t.Measured.Lead), ttlCell(t.Measured.Overrun)}
 			if err := cw.Write(rec); err != nil {
 				return err
@@ -162,7 +162,7 @@ func ReadTrialsCSV(r io.Reader, rows []Row) error {
 		if !ok {
 			return fmt.Errorf("line %d: lock %s at %s=%s is no row of sweep.csv", line, rec[0], rec[1], rec[2])
 		}
-		t := Trial{Schedule: rec[5], Verdict: rec[7], Summary: rec[11]}
+		t := Trial{Schedule: rec[5], Verdict: checker.Verdict(rec[7]), Summary: rec[11]}
 		for _, c := range []struct {
 			name string
 			n    *int

@@ -10,7 +10,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -127,25 +126,7 @@ func (s *Server) handleCosts(w http.ResponseWriter, _ *http.Request) {
 
 // handleCost starts a preset cost run: {"preset": "debate"}.
 func (s *Server) handleCost(w http.ResponseWriter, req *http.Request) {
-	var body struct {
-		Preset string `json:"preset"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, req.Body, 4096)).Decode(&body); err != nil {
-		refuse(w, http.StatusBadRequest, "bad request: %v", err)
-		return
-	}
-	for _, p := range costPresets {
-		if p.ID != body.Preset {
-			continue
-		}
-		if err := s.startCost(p); err != nil {
-			refuse(w, http.StatusConflict, "%v", err)
-			return
-		}
-		writeJSON(w, http.StatusAccepted, map[string]any{"preset": p.ID})
-		return
-	}
-	refuse(w, http.StatusNotFound, "no cost preset %q", body.Preset)
+	startPreset(w, req, "cost", costPresets, func(p CostPreset) string { return p.ID }, s.startCost)
 }
 
 // startCost starts the preset p, unless a run is in progress.

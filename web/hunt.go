@@ -11,7 +11,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/hunt"
 	"github.com/locksim/locksim/outdir"
@@ -94,7 +94,7 @@ type liveHunt struct {
 	sc      *scenarios.Scenario
 	events  []history.Event
 	// verdicts are the last story runs' verdicts, newest last.
-	verdicts []string
+	verdicts []checker.Verdict
 	result   *huntResult
 	err      string
 }
@@ -113,30 +113,30 @@ type huntResult struct {
 // storySide is one story of the side by side: its steps, the verdict
 // and timeline of its run, and its files.
 type storySide struct {
-	Heading  string    `json:"heading"`
-	Story    storyView `json:"story"`
-	Verdict  string    `json:"verdict,omitempty"`
-	Summary  string    `json:"summary,omitempty"`
-	Timeline string    `json:"timeline,omitempty"`
-	YAML     string    `json:"yaml,omitempty"`
-	Links    []link    `json:"links"`
-	Error    string    `json:"error,omitempty"`
+	Heading  string          `json:"heading"`
+	Story    storyView       `json:"story"`
+	Verdict  checker.Verdict `json:"verdict,omitempty"`
+	Summary  string          `json:"summary,omitempty"`
+	Timeline string          `json:"timeline,omitempty"`
+	YAML     string          `json:"yaml,omitempty"`
+	Links    []link          `json:"links"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // huntSnapshot is the hunt as the live stream sends it.
 type huntSnapshot struct {
-	Preset     string         `json:"preset"`
-	State      string         `json:"state"`
-	Phase      string         `json:"phase"`
-	Candidates int            `json:"candidates"`
-	StoryRuns  int            `json:"story_runs"`
-	PhaseRuns  map[string]int `json:"phase_runs"`
-	Lines      []string       `json:"lines"`
-	Playing    string         `json:"playing,omitempty"`
-	Timeline   string         `json:"timeline,omitempty"`
-	Verdicts   []string       `json:"verdicts"`
-	Result     *huntResult    `json:"result,omitempty"`
-	Error      string         `json:"error,omitempty"`
+	Preset     string            `json:"preset"`
+	State      string            `json:"state"`
+	Phase      string            `json:"phase"`
+	Candidates int               `json:"candidates"`
+	StoryRuns  int               `json:"story_runs"`
+	PhaseRuns  map[string]int    `json:"phase_runs"`
+	Lines      []string          `json:"lines"`
+	Playing    string            `json:"playing,omitempty"`
+	Timeline   string            `json:"timeline,omitempty"`
+	Verdicts   []checker.Verdict `json:"verdicts"`
+	Result     *huntResult       `json:"result,omitempty"`
+	Error      string            `json:"error,omitempty"`
 }
 
 func (h *liveHunt) touch() {
@@ -184,7 +184,7 @@ func (h *liveHunt) progress(p hunt.Progress) {
 	h.phaseRuns[string(p.Phase)] = p.PhaseRuns
 	h.verdicts = append(h.verdicts, p.Played.Verdict)
 	if n := len(h.verdicts); n > 80 {
-		h.verdicts = append([]string(nil), h.verdicts[n-80:]...)
+		h.verdicts = append([]checker.Verdict(nil), h.verdicts[n-80:]...)
 	}
 	h.mu.Unlock()
 	h.touch()
@@ -194,7 +194,7 @@ func (h *liveHunt) snapshot() *huntSnapshot {
 	h.mu.Lock()
 	snap := &huntSnapshot{Preset: h.preset.ID, State: h.state, Phase: h.phase, Candidates: h.candidates, StoryRuns: h.storyRuns,
 		PhaseRuns: map[string]int{}, Lines: append([]string(nil), h.lines...), Playing: h.playing,
-		Verdicts: append([]string(nil), h.verdicts...), Result: h.result, Error: h.err}
+		Verdicts: append([]checker.Verdict(nil), h.verdicts...), Result: h.result, Error: h.err}
 	for k, v := range h.phaseRuns {
 		snap.PhaseRuns[k] = v
 	}
@@ -220,25 +220,7 @@ func (s *Server) handleHunts(w http.ResponseWriter, _ *http.Request) {
 
 // handleHunt starts a preset hunt: {"preset": "redlock"}.
 func (s *Server) handleHunt(w http.ResponseWriter, req *http.Request) {
-	var body struct {
-		Preset string `json:"preset"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, req.Body, 4096)).Decode(&body); err != nil {
-		refuse(w, http.StatusBadRequest, "bad request: %v", err)
-		return
-	}
-	for _, p := range huntPresets {
-		if p.ID != body.Preset {
-			continue
-		}
-		if err := s.startHunt(p); err != nil {
-			refuse(w, http.StatusConflict, "%v", err)
-			return
-		}
-		writeJSON(w, http.StatusAccepted, map[string]any{"preset": p.ID})
-		return
-	}
-	refuse(w, http.StatusNotFound, "no hunt preset %q", body.Preset)
+	startPreset(w, req, "hunt", huntPresets, func(p HuntPreset) string { return p.ID }, s.startHunt)
 }
 
 // startHunt starts the preset p, unless a run is in progress.

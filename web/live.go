@@ -98,14 +98,14 @@ type stepView struct {
 
 // resultView is the end of a run as the page shows it.
 type resultView struct {
-	Verdict  string        `json:"verdict"`
-	Expected string        `json:"expected"`
-	Matches  bool          `json:"matches"`
-	Summary  string        `json:"summary"`
-	Evidence []evidence    `json:"evidence"`
-	CF       *cfView       `json:"counterfactual,omitempty"`
-	Links    []link        `json:"links"`
-	Duration time.Duration `json:"duration_ns"`
+	Verdict  checker.Verdict `json:"verdict"`
+	Expected checker.Verdict `json:"expected"`
+	Matches  bool            `json:"matches"`
+	Summary  string          `json:"summary"`
+	Evidence []evidence      `json:"evidence"`
+	CF       *cfView         `json:"counterfactual,omitempty"`
+	Links    []link          `json:"links"`
+	Duration time.Duration   `json:"duration_ns"`
 }
 
 type evidence struct {
@@ -116,12 +116,12 @@ type evidence struct {
 }
 
 type cfView struct {
-	Change   string `json:"change"`
-	Verdict  string `json:"verdict"`
-	Expected string `json:"expected"`
-	Flipped  bool   `json:"flipped"`
-	Summary  string `json:"summary"`
-	Sentence string `json:"sentence"`
+	Change   string          `json:"change"`
+	Verdict  checker.Verdict `json:"verdict"`
+	Expected checker.Verdict `json:"expected"`
+	Flipped  bool            `json:"flipped"`
+	Summary  string          `json:"summary"`
+	Sentence string          `json:"sentence"`
 }
 
 type link struct {
@@ -132,11 +132,11 @@ type link struct {
 // runMessage is what the live stream sends: the run, and the verdicts of
 // the session so far.
 type runMessage struct {
-	Run      *runSnapshot      `json:"run"`
-	Sweep    *sweepSnapshot    `json:"sweep,omitempty"`
-	Hunt     *huntSnapshot     `json:"hunt,omitempty"`
-	Cost     *costSnapshot     `json:"cost,omitempty"`
-	Verdicts map[string]string `json:"verdicts"`
+	Run      *runSnapshot               `json:"run"`
+	Sweep    *sweepSnapshot             `json:"sweep,omitempty"`
+	Hunt     *huntSnapshot              `json:"hunt,omitempty"`
+	Cost     *costSnapshot              `json:"cost,omitempty"`
+	Verdicts map[string]checker.Verdict `json:"verdicts"`
 }
 
 type runSnapshot struct {
@@ -395,7 +395,7 @@ func (r *liveRun) snapshotState() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.result != nil {
-		return r.state + ", verdict " + r.result.Verdict
+		return r.state + ", verdict " + string(r.result.Verdict)
 	}
 	return r.state + ": " + r.err
 }
@@ -450,7 +450,7 @@ func (s *Server) broadcast() {
 func (s *Server) message() runMessage {
 	s.mu.Lock()
 	r, sw, h, c := s.cur, s.sweep, s.hunt, s.cost
-	verdicts := make(map[string]string, len(s.verdicts))
+	verdicts := make(map[string]checker.Verdict, len(s.verdicts))
 	for k, v := range s.verdicts {
 		verdicts[k] = v
 	}

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
 )
@@ -75,7 +76,7 @@ type Server struct {
 	// verdicts are the verdicts of the runs played since the server
 	// started, by story (the debate page's "predict" switch shows a
 	// story's expected verdict once it has run).
-	verdicts map[string]string
+	verdicts map[string]checker.Verdict
 	// dirs are the run directories this server wrote (names in Out):
 	// the only ones /runs/ serves.
 	dirs map[string]bool
@@ -103,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, stories: map[string]*scenarios.Scenario{}, debate: d, hosts: map[string]bool{},
-		verdicts: map[string]string{}, dirs: map[string]bool{}, subs: map[chan struct{}]bool{}, done: make(chan struct{})}
+		verdicts: map[string]checker.Verdict{}, dirs: map[string]bool{}, subs: map[chan struct{}]bool{}, done: make(chan struct{})}
 	for _, sc := range list {
 		s.stories[sc.Name] = sc
 		s.order = append(s.order, sc)
@@ -288,19 +289,19 @@ func (s *Server) Close() {
 
 // storyView is a story as the page shows it.
 type storyView struct {
-	Name     string     `json:"name"`
-	Title    string     `json:"title"`
-	Source   string     `json:"source"`
-	Explain  string     `json:"explain"`
-	Lock     string     `json:"lock"`
-	Fault    string     `json:"fault"`
-	Expected string     `json:"expected"`
-	Scripted bool       `json:"scripted"`
-	Steps    []stepLine `json:"steps"`
+	Name     string          `json:"name"`
+	Title    string          `json:"title"`
+	Source   string          `json:"source"`
+	Explain  string          `json:"explain"`
+	Lock     string          `json:"lock"`
+	Fault    string          `json:"fault"`
+	Expected checker.Verdict `json:"expected"`
+	Scripted bool            `json:"scripted"`
+	Steps    []stepLine      `json:"steps"`
 	// Counterfactual says what the counterfactual changes and the
 	// verdict it must reach.
-	Counterfactual         string `json:"counterfactual,omitempty"`
-	CounterfactualExpected string `json:"counterfactual_expected,omitempty"`
+	Counterfactual         string          `json:"counterfactual,omitempty"`
+	CounterfactualExpected checker.Verdict `json:"counterfactual_expected,omitempty"`
 }
 
 // stepLine is one step of a story: its narration and what it does.

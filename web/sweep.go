@@ -8,7 +8,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -120,28 +119,7 @@ func (s *Server) handleSweeps(w http.ResponseWriter, _ *http.Request) {
 
 // handleSweep starts a preset sweep: {"preset": "pause"}.
 func (s *Server) handleSweep(w http.ResponseWriter, req *http.Request) {
-	var body struct {
-		Preset string `json:"preset"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, req.Body, 4096)).Decode(&body); err != nil {
-		refuse(w, http.StatusBadRequest, "bad request: %v", err)
-		return
-	}
-	var p *SweepPreset
-	for i := range sweepPresets {
-		if sweepPresets[i].ID == body.Preset {
-			p = &sweepPresets[i]
-		}
-	}
-	if p == nil {
-		refuse(w, http.StatusNotFound, "no sweep preset %q", body.Preset)
-		return
-	}
-	if err := s.startSweep(*p); err != nil {
-		refuse(w, http.StatusConflict, "%v", err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"preset": p.ID})
+	startPreset(w, req, "sweep", sweepPresets, func(p SweepPreset) string { return p.ID }, s.startSweep)
 }
 
 // busy says what is in progress ("": nothing); s.mu is held.
