@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/scenarios"
 )
 
@@ -252,5 +253,53 @@ func TestClientProgramNodeEtcd3(t *testing.T) {
 	argv := nodeExample(t, "node-etcd3", "etcd3")
 	for _, name := range []string{"etcd-pause", "etcd-partition", "etcd-pause-fenced"} {
 		t.Run(name, func(t *testing.T) { playExternalFlipped(t, name, "", argv) })
+	}
+}
+
+// TestClientCmdKeepsTheCounterfactualsChange: a story whose counterfactual
+// changes the client program (to the harness's own worker) keeps that
+// change when the run's ClientCmd (sim run --client-cmd) names a program:
+// the story is played by the program (its library's tokens), the
+// counterfactual by the Go worker (none of the library's tokens), and the
+// verdict flips. It once did not: the flag's program played both, and sim
+// findings --report wrote that the verdict did not flip.
+func TestClientCmdKeepsTheCounterfactualsChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts node and redis-server")
+	}
+	argv := nodeExample(t, "node-redlock4", "redlock")
+	path := filepath.Join("testdata", "client-cmd-counterfactual.yaml")
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenarios.Parse(path, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), sc, Options{Out: t.TempDir(), ClientCmd: argv, Counterfactual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkClientProgramRan(t, out.Events, argv)
+	cf := out.Counterfactual
+	if cf == nil || cf.Run == nil {
+		t.Fatal("no counterfactual was played")
+	}
+	granted := 0
+	for _, e := range cf.Run.Events {
+		if e.Op == history.OpAcquire && e.Type == history.Ok {
+			granted++
+			if libraryToken.MatchString(e.Token) {
+				t.Fatalf("the counterfactual's acquire %+v has the library's token %q: the client program played the counterfactual, which changes it to the harness's own worker", e, e.Token)
+			}
+		}
+	}
+	if granted == 0 {
+		t.Fatalf("the counterfactual granted nothing: %s", cf.Summary)
+	}
+	t.Logf("story: %s; counterfactual (%s): %s", out.Check.Summary, cf.Change, cf.Summary)
+	if out.Check.Verdict != checker.Unknown && cf.Verdict != checker.Unknown && (out.Check.Verdict != checker.Unsafe || !cf.Flipped) {
+		t.Errorf("story %s, counterfactual %s (flipped %v): want unsafe, then safe", out.Check.Verdict, cf.Verdict, cf.Flipped)
 	}
 }

@@ -57,8 +57,9 @@ type Options struct {
 	Counterfactual bool
 	// ClientCmd runs each client as this program and its arguments
 	// instead of the harness's own Go worker (it overrides the scenario's
-	// client_cmd): a client speaking locksim worker protocol v1 or v2
-	// (docs/protocol.md, external.go).
+	// client_cmd, but not a counterfactual's that gives client_cmd): a
+	// client speaking locksim worker protocol v1 or v2 (docs/protocol.md,
+	// external.go).
 	ClientCmd []string
 	// Host says where the servers run (servers.go): local processes
 	// unless it or the scenario says docker.
@@ -237,6 +238,12 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 		co := o
 		co.Out, co.Expected, co.Counterfactual = filepath.Join(o.Out, "counterfactual"), cfs.Expected, false
 		co.BeforeStep, co.AfterStep = nil, nil
+		if sc.Counterfactual.Given("client_cmd") {
+			// The counterfactual changes the client program (to the
+			// harness's own worker, say): --client-cmd must not undo the
+			// one thing it changes.
+			co.ClientCmd = nil
+		}
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, "\n%s: the counterfactual, %s (it must end %s)\n", sc.Name, sc.Counterfactual.Change, cfs.Expected)
 		}
