@@ -79,7 +79,9 @@ To spread it over N machines, run it on each with the same flags and
 plays every Nth lock and writes only those. Then sim findings merge
 joins the shards' FILE.json into --doc.
 
---report NAME writes docs/findings/NAME.md (beside --doc) instead: for
+--report NAME writes docs/findings/NAME.md (beside --doc; a client
+program gets a page for each of its servers: node-redlock-redis.md and
+node-redlock-redlock.md) instead: for
 each finding the page lists about NAME, and its hunt's shrunk story, the
 story played --repeat times with NAME, each run judged against its
 reference, then once with its counterfactual. Each becomes an issue its
@@ -95,7 +97,7 @@ to FILE).`,
 		Example: `  sim findings                              # every lock and program: about 40 minutes on 2 cores
   sim findings --only sesamecare-redlock    # one program, when it releases a new version
   sim findings --only redsync,rueidislock --hunt-budget 2m
-  sim findings --report node-redlock        # its findings as issues: docs/findings/node-redlock.md`,
+  sim findings --report node-redlock        # its findings as issues: docs/findings/node-redlock-redis.md and -redlock.md`,
 		Args: usage(cobra.NoArgs, "findings: takes no arguments; name locks with --only"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.flags = cmd.Flags()

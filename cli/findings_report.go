@@ -5,6 +5,8 @@
 package cli
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -41,10 +43,26 @@ func cmdFindingsReport(ctx context.Context, o findingsOptions, stdout, stderr io
 	if len(report.Subjects) == 0 {
 		return fmt.Errorf("--report %s: %s.json lists no lock: sim findings (--doc %s) writes it first", o.report, base, o.doc)
 	}
-	sub, err := reportSubject(report, o.report)
+	subs, err := reportSubjects(report, o.report)
 	if err != nil {
 		return err
 	}
+	for _, sub := range subs {
+		so := o
+		if len(subs) > 1 && o.out != "" {
+			so.out = filepath.Join(o.out, slug(sub.Name))
+		}
+		if err := writeReport(ctx, so, report, sub, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeReport plays each finding about subject sub o.repeat times with its
+// reference, and writes what the runs showed as issues on its own page,
+// docs/findings/SLUG.md beside o.doc.
+func writeReport(ctx context.Context, o findingsOptions, report *findings.Report, sub findings.Subject, stdout, stderr io.Writer) error {
 	page := filepath.Join(filepath.Dir(o.doc), "findings", slug(sub.Name)+".md")
 	if err := outdir.CheckFile(page); err != nil {
 		return asFlag("--report", err)
@@ -102,6 +120,9 @@ func cmdFindingsReport(ctx context.Context, o findingsOptions, stdout, stderr io
 		issues = append(issues, is)
 	}
 	made := "bin/sim findings --report " + o.report
+	if strings.Contains(o.report, " ") {
+		made = fmt.Sprintf("bin/sim findings --report %q", o.report)
+	}
 	if o.repeat != DefaultReportRepeat {
 		made += fmt.Sprintf(" --repeat %d", o.repeat)
 	}
@@ -117,17 +138,23 @@ func cmdFindingsReport(ctx context.Context, o findingsOptions, stdout, stderr io
 	return nil
 }
 
-// reportSubject finds the subject name names on the page: its name, its
-// lock (for locksim's own) or its program's folder.
-func reportSubject(r *findings.Report, name string) (findings.Subject, error) {
+// reportSubjects finds the subjects name names on the page: by its name,
+// its lock (for locksim's own) or its program's folder, which names one
+// subject for each of the servers the program plays on
+// ("node-redlock (redis)", "node-redlock (redlock)").
+func reportSubjects(r *findings.Report, name string) ([]findings.Subject, error) {
 	var names []string
+	var subs []findings.Subject
 	for _, s := range r.Subjects {
 		if s.Named(name) {
-			return s, nil
+			subs = append(subs, s)
 		}
 		names = append(names, s.Name)
 	}
-	return findings.Subject{}, fmt.Errorf("--report %s: the findings page has no lock of that name (%s); sim findings --only %s plays it first", name, strings.Join(names, ", "), name)
+	if len(subs) > 0 {
+		return subs, nil
+	}
+	return nil, fmt.Errorf("--report %s: the findings page has no lock of that name (%s); sim findings --only %s plays it first", name, strings.Join(names, ", "), name)
 }
 
 // playIssue plays story target (a catalogue name or a file) with sub's
@@ -195,9 +222,20 @@ func playIssue(ctx context.Context, sub findings.Subject, target, dir string, n 
 	}
 	cro := ro
 	cro.repeat, cro.counterfactual, cro.out = 1, true, filepath.Join(dir, "with-counterfactual")
-	_ = cmdRun(ctx, cro, strings.NewReader(""), io.Discard, io.Discard)
+	if change, err := changes([]*scenarios.Scenario{sc}, cro); err == nil {
+		if v, err := scenarios.Resolve(sc, change); err == nil && v.SkipCF != "" {
+			// The lock played replaces the one the counterfactual changes.
+			is.Counterfactual = fmt.Sprintf("%s: not played (%s)", sc.Counterfactual.Change, v.SkipCF)
+			return is, nil
+		}
+	}
+	runErr := cmdRun(ctx, cro, strings.NewReader(""), io.Discard, io.Discard)
 	run, _, err := reports.LoadRun(cro.out)
 	switch {
+	case err != nil && runErr != nil:
+		// Refused before it ran: a counterfactual that changes the lock to
+		// one the client program does not play, say.
+		is.Counterfactual = fmt.Sprintf("%s: not played (%v)", sc.Counterfactual.Change, runErr)
 	case err != nil:
 		is.Counterfactual = fmt.Sprintf("%s: not played to its end (%v)", sc.Counterfactual.Change, err)
 	case run.Counterfactual == nil || run.Counterfactual.Verdict == "":
@@ -245,15 +283,22 @@ func reportVersions(r *findings.Report, s findings.Subject) []string {
 	return out
 }
 
-// runtimeVersion is the version line of the program's interpreter: node
-// for client.js, python3 for client.py, java for a program that runs it.
+// runtimeVersion is the version line of the program's interpreter, the
+// one that runs it: argv's first word, or the script's #! line (node for
+// client.js, python3 for client.py when neither says), java for a program
+// that runs it.
 func runtimeVersion(argv []string) string {
 	var cmd []string
-	switch last := argv[len(argv)-1]; {
-	case argv[0] == "node" || strings.HasSuffix(last, ".js"):
-		cmd = []string{"node", "--version"}
+	last := argv[len(argv)-1]
+	interp := argv[0]
+	if len(argv) == 1 {
+		interp = shebang(last)
+	}
+	switch {
+	case strings.HasSuffix(last, ".js"):
+		cmd = []string{cmp.Or(interp, "node"), "--version"}
 	case strings.HasSuffix(last, ".py"):
-		cmd = []string{"python3", "--version"}
+		cmd = []string{cmp.Or(interp, "python3"), "--version"}
 	default:
 		b, err := os.ReadFile(last)
 		if err != nil || !strings.Contains(string(b), "java") {
@@ -266,10 +311,29 @@ func runtimeVersion(argv []string) string {
 		return ""
 	}
 	first, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
-	if cmd[0] == "node" {
+	if filepath.Base(cmd[0]) == "node" {
 		return "Node.js " + first
 	}
 	return first
+}
+
+// shebang is the interpreter a script's #! line names ("/usr/bin/python3";
+// "node" for "#!/usr/bin/env node"), or "".
+func shebang(script string) string {
+	f, err := os.Open(script)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	words := strings.Fields(strings.TrimPrefix(line, "#!"))
+	if !strings.HasPrefix(line, "#!") || len(words) == 0 {
+		return ""
+	}
+	if filepath.Base(words[0]) == "env" && len(words) > 1 {
+		return words[1]
+	}
+	return words[0]
 }
 
 // osRelease is the OS's PRETTY_NAME and the kernel's release.

@@ -417,3 +417,35 @@ func TestHuntTrap(t *testing.T) {
 		t.Errorf("the page's hunt word %q", w)
 	}
 }
+
+// TestReportSubjects: --report names a subject by its name, its lock (for
+// locksim's own) or its program's folder, which names one subject for
+// each of the servers the program plays on, each of which gets its page.
+func TestReportSubjects(t *testing.T) {
+	prog := []string{"node", "examples/node-redlock/client.js"}
+	r := &findings.Report{Subjects: []findings.Subject{
+		{Name: "redis", Lock: "redis"},
+		{Name: "node-redlock (redis)", Lock: "redis", Program: prog},
+		{Name: "node-redlock (redlock)", Lock: "redlock", Program: prog},
+	}}
+	for name, want := range map[string][]string{
+		"node-redlock":           {"node-redlock (redis)", "node-redlock (redlock)"},
+		"node-redlock (redlock)": {"node-redlock (redlock)"},
+		"redis":                  {"redis"},
+	} {
+		subs, err := reportSubjects(r, name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var got []string
+		for _, s := range subs {
+			got = append(got, s.Name)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("--report %s: %v, want %v", name, got, want)
+		}
+	}
+	if _, err := reportSubjects(r, "redlock"); err == nil || !strings.Contains(err.Error(), "sim findings --only redlock plays it first") {
+		t.Errorf("--report redlock, which the page lacks: %v", err)
+	}
+}
