@@ -194,6 +194,10 @@ type Spec struct {
 	// Waits says that the lock is a Waiter: a story's acquire can wait
 	// for it (wait:). A lock without it cannot tell such a story.
 	Waits bool
+	// OneLock, when set, says why the lock takes one and the same lock
+	// whatever key it is asked for (goose's fixed advisory key): a story
+	// that locks two keys cannot be told with it.
+	OneLock string
 	// Mutant, when set, names the defence this lock deliberately breaks:
 	// it exists so that a scenario can prove it catches the breakage, and
 	// `sim locks` lists it only when asked.

@@ -29,8 +29,9 @@ type Target struct {
 	// (started with env.RedisOptions.ReplicaOf), for Failover.
 	Replicas map[string]*env.Redis
 	// Servers maps node names (A, B, ...) to this run's lock servers that
-	// are not Redis nodes (etcd's members): the faults that stop, kill and
-	// restart a server reach them as they reach a Redis node.
+	// are not Redis nodes (etcd's and ZooKeeper's members): the faults
+	// that stop, kill and restart a server reach them as they reach a
+	// Redis node.
 	Servers map[string]Server
 	// Postgres is this run's PostgreSQL cluster, if it has one. Link
 	// faults (Partition, Latency, ConnReset, ConnDrop) name a client's link to it as

@@ -139,6 +139,9 @@ func (v *Variant) withLock(cp *Scenario, name string) (bool, error) {
 	if w := sc.waitingAcquire(); w != "" && !spec.Waits && len(sc.ClientCmd) == 0 {
 		return false, &inapplicable{fmt.Sprintf("scenario %s has an acquire that waits for the lock (%s); lock %s tries once", sc.Name, w, name)}
 	}
+	if keys := sc.lockedKeys(); spec.OneLock != "" && len(keys) > 1 {
+		return false, &inapplicable{fmt.Sprintf("scenario %s locks %d keys (%s); lock %s takes one lock whatever the key (%s)", sc.Name, len(keys), strings.Join(keys, ", "), name, spec.OneLock)}
+	}
 	if name == sc.Lock {
 		return false, nil
 	}

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +84,34 @@ steps:
 		if st.Cause || st.Counterfactual != nil {
 			t.Errorf("the reference keeps a mark for the counterfactual it has not: %+v", st)
 		}
+	}
+}
+
+// TestOneLockRefusesTwoKeys: a lock that takes one lock whatever its key
+// (clients.Spec.OneLock: goose, migrate) cannot tell a story that locks
+// two keys (postgres-hashtext-collision): told with it, the second key
+// would be refused for a lock nobody holds, a liveness failure its
+// maintainers designed; it tells a story of one key as any lock does.
+func TestOneLockRefusesTwoKeys(t *testing.T) {
+	two, err := Find("postgres-hashtext-collision")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := Find("postgres-session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lock := range []string{"goose", "migrate"} {
+		_, err := WithLock(two, lock)
+		var na *inapplicable
+		if !errors.As(err, &na) || !strings.Contains(err.Error(), "locks 2 keys") {
+			t.Errorf("postgres-hashtext-collision with %s: %v, want it refused as locking 2 keys", lock, err)
+		}
+		if _, err := WithLock(one, lock); err != nil {
+			t.Errorf("postgres-session with %s: %v", lock, err)
+		}
+	}
+	if _, err := WithLock(two, "postgres-session"); err != nil {
+		t.Errorf("postgres-hashtext-collision with postgres-session: %v", err)
 	}
 }

@@ -4,8 +4,10 @@ package scenarios
 // scenarios a command line names.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/nemesis"
@@ -168,6 +170,21 @@ func NoReference(sc *Scenario, lock string) string {
 		return fmt.Sprintf("the story has an acquire that waits for the lock (%s); locksim's lock %s tries once", w, lock)
 	}
 	return ""
+}
+
+// lockedKeys are the keys the story's acquires ask for, each once, in
+// the order they first come.
+func (sc *Scenario) lockedKeys() []string {
+	var keys []string
+	for _, st := range sc.Steps {
+		if st.Do != "acquire" {
+			continue
+		}
+		if k := cmp.Or(st.Key, sc.Key); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // waitingAcquire says where the story's first acquire that waits for the
