@@ -81,9 +81,11 @@ type Result struct {
 	Took    float64   `json:"took_s"`
 	// Cores is the machine's; Duration each point's.
 	Cores int `json:"cores"`
-	// Load is the highest 1-minute load average seen while it ran (0:
-	// not recorded): above Cores, the machine was busy and the figures
-	// are not an idle machine's.
+	// Load is the 1-minute load average when it began, before its own
+	// servers (0: not recorded): above Cores, the machine was busy with
+	// other work and the figures are not an idle machine's. (While it
+	// runs, its own servers and contending clients keep every core busy
+	// by design.)
 	Load       float64 `json:"load,omitempty"`
 	DurationS  float64 `json:"duration_s"`
 	Contenders int     `json:"contenders"`
