@@ -565,6 +565,7 @@ func (r *run) clientInit(c int) (worker.Init, error) {
 		Fence:         r.sc.Fence,
 		Watchdog:      r.sc.Watchdog,
 		WatchdogEvery: r.sc.WatchdogEvery.Duration,
+		WatchdogMax:   r.sc.WatchdogMax,
 		CheckLease:    r.sc.CheckLease,
 	}
 	// The client's wall clock, which a clock-jump step can move.

@@ -141,6 +141,8 @@ func TestParseErrors(t *testing.T) {
 		{"misspelt fault field", good + "  - do: pause\n    clinet: 1\n    for: 1s\n", "x.yaml:9: steps[1].clinet: unknown field of pause; did you mean client?"},
 		{"unknown step field", strings.Replace(good, "client: 1", "clinet: 1", 1), "x.yaml:7: steps[0].clinet: unknown field; did you mean client?"},
 		{"negative ttl", good + "ttl: -1s\n", "x.yaml:8: ttl: expected a positive duration, got -1s"},
+		{"watchdog_max without a watchdog", good + "watchdog_max: 3\n", "x.yaml:8: watchdog_max: bounds the watchdog's renewals; the story has no watchdog"},
+		{"negative watchdog_max", good + "watchdog: token\nwatchdog_max: -1\n", "x.yaml:9: watchdog_max: expected a number of renewals, 0 or more, got -1"},
 		{"bad duration", good + "ttl: ten\n", `x.yaml:8: ttl: expected a duration like 500ms or 10s, got "ten"`},
 		{"wrong type", good + "clients: many\n", `x.yaml:8: clients: expected a whole number, got "many"`},
 		{"unknown lock", strings.Replace(good, "lock: redlock", "lock: chubby", 1), `x.yaml:3: lock: unknown lock "chubby"`},

@@ -169,6 +169,11 @@ type Conditions struct {
 	CheckLease bool `yaml:"check_lease"`
 	// WatchdogEvery is the renewal period. Default TTL/3.
 	WatchdogEvery Duration `yaml:"watchdog_every"`
+	// WatchdogMax bounds the watchdog to that many renewals of a lease,
+	// after which it stops and the lease runs out: the limit the Redis
+	// page asks for. 0: no bound. Only the harness's own worker bounds
+	// its watchdog (not with client_cmd).
+	WatchdogMax int `yaml:"watchdog_max"`
 	// Margin is how late the harness may run before the story's timing
 	// cannot be trusted (default 100ms): a run that stalled longer ends
 	// unknown, never with a verdict it did not earn.

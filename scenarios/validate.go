@@ -87,6 +87,14 @@ func (s *Scenario) validate() error {
 	if s.WatchdogEvery.Duration < 0 {
 		return s.errAt("watchdog_every", "expected a positive duration")
 	}
+	switch {
+	case s.WatchdogMax < 0:
+		return s.errAt("watchdog_max", "expected a number of renewals, 0 or more, got %d", s.WatchdogMax)
+	case s.WatchdogMax > 0 && s.Watchdog == "":
+		return s.errAt("watchdog_max", "bounds the watchdog's renewals; the story has no watchdog (watchdog: token or pexpire)")
+	case s.WatchdogMax > 0 && len(s.ClientCmd) > 0:
+		return s.errAt("watchdog_max", "only the harness's own worker bounds its watchdog; a client program (client_cmd) cannot yet")
+	}
 	// A counterfactual may give client_cmd: [] (the harness's own worker
 	// plays it, as a hunt's baseline does).
 	if _, given := s.lines["client_cmd"]; given && !(s.IsCounterfactual && len(s.ClientCmd) == 0) {

@@ -16,7 +16,8 @@ type PlainExpirer interface {
 }
 
 // startWatchdog renews l every WatchdogEvery (default ttl/3) until the
-// returned stop is called. Each renewal is a renew note in the history
+// returned stop is called, or, with WatchdogMax, until it has renewed
+// that many times (a note says so; the lease then runs out). Each renewal is a renew note in the history
 // (with its TTL when it succeeded, its reason when not); it is not an
 // operation, because it runs beside the client's own operations. A
 // renewal that finds the lease gone drops it: the client has learned it
@@ -33,6 +34,7 @@ func (s *state) startWatchdog(id int64, l clients.Lease, ttl time.Duration) (sto
 		defer close(done)
 		t := time.NewTicker(every)
 		defer t.Stop()
+		renewed := 0
 		for {
 			select {
 			case <-ctx.Done():
@@ -58,9 +60,32 @@ func (s *state) startWatchdog(id int64, l clients.Lease, ttl time.Duration) (sto
 				s.dropLease(l.Key, l.Token)
 				return
 			}
+			if err == nil {
+				renewed++
+			}
+			if max := s.init.WatchdogMax; max > 0 && renewed >= max {
+				s.expireBounded(ctx, id, l, max)
+				return
+			}
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// expireBounded ends a watchdog that has renewed l max times, its bound:
+// it renews no more, waits for the lease to run out (Start + Validity, on
+// the monotonic clock), then notes that it did (a renewal not sent, reason
+// expired, which ends the client's hold for the checkers) and drops it.
+func (s *state) expireBounded(ctx context.Context, id int64, l clients.Lease, max int) {
+	left := time.Duration(l.Start + int64(l.Validity) - clients.Monotonic())
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(left):
+	}
+	s.event(id, history.Event{Type: history.Note, Op: history.OpRenew, Key: l.Key, Token: l.Token, Reason: history.ReasonExpired,
+		Detail: fmt.Sprintf("watchdog (%s) stopped at its bound of %d renewals; the lease ran out", s.init.Watchdog, max)})
+	s.dropLease(l.Key, l.Token)
 }
 
 // renew is one renewal: token-checked (the lock's Extend) or a plain

@@ -87,6 +87,9 @@ type Init struct {
 	Watchdog string `json:"watchdog,omitempty"`
 	// WatchdogEvery is how often the watchdog renews.
 	WatchdogEvery time.Duration `json:"watchdog_every,omitempty"`
+	// WatchdogMax bounds the watchdog to that many renewals of a lease
+	// (0: none). Sent to the harness's own worker only.
+	WatchdogMax int `json:"watchdog_max,omitempty"`
 	// ClockFile is the control file of this client's wall clock (see
 	// nemesis/clockshim), so a fault can jump it. Empty: the real clock.
 	ClockFile string `json:"clock_file,omitempty"`
