@@ -96,7 +96,12 @@ func writeReport(ctx context.Context, o findingsOptions, report *findings.Report
 		items = append(items, item{sc.Name, sc.Name, sc.File, string(text), sc.Title})
 	}
 	if h := sub.Hunt; h != nil && h.Found && h.Story != "" {
-		file := filepath.Join(dir.Path(), "hunt-found.yaml")
+		// Beside the page, not in runs/ (which a clone has not): the
+		// replay command the page gives must work from a clone.
+		file := strings.TrimSuffix(page, ".md") + "-hunt.yaml"
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			return err
+		}
 		if err := os.WriteFile(file, []byte(h.Story), 0o644); err != nil {
 			return err
 		}
