@@ -59,8 +59,7 @@ func TestCostRealServers(t *testing.T) {
 	var keys []string
 	for _, row := range r.Rows {
 		keys = append(keys, row.Key)
-		f, ok := r.Floor(row.Floor)
-		if !ok {
+		if _, ok := r.Floor(row.Floor); !ok {
 			t.Errorf("%s: no floor %q measured", row.Key, row.Floor)
 			continue
 		}
@@ -68,8 +67,10 @@ func TestCostRealServers(t *testing.T) {
 			t.Errorf("%s: not measured: %s", row.Key, row.Err)
 			continue
 		}
-		if f.P50 <= 0 || f.P50 >= row.AcquireRelease.P50 {
-			t.Errorf("%s: floor %s p50 %v is not below its acquire and release p50 %v", row.Key, f.Name, f.P50, row.AcquireRelease.P50)
+		// The floor the ratio divides by was timed turn about with the
+		// acquire and release, so a busy moment weighs on both.
+		if f := row.FloorLatency; f.P50 <= 0 || f.P50 >= row.AcquireRelease.P50 {
+			t.Errorf("%s: floor %s p50 %v, timed with it, is not below its acquire and release p50 %v", row.Key, row.Floor, f.P50, row.AcquireRelease.P50)
 		}
 		if row.RatioP50 <= 1 {
 			t.Errorf("%s: ratio to its floor %.2f, want above 1", row.Key, row.RatioP50)

@@ -51,48 +51,12 @@ func floorOf(b clients.Backend) string {
 	return ""
 }
 
-// measureFloor times name's one request to the server cfg reaches first
-// (for PostgreSQL, dsn) for d.
+// measureFloor times name's one request to the server at addr (for
+// PostgreSQL, dsn) for d.
 func measureFloor(ctx context.Context, d time.Duration, name string, addr, dsn string) (Floor, error) {
-	var (
-		op    func() error
-		close func()
-		b     clients.Backend
-	)
-	switch name {
-	case FloorRedis:
-		b = clients.RedisBackend
-		c := clients.NewRedisClient(addr, clients.DefaultNodeTimeout)
-		op, close = func() error { return c.Ping(ctx).Err() }, func() { c.Close() }
-	case FloorPostgres:
-		b = clients.PostgresBackend
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			return Floor{}, fmt.Errorf("%s: %v", name, err)
-		}
-		op = func() error {
-			var one int
-			return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
-		}
-		close = func() { conn.Close(context.Background()) }
-	case FloorEtcd:
-		b = clients.EtcdBackend
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{addr}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-		if err != nil {
-			return Floor{}, fmt.Errorf("%s: %v", name, err)
-		}
-		op = func() error { _, err := cli.Get(ctx, "/locksim/cost-floor"); return err }
-		close = func() { cli.Close() }
-	case FloorZooKeeper:
-		b = clients.ZooKeeperBackend
-		conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(silent{}), zk.WithLogInfo(false))
-		if err != nil {
-			return Floor{}, fmt.Errorf("%s: %v", name, err)
-		}
-		op = func() error { _, _, err := conn.Exists("/"); return err }
-		close = conn.Close
-	default:
-		return Floor{}, fmt.Errorf("no floor %q", name)
+	op, b, close, err := floorOp(ctx, name, addr, dsn)
+	if err != nil {
+		return Floor{}, err
 	}
 	defer close()
 	lat, err := timeOp(ctx, d, op)
@@ -100,6 +64,40 @@ func measureFloor(ctx context.Context, d time.Duration, name string, addr, dsn s
 		return Floor{}, fmt.Errorf("%s: %v", name, err)
 	}
 	return Floor{Name: name, Backend: b, Latency: lat}, nil
+}
+
+// floorOp is name's one request to the server at addr (for PostgreSQL,
+// dsn), on a connection of its own that close closes.
+func floorOp(ctx context.Context, name string, addr, dsn string) (op func() error, b clients.Backend, close func(), err error) {
+	switch name {
+	case FloorRedis:
+		c := clients.NewRedisClient(addr, clients.DefaultNodeTimeout)
+		return func() error { return c.Ping(ctx).Err() }, clients.RedisBackend, func() { c.Close() }, nil
+	case FloorPostgres:
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("%s: %v", name, err)
+		}
+		op := func() error {
+			var one int
+			return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+		}
+		return op, clients.PostgresBackend, func() { conn.Close(context.Background()) }, nil
+	case FloorEtcd:
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{addr}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("%s: %v", name, err)
+		}
+		op := func() error { _, err := cli.Get(ctx, "/locksim/cost-floor"); return err }
+		return op, clients.EtcdBackend, func() { cli.Close() }, nil
+	case FloorZooKeeper:
+		conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(silent{}), zk.WithLogInfo(false))
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("%s: %v", name, err)
+		}
+		return func() error { _, _, err := conn.Exists("/"); return err }, clients.ZooKeeperBackend, conn.Close, nil
+	}
+	return nil, "", nil, fmt.Errorf("no floor %q", name)
 }
 
 // silent is a ZooKeeper logger that says nothing: the client logs every

@@ -41,7 +41,13 @@ type Row struct {
 	Floor string `json:"floor"`
 	// AcquireRelease is one uncontended acquire and release.
 	AcquireRelease Latency `json:"acquire_release"`
-	// RatioP50 and RatioP99 are AcquireRelease over the floor's.
+	// FloorLatency is the floor's request timed turn about with
+	// AcquireRelease, on this option's own servers: what the ratios
+	// divide by, so that a busy moment of the machine weighs on both
+	// alike (absent from runs before 2026-12-04: their ratios are over
+	// the run's Floors).
+	FloorLatency Latency `json:"floor_latency"`
+	// RatioP50 and RatioP99 are AcquireRelease over FloorLatency.
 	RatioP50 float64 `json:"ratio_p50"`
 	RatioP99 float64 `json:"ratio_p99"`
 	// OneLock and FourLocks are the locks per second of Contenders
@@ -290,12 +296,17 @@ func (m *meter) measure(ctx context.Context, r *Result, opt Option) (row Row) {
 			return fail(err)
 		}
 	}
+	// The floor's request goes to the server the lock reaches first (a
+	// PostgreSQL lock's floor to the cluster itself, past any pooler).
+	floorAddr, floorDSN := "", storageDSN
+	if nodes := cfg.Servers[spec.Backend]; len(nodes) > 0 {
+		floorAddr = nodes[0].Addr
+	}
+	if row.Floor != "" && floorAddr == "" && spec.Backend != clients.PostgresBackend {
+		return fail(fmt.Errorf("no server to measure %s on", row.Floor))
+	}
 	if _, ok := r.Floor(row.Floor); !ok && row.Floor != "" {
-		nodes := cfg.Servers[spec.Backend]
-		if len(nodes) == 0 {
-			return fail(fmt.Errorf("no server to measure %s on", row.Floor))
-		}
-		fl, err := measureFloor(ctx, m.o.Duration, row.Floor, nodes[0].Addr, "")
+		fl, err := measureFloor(ctx, m.o.Duration, row.Floor, floorAddr, floorDSN)
 		if err != nil {
 			return fail(err)
 		}
@@ -335,12 +346,27 @@ func (m *meter) measure(ctx context.Context, r *Result, opt Option) (row Row) {
 	}
 	defer func() { closeLocks() }()
 	lk := locks[0]
-	if row.AcquireRelease, err = timeOp(ctx, m.o.Duration, func() error { return acquireRelease(ctx, lk, "cost-uncontended") }); err != nil {
+	// Acquire and release, turn about with the floor's request.
+	ops := []func() error{func() error { return acquireRelease(ctx, lk, "cost-uncontended") }}
+	if row.Floor != "" {
+		fop, _, closeFloor, err := floorOp(ctx, row.Floor, floorAddr, floorDSN)
+		if err != nil {
+			return fail(err)
+		}
+		defer closeFloor()
+		ops = append(ops, fop)
+	}
+	lats, err := timeOps(ctx, m.o.Duration, ops...)
+	if err != nil {
 		return fail(fmt.Errorf("acquire and release: %v", err))
 	}
-	if f, ok := r.Floor(row.Floor); ok && f.P50 > 0 && f.P99 > 0 {
-		row.RatioP50 = float64(row.AcquireRelease.P50) / float64(f.P50)
-		row.RatioP99 = float64(row.AcquireRelease.P99) / float64(f.P99)
+	row.AcquireRelease = lats[0]
+	if len(lats) > 1 {
+		row.FloorLatency = lats[1]
+		if f := row.FloorLatency; f.P50 > 0 && f.P99 > 0 {
+			row.RatioP50 = float64(row.AcquireRelease.P50) / float64(f.P50)
+			row.RatioP99 = float64(row.AcquireRelease.P99) / float64(f.P99)
+		}
 	}
 	points--
 	m.step(opt.Key + ": acquire and release")
@@ -366,11 +392,11 @@ func (m *meter) measure(ctx context.Context, r *Result, opt Option) (row Row) {
 		defer seq.Close()
 		sec.fence = seq
 	}
-	var ops []func() error
+	var cycles []func() error
 	for _, d := range sectionDefences {
-		ops = append(ops, func() error { return sec.cycle(ctx, d) })
+		cycles = append(cycles, func() error { return sec.cycle(ctx, d) })
 	}
-	lats, err := timeOps(ctx, m.o.Duration, ops...)
+	lats, err = timeOps(ctx, m.o.Duration, cycles...)
 	if err != nil {
 		return fail(fmt.Errorf("critical sections: %v", err))
 	}

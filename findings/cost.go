@@ -104,6 +104,11 @@ func (r *Report) CostSentences(s Subject) []string {
 		line := fmt.Sprintf("Cost of %s: one acquire and release %s µs at the median, %s µs at p99, one client uncontended", what,
 			us(row.AcquireRelease.P50), us(row.AcquireRelease.P99))
 		if f, ok := r.Cost.Floor(row.Floor); ok {
+			if row.FloorLatency.Samples > 0 {
+				// Timed turn about with the lock, on its servers:
+				// what its ratios divide by.
+				f.Latency = row.FloorLatency
+			}
 			line += fmt.Sprintf(": %s× and %s× the floor measured in the same run (one %s, %s / %s µs)",
 				ratio(row.RatioP50), ratio(row.RatioP99), f.Name, us(f.P50), us(f.P99))
 		}
