@@ -32,6 +32,18 @@ if redis.call("get", KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
+// extendResetScript is redlock-rb 0.1.6's LOCK_SCRIPT, which its
+// lock(resource, ttl, extend: lock_info) ran to extend a lock
+// (leandromoreira/redlock-rb#36): it sets the key to the lease's token
+// when the key holds that token or does not exist at all, so an extend
+// after the lease ran out, with nobody holding the key, takes it anew
+// and succeeds. A mutant's renewal (redis-extend-reset).
+var extendResetScript = redis.NewScript(`
+if redis.call("exists", KEYS[1]) == 0 or redis.call("get", KEYS[1]) == ARGV[1] then
+	return redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2])
+end
+return false`)
+
 // redisNode is one Redis server as this client reaches it.
 type redisNode struct {
 	name   string
@@ -62,6 +74,10 @@ type Redlock struct {
 	// before the requests (a mutant): the validity check then measures
 	// nothing of the acquire, and a late grant looks fresh.
 	fromReplies bool
+	// extendReset extends with extendResetScript (a mutant): a lapsed
+	// lease whose key nobody holds is extended as though it had never
+	// lapsed.
+	extendReset bool
 }
 
 // RedisBackend is Redis: a scenario's Redis nodes (A, B, C...), in
@@ -76,6 +92,15 @@ func init() {
 	Register(Spec{Name: "redis-plain-del", Backend: RedisBackend, PlainExpire: true, Mutant: "the token-checked release", MutantOf: "redis",
 		Doc: "single Redis, released with a plain DEL (deletes whoever holds it)",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, true) }})
+	Register(Spec{Name: "redis-extend-reset", Backend: RedisBackend, PlainExpire: true, Mutant: "an extend that renews only a key that still holds the lease's token", MutantOf: "redis",
+		Doc: "single Redis, extended as redlock-rb 0.1.6 did: SET key token PX ttl if the key is this token or absent, so an extend after the lease ran out succeeds",
+		New: func(cfg Config) (Lock, error) {
+			r, err := NewRedlock(cfg, false)
+			if err == nil {
+				r.extendReset = true
+			}
+			return r, err
+		}})
 	Register(Spec{Name: "redlock-wallclock", Backend: RedisBackend, PlainExpire: true, Nodes: 5, Mutant: "monotonic lease timing", MutantOf: "redlock",
 		Doc: "Redlock measuring its validity by the client's wall clock, as Date.now()-based clients do",
 		New: func(cfg Config) (Lock, error) {
@@ -322,6 +347,13 @@ func (r *Redlock) Release(ctx context.Context, l Lease) error {
 func (r *Redlock) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	start := Monotonic()
 	renewed, errs := r.onEveryNode(ctx, func(ctx context.Context, c *redis.Client) (bool, error) {
+		if r.extendReset {
+			err := extendResetScript.Run(ctx, c, []string{l.Key}, l.Token, ttl.Milliseconds()).Err()
+			if errors.Is(err, redis.Nil) {
+				return false, nil
+			}
+			return err == nil, err
+		}
 		n, err := extendScript.Run(ctx, c, []string{l.Key}, l.Token, ttl.Milliseconds()).Int()
 		return n == 1, err
 	})

@@ -165,7 +165,9 @@ type Conditions struct {
 	// lease is still valid as the lock measures it (by the wall clock for
 	// redlock-wallclock, else on the monotonic clock; for zookeeper, while
 	// its session is connected, not suspended), and not write if
-	// not: the careful client of the debate. Not with a watchdog.
+	// not: the careful client of the debate. With a watchdog, the lease
+	// checked is the one it last renewed, and one whose renewal found it
+	// gone fails the check.
 	CheckLease bool `yaml:"check_lease"`
 	// WatchdogEvery is the renewal period. Default TTL/3.
 	WatchdogEvery Duration `yaml:"watchdog_every"`
