@@ -177,20 +177,13 @@ func CostPNG(r *cost.Result, x CostX) ([]byte, error) {
 		p.Title.Text += "\n(no story is marked at a measured option and defence)"
 	}
 
-	// The options marked, numbered from the cheapest.
-	var opts []string
+	// The options measured, numbered from the cheapest; an option no
+	// story marks has its number too, at its price.
+	marked := map[string]bool{}
 	for c := range worst {
-		if !slices.Contains(opts, c.option) {
-			opts = append(opts, c.option)
-		}
+		marked[c.option] = true
 	}
-	sort.Slice(opts, func(i, j int) bool {
-		xi, xj := costX(rows[opts[i]], cost.DefenceNone, x), costX(rows[opts[j]], cost.DefenceNone, x)
-		if xi != xj {
-			return xi < xj
-		}
-		return opts[i] < opts[j]
-	})
+	opts := costOptions(r, x)
 	number := map[string]int{}
 	for i, o := range opts {
 		number[o] = i + 1
@@ -207,7 +200,11 @@ func CostPNG(r *cost.Result, x CostX) ([]byte, error) {
 		sc.GlyphStyle = draw.GlyphStyle{Color: costColor(v), Shape: costShape(c.defence), Radius: vg.Points(4)}
 		p.Add(sc)
 	}
-	if len(worst) > 0 {
+	for _, o := range opts {
+		px := costX(rows[o], cost.DefenceNone, x)
+		lo, hi = math.Min(lo, px), math.Max(hi, px)
+	}
+	if len(opts) > 0 {
 		p.X.Min, p.X.Max = lo/1.3, hi*1.3
 	} else {
 		p.X.Min, p.X.Max = 1, 10
@@ -251,9 +248,33 @@ func CostPNG(r *cost.Result, x CostX) ([]byte, error) {
 		p.Legend.Add(words, glyph(color.Gray{Y: 60}, costShape(d)))
 	}
 	for _, o := range opts {
-		p.Legend.Add(fmt.Sprintf("%d  %s", number[o], o))
+		words := fmt.Sprintf("%d  %s", number[o], o)
+		if !marked[o] {
+			words += " (no story marks it)"
+		}
+		p.Legend.Add(words)
 	}
 	return renderSized(p, "png", 11*vg.Inch, vg.Length(3.2+0.42*float64(max(len(faults), 4)))*vg.Inch)
+}
+
+// costOptions are the options of r measured at axis x, from the
+// cheapest: the chart numbers them in this order.
+func costOptions(r *cost.Result, x CostX) []string {
+	at := map[string]float64{}
+	var opts []string
+	for _, row := range r.Rows {
+		if px := costX(row, cost.DefenceNone, x); px > 0 && !slices.Contains(opts, row.Key) {
+			opts = append(opts, row.Key)
+			at[row.Key] = px
+		}
+	}
+	sort.Slice(opts, func(i, j int) bool {
+		if at[opts[i]] != at[opts[j]] {
+			return at[opts[i]] < at[opts[j]]
+		}
+		return opts[i] < opts[j]
+	})
+	return opts
 }
 
 // defenceOffset moves a defence's marks within its fault's row, so that

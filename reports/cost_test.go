@@ -54,6 +54,23 @@ func TestCostPNG(t *testing.T) {
 	}
 }
 
+// TestCostOptionsNumbersEveryMeasuredOption: the chart numbers every
+// option measured, marked or not (postgres-session/pgbouncer, which no
+// story plays, once had no number), from the cheapest, and leaves out a
+// row that was not measured.
+func TestCostOptionsNumbersEveryMeasuredOption(t *testing.T) {
+	r := costResult()
+	r.Rows = append(r.Rows,
+		cost.Row{Option: cost.Option{Key: "unmarked", Lock: "redis"}, OneLock: cost.Rate{PerSec: 9000, Granted: 9},
+			Defences: map[string]cost.Latency{cost.DefenceNone: {P50: time.Millisecond / 10, P99: time.Millisecond / 5}}},
+		cost.Row{Option: cost.Option{Key: "failed", Lock: "redis"}, Err: "starting its servers: no"})
+	for x, want := range map[CostX]string{CostP99: "unmarked,redis,redlock/always", CostRate: "redlock/always,redis,unmarked"} {
+		if got := strings.Join(costOptions(r, x), ","); got != want {
+			t.Errorf("%s: options numbered %s, want %s", x, got, want)
+		}
+	}
+}
+
 func TestCostTable(t *testing.T) {
 	var b bytes.Buffer
 	CostTable(&b, costResult())

@@ -76,7 +76,7 @@ func RatePlotSVG(rp RatePlot) ([]byte, error) {
 	return render(p, "svg")
 }
 
-// legendWidth is the room right of a rate plot that its legend takes.
+// legendWidth is the least room right of a plot that its legend takes.
 const legendWidth = 2.4 * vg.Inch
 
 // render draws p in format (png, svg) at the size of the sweep's plots,
@@ -93,11 +93,17 @@ func renderSized(p *plot.Plot, format string, w, h vg.Length) ([]byte, error) {
 	}
 	dc := draw.New(c)
 	legend := p.Legend
+	// The legend's room: legendWidth, or its widest entry's when wider,
+	// so that no entry runs off the image.
+	room := legendWidth
+	if r := legend.Rectangle(dc); r.Max.X-r.Min.X+vg.Points(16) > room {
+		room = r.Max.X - r.Min.X + vg.Points(16)
+	}
 	p.Legend = plot.NewLegend()
-	p.Draw(draw.Crop(dc, 0, -legendWidth, 0, 0))
+	p.Draw(draw.Crop(dc, 0, -room, 0, 0))
 	p.Legend = legend
 	legend.YOffs = -p.Title.Padding - p.Title.TextStyle.Height(p.Title.Text) - vg.Points(14)
-	legend.Draw(draw.Crop(dc, w-legendWidth+vg.Points(8), 0, 0, 0))
+	legend.Draw(draw.Crop(dc, w-room+vg.Points(8), 0, 0, 0))
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return nil, err
