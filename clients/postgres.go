@@ -12,10 +12,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // PostgresBackend is PostgreSQL: one server (a scenario's nodes do not
@@ -23,8 +25,8 @@ import (
 const PostgresBackend Backend = "postgres"
 
 func init() {
-	Register(Spec{Name: "postgres-session", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
-		Doc: "PostgreSQL pg_try_advisory_lock on one dedicated connection, pg_advisory_unlock on the same one",
+	Register(Spec{Name: "postgres-session", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true, Waits: true,
+		Doc: "PostgreSQL pg_try_advisory_lock on one dedicated connection (pg_advisory_lock under lock_timeout when an acquire waits), pg_advisory_unlock on the same one",
 		New: func(cfg Config) (Lock, error) { return NewPGSession(cfg) }})
 	Register(Spec{Name: "postgres-shared", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true, Mutant: "the lock's exclusive mode", MutantOf: "postgres-session",
 		Doc: "pg_try_advisory_lock_shared by mistake: every session is granted the shared lock at once",
@@ -219,6 +221,39 @@ func (p *PGSession) Acquire(ctx context.Context, key string, ttl time.Duration) 
 	}
 	if !ok {
 		return Lease{}, ErrNotAcquired
+	}
+	l := Lease{Key: key, Token: NewToken(), Start: start}
+	p.held[l.Token] = p.c.gen
+	return l, nil
+}
+
+// AcquireWait runs pg_advisory_lock, the acquire that waits while
+// another session holds the key, under lock_timeout = wait: granted the
+// moment the holder unlocks, refused (held) when the wait runs out
+// (SQLSTATE 55P03, lock_not_available); ttl is ignored.
+func (p *PGSession) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	start := Monotonic()
+	conn, err := p.c.get(ctx)
+	if err != nil {
+		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
+	}
+	timeout := max(wait.Milliseconds(), 1) // 0 would wait for ever
+	if _, err := conn.Exec(ctx, "SELECT set_config('lock_timeout', $1, false)", strconv.FormatInt(timeout, 10)+"ms"); err != nil {
+		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
+	}
+	sql, arg := p.lockSQL("pg_advisory_lock", key)
+	_, err = conn.Exec(ctx, sql, arg)
+	if _, rerr := conn.Exec(ctx, "RESET lock_timeout"); rerr != nil && err == nil {
+		err = rerr
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "55P03":
+		return Lease{}, fmt.Errorf("after waiting %v: %w", wait, ErrNotAcquired)
+	case err != nil:
+		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
 	}
 	l := Lease{Key: key, Token: NewToken(), Start: start}
 	p.held[l.Token] = p.c.gen

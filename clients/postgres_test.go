@@ -330,3 +330,47 @@ func TestFencedSetsFence(t *testing.T) {
 		t.Fatal("Fenced(postgres-session) claims to be a TxHolder")
 	}
 }
+
+// TestPGSessionAcquireWait: a waiting acquire of postgres-session
+// (pg_advisory_lock under lock_timeout) is refused, held, when the wait
+// runs out, leaves the session usable, and is granted the moment the
+// holder unlocks, not before.
+func TestPGSessionAcquireWait(t *testing.T) {
+	dsn := pgReset(t)
+	ctx := tctx(t)
+	a, b := newPGLock(t, "postgres-session", dsn), newPGLock(t, "postgres-session", dsn)
+	la, err := a.Acquire(ctx, "job", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := b.(Waiter)
+	start := time.Now()
+	if _, err := w.AcquireWait(ctx, "job", time.Second, 200*time.Millisecond); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("a wait that runs out: %v, want ErrNotAcquired", err)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond {
+		t.Errorf("refused after %v, before its 200ms wait ran out", took)
+	}
+	// The refusal left lock_timeout reset and the session usable.
+	if _, err := b.Acquire(ctx, "other", time.Second); err != nil {
+		t.Fatalf("the session after a refused wait: %v", err)
+	}
+	released := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		released <- time.Now()
+		if err := a.Release(ctx, la); err != nil {
+			t.Errorf("release: %v", err)
+		}
+	}()
+	lb, err := w.AcquireWait(ctx, "job", time.Second, 3*time.Second)
+	if err != nil {
+		t.Fatalf("a wait the holder's release ends: %v", err)
+	}
+	if got, at := time.Now(), <-released; got.Before(at) {
+		t.Errorf("granted at %v, before the holder released at %v", got, at)
+	}
+	if err := b.Release(ctx, lb); err != nil {
+		t.Errorf("release of the waited-for lease: %v", err)
+	}
+}
