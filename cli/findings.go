@@ -348,9 +348,12 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		if s.err != nil {
 			continue
 		}
+		// The stories of its servers: those its lock cannot be put in
+		// (a node it lacks, a second key, a wait) stay, as n/a cells
+		// that say why; stories of other servers are no business of it.
 		var mine []*scenarios.Scenario
-		for _, sc := range stories { // the stories its lock can be put in
-			if _, err := scenarios.WithLock(sc, s.Lock); err == nil {
+		for _, sc := range stories {
+			if own, err := clients.Lookup(sc.Lock); err == nil && own.Backend == s.backend {
 				mine = append(mine, sc)
 			}
 		}
@@ -518,7 +521,9 @@ func findingsCells(s findings.Subject, m *matrix.Matrix, server string, other bo
 	var out []findings.Cell
 	for _, c := range m.Ordered() {
 		cmd := replay(s, c)
-		if other && server != "" {
+		if c.Kind() == matrix.KindNA {
+			cmd = "" // not playable with this lock: nothing to replay
+		} else if other && server != "" {
 			cmd += " --server-version " + strings.Replace(server, " ", "=", 1)
 		}
 		out = append(out, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: cmd, Notice: c.Notice, Server: server, Fixed: c.Fixed})

@@ -69,7 +69,11 @@ func (r *Report) Markdown() []byte {
 		b.WriteString(strings.Join(r.CostSentences(s), " ") + "\n\n")
 		b.WriteString("| story | how it ended | play it again |\n| --- | --- | --- |\n")
 		for _, c := range s.Cells {
-			fmt.Fprintf(&b, "| %s | %s%s | `%s` |\n", c.Where(), marks[c.Kind], md(c.Text), c.Command)
+			cmd := ""
+			if c.Command != "" {
+				cmd = "`" + c.Command + "`"
+			}
+			fmt.Fprintf(&b, "| %s | %s%s | %s |\n", c.Where(), marks[c.Kind], md(c.Text), cmd)
 		}
 		if h := s.Hunt; h != nil {
 			fmt.Fprintf(&b, "\nHunt%s: `%s`: %s\n", huntOn(h), h.Command, md(huntSentence(h)))
@@ -219,7 +223,7 @@ code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6;
 <p>{{.Meaning}}</p>
 <p>{{range $.CostSentences .}}{{plain .}} {{end}}</p>
 <table><tr><th>story</th><th>how it ended</th><th>play it again</th></tr>
-{{range .Cells}}<tr><td>{{.Where}}</td><td class="{{.Kind}}">{{.Text}}</td><td><code>{{.Command}}</code></td></tr>
+{{range .Cells}}<tr><td>{{.Where}}</td><td class="{{.Kind}}">{{.Text}}</td><td>{{with .Command}}<code>{{.}}</code>{{end}}</td></tr>
 {{end}}</table>
 {{with .Hunt}}<p>Hunt{{huntOn .}}: <code>{{.Command}}</code>: {{hunt .}}</p>{{if .Story}}<details><summary>the story it found (found.yaml)</summary><pre>{{.Story}}</pre></details>{{end}}{{end}}
 {{end}}</body></html>
