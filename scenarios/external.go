@@ -9,7 +9,7 @@ import (
 )
 
 // ClientProgram is what a client program's hello line says it covers
-// (worker.Hello, docs/protocol.md): the protocol version it speaks, the
+// (protocol.Hello, docs/protocol.md): the protocol version it speaks, the
 // locks it implements, the commands it carries out and, from version 2
 // on, the storage modes, fencing-token sources and watchdogs it has,
 // whether it checks its lease before a write and whether a clock-jump
