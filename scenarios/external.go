@@ -75,7 +75,7 @@ func (s *Scenario) ClientProgramProblem(p *ClientProgram) error {
 	}
 	for i, st := range s.Steps {
 		at := func(format string, args ...any) error {
-			line := st.lines["do"]
+			line := st.givenAt["do"]
 			if line == 0 {
 				line = st.Line
 			}
