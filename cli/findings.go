@@ -27,11 +27,11 @@ import (
 	"github.com/locksim/locksim/input"
 	"github.com/locksim/locksim/matrix"
 	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/reports"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/sharding"
-	"github.com/locksim/locksim/worker"
 )
 
 type findingsOptions struct {
@@ -138,7 +138,7 @@ type subject struct {
 	findings.Subject
 	backend clients.Backend
 	// hello is the program's hello line (nil: locksim's own lock).
-	hello *worker.Hello
+	hello *protocol.Hello
 	// err is why a program could not be read (its hello); nothing of it
 	// is played.
 	err error

@@ -10,9 +10,9 @@ import (
 
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
-	"github.com/locksim/locksim/worker"
 )
 
 // TestMatrixClientProgramNA: with a client program, a story that writes to
@@ -30,11 +30,11 @@ func TestMatrixClientProgramNA(t *testing.T) {
 		list = append(list, sc)
 	}
 	argv := []string{"node", "client.js"}
-	v1 := worker.Hello{Protocol: 1, Locks: []string{"redlock"}, Ops: []string{"acquire", "release", "extend"}}
-	v2 := worker.Hello{Protocol: 2, Locks: []string{"redlock"}, Ops: []string{"acquire", "release", "extend", "write"}, StorageModes: []string{"plain"}}
+	v1 := protocol.Hello{Protocol: 1, Locks: []string{"redlock"}, Ops: []string{"acquire", "release", "extend"}}
+	v2 := protocol.Hello{Protocol: 2, Locks: []string{"redlock"}, Ops: []string{"acquire", "release", "extend", "write"}, StorageModes: []string{"plain"}}
 	for _, tc := range []struct {
 		name  string
-		hello *worker.Hello
+		hello *protocol.Hello
 		na    string
 	}{{"Go worker", nil, ""}, {"v1", &v1, "protocol v1"}, {"v2", &v2, ""}} {
 		var program func(*scenarios.Scenario) error

@@ -11,6 +11,7 @@ import (
 	"github.com/locksim/locksim/clockshim"
 	"github.com/locksim/locksim/env"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/worker"
 )
 
@@ -37,7 +38,7 @@ func TestClockDriftOnAClientLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := worker.Init{Lock: "redlock", ClockFile: clock.Path()}
+		in := protocol.Init{Lock: "redlock", ClockFile: clock.Path()}
 		in.Config.AddServer(clients.RedisBackend, clients.Node{Name: "A", Addr: r.Addr})
 		logf, err := os.Create(filepath.Join(dir, "client.log"))
 		if err != nil {
@@ -50,7 +51,7 @@ func TestClockDriftOnAClientLease(t *testing.T) {
 		}
 		clock.SetRate(rate)
 		key := "drift-" + time.Now().Format("150405.000000")
-		if err := c.Do(ctx, worker.Command{Op: history.OpAcquire, Key: key, TTL: time.Second}); err != nil {
+		if err := c.Do(ctx, protocol.Command{Op: history.OpAcquire, Key: key, TTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		var granted *history.Event

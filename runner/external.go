@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/locksim/locksim/clockshim"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/worker"
 )
@@ -43,27 +44,27 @@ func (r *run) checkClientCmd(ctx context.Context) error {
 // ProbeClientProgram reads client program argv's hello line
 // (worker.Probe): a harness error when the program cannot be run or
 // opens with no hello this harness speaks.
-func ProbeClientProgram(ctx context.Context, argv []string) (worker.Hello, error) {
+func ProbeClientProgram(ctx context.Context, argv []string) (protocol.Hello, error) {
 	if len(argv) == 0 || argv[0] == "" {
-		return worker.Hello{}, harness("client_cmd %q: no program named", argv)
+		return protocol.Hello{}, harness("client_cmd %q: no program named", argv)
 	}
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		var ee *exec.Error
 		if errors.As(err, &ee) {
 			err = ee.Err
 		}
-		return worker.Hello{}, harness("client_cmd %q: cannot run %q: %v", strings.Join(argv, " "), argv[0], err)
+		return protocol.Hello{}, harness("client_cmd %q: cannot run %q: %v", strings.Join(argv, " "), argv[0], err)
 	}
 	h, err := worker.Probe(ctx, argv)
 	if err != nil {
-		return worker.Hello{}, harness("%v", err)
+		return protocol.Hello{}, harness("%v", err)
 	}
 	return h, nil
 }
 
 // ClientProgramOf is what program argv, whose hello is h, covers, as the
 // scenarios see it.
-func ClientProgramOf(argv []string, h worker.Hello) scenarios.ClientProgram {
+func ClientProgramOf(argv []string, h protocol.Hello) scenarios.ClientProgram {
 	return scenarios.ClientProgram{Program: strings.Join(argv, " "), Protocol: h.Protocol, Locks: h.Locks, Ops: h.Ops,
 		StorageModes: h.StorageModes, Fences: h.Fences, Watchdogs: h.Watchdogs, CheckLease: h.CheckLease, ClientClock: h.ClientClock,
 		AcquireWait: h.AcquireWait}
@@ -72,7 +73,7 @@ func ClientProgramOf(argv []string, h worker.Hello) scenarios.ClientProgram {
 // ClientProgramProblem says, as a harness error naming the scenario's
 // file, line and field, why clients that are program argv, whose hello is
 // h, cannot play sc; nil when they can.
-func ClientProgramProblem(sc *scenarios.Scenario, argv []string, h worker.Hello) error {
+func ClientProgramProblem(sc *scenarios.Scenario, argv []string, h protocol.Hello) error {
 	p := ClientProgramOf(argv, h)
 	if err := sc.ClientProgramProblem(&p); err != nil {
 		return harness("%v", err)
@@ -85,10 +86,10 @@ func ClientProgramProblem(sc *scenarios.Scenario, argv []string, h worker.Hello)
 // hello must list. A client program runs under the clock shim, on the
 // client's own control file, when the story moves a client's wall clock,
 // so that its lock's reads of the wall clock move (docs/protocol.md).
-func (r *run) startOptions(init worker.Init) (worker.StartOptions, error) {
+func (r *run) startOptions(init protocol.Init) (worker.StartOptions, error) {
 	o := worker.StartOptions{Argv: r.clientCmd()}
 	if r.sc.Generator != nil {
-		o.Ops = append(o.Ops, worker.OpLoop)
+		o.Ops = append(o.Ops, protocol.OpLoop)
 	}
 	for _, st := range r.sc.Steps {
 		switch st.Do {

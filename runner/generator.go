@@ -20,6 +20,7 @@ import (
 	"github.com/locksim/locksim/env"
 	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/storage"
 	"github.com/locksim/locksim/worker"
@@ -199,7 +200,7 @@ func (t *Trials) Play(ctx context.Context, g scenarios.Generator, ttl time.Durat
 		}
 	}()
 
-	loop := worker.Loop{
+	loop := protocol.Loop{
 		Duration: loopDuration(g, tr.Plan, settle), MaxCycles: g.MaxCycles,
 		Work: g.Work.Duration, WorkDist: g.WorkDist, Backoff: g.Backoff.Duration,
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/worker"
 )
 
@@ -134,7 +135,7 @@ func pressure(from, to int64, d time.Duration) float64 {
 // slows every operation without any one stall. A stall alone voids a
 // story with nothing to show it happened as told; contention explains a
 // story that did not.
-func (r *run) tooBusy(stalls map[int][]worker.Stall) (why string, stalled, contended bool) {
+func (r *run) tooBusy(stalls map[int][]protocol.Stall) (why string, stalled, contended bool) {
 	if why, slow := tooSlow(r.worst, r.worstAt, r.sc.Margin.Duration); slow {
 		return why, true, true
 	}
@@ -156,12 +157,12 @@ func (r *run) tooBusy(stalls map[int][]worker.Stall) (why string, stalled, conte
 //
 // A stall is clipped to the story: the part of it before the story began
 // (a client idle between two trials) is not the story's.
-func (r *run) clientStalls() map[int][]worker.Stall {
+func (r *run) clientStalls() map[int][]protocol.Stall {
 	from, to := r.rec.Base()+r.storyFrom, int64(math.MaxInt64)
 	if r.storyTo != 0 {
 		to = r.rec.Base() + r.storyTo
 	}
-	out := map[int][]worker.Stall{}
+	out := map[int][]protocol.Stall{}
 	for id, c := range r.clients {
 		for _, st := range c.Stalls() {
 			if st.To > from && st.From < to {
@@ -177,7 +178,7 @@ func (r *run) clientStalls() map[int][]worker.Stall {
 // run for longer than margin, other than while the story paused it.
 // Stalls and pauses are on CLOCK_MONOTONIC; base is the record's time
 // zero, for the message.
-func clientTooSlow(stalls map[int][]worker.Stall, paused map[int]spans, margin time.Duration, base int64) (string, bool) {
+func clientTooSlow(stalls map[int][]protocol.Stall, paused map[int]spans, margin time.Duration, base int64) (string, bool) {
 	for _, id := range slices.Sorted(maps.Keys(stalls)) {
 		for _, st := range stalls[id] {
 			d := time.Duration(st.To - st.From)
@@ -223,7 +224,7 @@ func (ss spans) covers(from, to int64, slack time.Duration) bool {
 // machine reports what the guard saw over the story or trial: the worst
 // stalls, every client stall, the CPU pressure, and busy (why the timing
 // could not be trusted, or "").
-func (r *run) machine(stalls map[int][]worker.Stall, margin time.Duration, busy string) history.Machine {
+func (r *run) machine(stalls map[int][]protocol.Stall, margin time.Duration, busy string) history.Machine {
 	m := history.Machine{MarginMS: ms(margin), HarnessStallMS: ms(r.worst), HarnessStallAt: r.worstAt.Seconds(), Busy: busy}
 	for _, id := range slices.Sorted(maps.Keys(stalls)) {
 		for _, st := range stalls[id] {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/scenarios"
-	"github.com/locksim/locksim/worker"
 )
 
 // TestGuardSeesAStall stops this very process for 300ms (a child sends
@@ -40,19 +40,19 @@ func TestGuardSeesAStall(t *testing.T) {
 func TestClientStallsOutsidePauses(t *testing.T) {
 	pauses := map[int]spans{1: {{1e9, math.MaxInt64}}}
 	pauses[1].end(3e9)
-	paused := map[int][]worker.Stall{1: {{From: 1.05e9, To: 2.5e9}}}
+	paused := map[int][]protocol.Stall{1: {{From: 1.05e9, To: 2.5e9}}}
 	if why, slow := clientTooSlow(paused, pauses, scenarios.DefaultMargin, 0); slow {
 		t.Fatalf("a stall inside the story's own pause counted: %s", why)
 	}
-	busy := map[int][]worker.Stall{2: {{From: 1.05e9, To: 1.5e9}}}
+	busy := map[int][]protocol.Stall{2: {{From: 1.05e9, To: 1.5e9}}}
 	if why, slow := clientTooSlow(busy, pauses, scenarios.DefaultMargin, 0); !slow || !strings.Contains(why, "client 2 did not run for 450ms") {
 		t.Fatalf("client 2's stall: %q, %v", why, slow)
 	}
-	wake := map[int][]worker.Stall{1: {{From: 3.001e9, To: 3.027e9}}}
+	wake := map[int][]protocol.Stall{1: {{From: 3.001e9, To: 3.027e9}}}
 	if why, slow := clientTooSlow(wake, pauses, 25*time.Millisecond, 0); slow {
 		t.Fatalf("a stall in client 1's wake-up from its pause counted: %s", why)
 	}
-	after := map[int][]worker.Stall{1: {{From: 3.2e9, To: 3.5e9}}}
+	after := map[int][]protocol.Stall{1: {{From: 3.2e9, To: 3.5e9}}}
 	if _, slow := clientTooSlow(after, pauses, scenarios.DefaultMargin, 0); !slow {
 		t.Fatalf("a stall of client 1 after its pause was healed did not count")
 	}
@@ -63,7 +63,7 @@ func TestClientStallsOutsidePauses(t *testing.T) {
 	if timed[0][1] != 1.3e9 {
 		t.Fatalf("a heal after a timed pause moved its end to %v", timed[0][1])
 	}
-	late := map[int][]worker.Stall{1: {{From: 1.9e9, To: 2.4e9}}}
+	late := map[int][]protocol.Stall{1: {{From: 1.9e9, To: 2.4e9}}}
 	if _, slow := clientTooSlow(late, map[int]spans{1: timed}, scenarios.DefaultMargin, 0); !slow {
 		t.Fatalf("a stall of client 1 after its timed pause resumed did not count")
 	}

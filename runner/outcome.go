@@ -56,7 +56,7 @@ type Outcome struct {
 	// harness's own Go worker).
 	ClientCmd []string `json:"client_cmd,omitempty"`
 	// ProgramLock is the client program's own name for its lock, when its
-	// hello gives one (worker.OwnLock); "": the catalogue's name.
+	// hello gives one (protocol.OwnLock); "": the catalogue's name.
 	ProgramLock string `json:"program_lock,omitempty"`
 	// Departed is the first step the lock did not play as the story
 	// tells (Options.Departures); nil when every step happened as told.

@@ -24,6 +24,7 @@ import (
 	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/nemesis"
 	"github.com/locksim/locksim/outdir"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/storage"
 	"github.com/locksim/locksim/worker"
@@ -523,7 +524,7 @@ func (r *run) setup(ctx context.Context) error {
 			return harness("%v", err)
 		}
 		wg.Add(1)
-		go func(c int, init worker.Init) {
+		go func(c int, init protocol.Init) {
 			defer wg.Done()
 			defer logf.Close()
 			w, err := worker.StartWith(ctx, c, r.rec, init, logf, start)
@@ -557,8 +558,8 @@ func (r *run) setup(ctx context.Context) error {
 
 // clientInit builds client c's links, one proxy per server it talks to,
 // and the config its worker starts with.
-func (r *run) clientInit(c int) (worker.Init, error) {
-	in := worker.Init{
+func (r *run) clientInit(c int) (protocol.Init, error) {
+	in := protocol.Init{
 		Lock:          r.sc.Lock,
 		Config:        clients.Config{ClientID: c, NodeTimeout: r.sc.NodeTimeout.Duration},
 		StorageMode:   storage.Mode(r.sc.Storage),
@@ -633,9 +634,9 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 			return ctx.Err()
 		}
 	case "acquire", "release", "extend":
-		return r.client(ctx, st, worker.Command{Op: st.Do, Key: r.key(st), TTL: ttl, Wait: st.Wait.Duration})
+		return r.client(ctx, st, protocol.Command{Op: st.Do, Key: r.key(st), TTL: ttl, Wait: st.Wait.Duration})
 	case "write":
-		cmd := worker.Command{Op: st.Do, Key: r.key(st), Work: st.Work.Duration, Unlocked: st.Unlocked, Period: st.Period}
+		cmd := protocol.Command{Op: st.Do, Key: r.key(st), Work: st.Work.Duration, Unlocked: st.Unlocked, Period: st.Period}
 		if r.sc.AnchoredPause(r.stepAt, st.Client) {
 			cmd.StopAfterCheck = true
 			if r.anchored == nil {
@@ -674,7 +675,7 @@ func (r *run) step(ctx context.Context, st scenarios.Step) error {
 }
 
 // client sends a command to a client, and waits for it unless async.
-func (r *run) client(ctx context.Context, st scenarios.Step, cmd worker.Command) error {
+func (r *run) client(ctx context.Context, st scenarios.Step, cmd protocol.Command) error {
 	if _, busy := r.pending[st.Client]; busy {
 		if err := r.wait(ctx, st.Client); err != nil {
 			return err
@@ -752,7 +753,7 @@ func (r *run) wait(ctx context.Context, client int) error {
 
 // awaitCheck waits until client c's write, sent with a pause anchored in
 // it, reports that its lease check passed: the client has then stopped
-// itself before writing (worker.Command.StopAfterCheck), and the pause
+// itself before writing (protocol.Command.StopAfterCheck), and the pause
 // step that follows finds it stopped. A write that ends first (its check
 // found the lease spent) never reaches the anchor: the story did not
 // happen as told.

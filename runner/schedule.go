@@ -142,6 +142,6 @@ func loopDuration(g scenarios.Generator, plan []Planned, settle time.Duration) t
 // trials of gen-pause at 3 TTLs escaped (a client that keeps losing the
 // race for the lock); with three, none of 30. The loops are timed for
 // the latest strike but stopped once the faults have run their course
-// (Play, worker.OpStopLoop), so the wait costs nothing when a fault
+// (Play, protocol.OpStopLoop), so the wait costs nothing when a fault
 // strikes early.
 func armWait(g scenarios.Generator) time.Duration { return 3 * g.Duration.Duration }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/worker"
 )
 
@@ -27,7 +28,7 @@ func TestAwaitSelfStop(t *testing.T) {
 		}
 		t.Cleanup(func() { logf.Close() })
 		rec := history.NewRecorder(history.Monotonic(), nil)
-		cl, err := worker.StartWith(context.Background(), 1, rec, worker.Init{Lock: "x"}, logf, worker.StartOptions{Argv: []string{"sh", "-c", hello + script}, Ops: []string{"write"}})
+		cl, err := worker.StartWith(context.Background(), 1, rec, protocol.Init{Lock: "x"}, logf, worker.StartOptions{Argv: []string{"sh", "-c", hello + script}, Ops: []string{"write"}})
 		if err != nil {
 			t.Fatal(err)
 		}

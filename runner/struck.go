@@ -17,8 +17,8 @@ import (
 
 	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/scenarios"
-	"github.com/locksim/locksim/worker"
 )
 
 // StruckTolerance is how near, as a share of the TTL, a critical section
@@ -130,7 +130,7 @@ func workSpread(g scenarios.Generator) (spread time.Duration, ok bool) {
 // clients' stall reports (on CLOCK_MONOTONIC, as a pause's signals are);
 // g is the trial's generator (its work between a write's read and its
 // write).
-func measure(struck []struckFault, events []history.Event, stalls map[int][]worker.Stall, g scenarios.Generator) []Struck {
+func measure(struck []struckFault, events []history.Event, stalls map[int][]protocol.Stall, g scenarios.Generator) []Struck {
 	_, bounded := workSpread(g)
 	var out []Struck
 	for _, sf := range struck {
@@ -168,7 +168,7 @@ func measure(struck []struckFault, events []history.Event, stalls map[int][]work
 // (its ticker fires at once when it runs), or the SIGCONT (cont) where no
 // report came or where it ends first (the SIGCONT's instant is read just
 // after the signal is sent).
-func measureSpan(stop, cont int64, stalls []worker.Stall) time.Duration {
+func measureSpan(stop, cont int64, stalls []protocol.Stall) time.Duration {
 	ran := cont
 	for _, st := range stalls {
 		if st.From <= stop && st.To > stop {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/scenarios"
-	"github.com/locksim/locksim/worker"
 )
 
 // TestStruckOff: a fault whose critical section ended on the side of its
@@ -65,12 +65,12 @@ func TestMeasureAPause(t *testing.T) {
 	if _, _, done := heldSection(events, 1, ms(170)); done != nil {
 		t.Errorf("a strike after the last write completed found %+v", done)
 	}
-	stalls := map[int][]worker.Stall{1: {{From: 1000 - ms(8), To: 1000 + ms(146)}}}
+	stalls := map[int][]protocol.Stall{1: {{From: 1000 - ms(8), To: 1000 + ms(146)}}}
 	got := measureSpan(1000, 1000+ms(141), stalls[1])
 	if got != 146*time.Millisecond {
 		t.Errorf("pause as struck: %v, want 146ms (the client ran again 5ms after its SIGCONT)", got)
 	}
-	if got := measureSpan(1000, 1000+ms(141), []worker.Stall{{From: 1000 - ms(8), To: 1000 + ms(140)}}); got != 141*time.Millisecond {
+	if got := measureSpan(1000, 1000+ms(141), []protocol.Stall{{From: 1000 - ms(8), To: 1000 + ms(140)}}); got != 141*time.Millisecond {
 		t.Errorf("a stall report ending before the SIGCONT's instant was read: %v, want the SIGCONT's 141ms", got)
 	}
 	if got := measureSpan(1000, 1000+ms(141), nil); got != 141*time.Millisecond {

@@ -26,8 +26,8 @@ import (
 func Build(file string, sc Scenario) (*Scenario, error) {
 	s := sc
 	s.File = file
-	if s.lines == nil {
-		s.lines = given(&s)
+	if s.givenAt == nil {
+		s.givenAt = given(&s)
 	}
 	s.Steps = slices.Clone(s.Steps)
 	for i := range s.Steps {
@@ -35,16 +35,16 @@ func Build(file string, sc Scenario) (*Scenario, error) {
 	}
 	if s.Counterfactual != nil {
 		c := *s.Counterfactual
-		c.lines = merged(given(&c), c.lines)
+		c.givenAt = merged(given(&c), c.givenAt)
 		s.Counterfactual = &c
 	}
 	if s.Generator != nil {
 		g := *s.Generator
-		if g.lines == nil {
-			g.lines = given(&g)
+		if g.givenAt == nil {
+			g.givenAt = given(&g)
 			if g.Size != 0 {
 				g.sizeOf = g.Fault
-				g.lines[g.sizeField()] = 0
+				g.givenAt[g.sizeField()] = 0
 			}
 		}
 		s.Generator = &g
@@ -74,21 +74,21 @@ func settle(s *Scenario) (*Scenario, error) {
 // though they are zero (watchdog: "" takes the story's watchdog away,
 // client_cmd: [] has the harness's own worker play).
 func (c *Counterfactual) Gives(fields ...string) {
-	if c.lines == nil {
-		c.lines = map[string]int{}
+	if c.givenAt == nil {
+		c.givenAt = map[string]int{}
 	}
 	for _, f := range fields {
-		c.lines[f] = 0
+		c.givenAt[f] = 0
 	}
 }
 
 // built gives a step built in Go the fields it sets, and its changed
 // step those it sets.
 func (st *Step) built() {
-	if st.lines == nil {
-		st.lines = given(st)
+	if st.givenAt == nil {
+		st.givenAt = given(st)
 		if st.Params != nil {
-			st.lines = merged(st.lines, given(st.Params))
+			st.givenAt = merged(st.givenAt, given(st.Params))
 		}
 	}
 	if st.Counterfactual != nil {
@@ -99,7 +99,8 @@ func (st *Step) built() {
 }
 
 // given lists the yaml names of the fields of the struct v points to
-// that are set (not zero), as the lines of fields a file gives.
+// that are set (not zero), as the fields a value built in Go gives
+// (givenAt), each at line 0: no file.
 func given(v any) map[string]int {
 	out := map[string]int{}
 	rv := reflect.ValueOf(v).Elem()
@@ -136,7 +137,7 @@ func MarshalResolved(s *Scenario) ([]byte, error) { return marshal(s, true) }
 // marshal is Marshal, and with set MarshalResolved.
 func marshal(s *Scenario, set bool) ([]byte, error) {
 	root := mapping()
-	if err := addFields(root, s, keeper(s.lines, set), "steps", "counterfactual", "generator"); err != nil {
+	if err := addFields(root, s, keeper(s.givenAt, set), "steps", "counterfactual", "generator"); err != nil {
 		return nil, err
 	}
 	if s.Settings != nil {
@@ -167,7 +168,7 @@ func marshal(s *Scenario, set bool) ([]byte, error) {
 	}
 	if c := s.Counterfactual; c != nil {
 		n := mapping()
-		if err := addFields(n, c, keeper(c.lines, false)); err != nil {
+		if err := addFields(n, c, keeper(c.givenAt, false)); err != nil {
 			return nil, err
 		}
 		if c.settings != nil {
@@ -177,7 +178,7 @@ func marshal(s *Scenario, set bool) ([]byte, error) {
 	}
 	if g := s.Generator; g != nil {
 		n := mapping()
-		if err := addFields(n, g, keeper(g.lines, false)); err != nil {
+		if err := addFields(n, g, keeper(g.givenAt, false)); err != nil {
 			return nil, err
 		}
 		if k, ok := nemesis.LookupKind(g.sizeOf); ok && k.Generate != nil {
@@ -242,7 +243,7 @@ func stepFields(st *Step, keep func(name string, v reflect.Value) bool) []field 
 // otherwise), and its changed step as the fields that change.
 func stepNode(st *Step, set bool) (*yaml.Node, error) {
 	n := mapping()
-	for _, f := range stepFields(st, keeper(st.lines, set)) {
+	for _, f := range stepFields(st, keeper(st.givenAt, set)) {
 		if err := add(n, f.name, f.value); err != nil {
 			return nil, err
 		}
@@ -261,7 +262,7 @@ func stepNode(st *Step, set bool) (*yaml.Node, error) {
 // own, as the loader merges them back (changedStep): all of them but an
 // unchanged narration when it is another action.
 func changes(n *yaml.Node, st, cf *Step) error {
-	gives := func(name string, _ reflect.Value) bool { _, ok := cf.lines[name]; return ok }
+	gives := func(name string, _ reflect.Value) bool { _, ok := cf.givenAt[name]; return ok }
 	if cf.Do != st.Do {
 		for _, f := range stepFields(cf, gives) {
 			if f.name != "say" || cf.Say != st.Say {
@@ -274,7 +275,7 @@ func changes(n *yaml.Node, st, cf *Step) error {
 	}
 	was := map[string]string{}
 	for _, f := range stepFields(st, func(name string, _ reflect.Value) bool {
-		_, ok := st.lines[name]
+		_, ok := st.givenAt[name]
 		return ok && !notInCounterfactual[name]
 	}) {
 		was[f.name] = text(f.value)
@@ -339,34 +340,36 @@ func mapping() *yaml.Node { return &yaml.Node{Kind: yaml.MappingNode} }
 func key(name string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: name} }
 
 // Same says whether s and o are the same story, wherever each was loaded
-// or built from (their files and lines aside).
+// or built from (their files, and where and whether each field was
+// given, aside).
 func (s *Scenario) Same(o *Scenario) bool { return reflect.DeepEqual(s.bare(), o.bare()) }
 
 // bare is a copy of s without where its fields came from (its file and
-// lines) or what Resolve builds from them (its counterfactual story).
+// givenAt) or what Resolve builds from them (its counterfactual story).
 func (s *Scenario) bare() Scenario {
 	b := *s
-	b.File, b.lines, b.cf, b.resolved, b.settings, b.own = "", nil, nil, false, nil, ""
+	b.File, b.givenAt, b.cf, b.resolved, b.settings, b.own = "", nil, nil, false, nil, ""
 	b.Steps = slices.Clone(s.Steps)
 	for i := range b.Steps {
 		b.Steps[i] = b.Steps[i].bare()
 	}
 	if c := s.Counterfactual; c != nil {
 		cc := *c
-		cc.lines, cc.settings = nil, nil
+		cc.givenAt, cc.settings = nil, nil
 		b.Counterfactual = &cc
 	}
 	if g := s.Generator; g != nil {
 		gg := *g
-		gg.lines, gg.sizeOf = nil, ""
+		gg.givenAt, gg.sizeOf = nil, ""
 		b.Generator = &gg
 	}
 	return b
 }
 
-// bare is a copy of st without its lines, or its numbers in the story.
+// bare is a copy of st without where its fields came from (its line and
+// givenAt), or its numbers in the story.
 func (st Step) bare() Step {
-	st.Line, st.lines, st.told, st.changed = 0, nil, 0, false
+	st.Line, st.givenAt, st.told, st.changed = 0, nil, 0, false
 	if st.Counterfactual != nil {
 		cf := st.Counterfactual.bare()
 		st.Counterfactual = &cf

@@ -36,7 +36,7 @@ func Catalogue() ([]*Scenario, error) {
 			return nil, err
 		}
 		if prev, dup := seen[sc.Name]; dup {
-			return nil, &Error{File: sc.File, Line: sc.lines["name"], Field: "name", Msg: fmt.Sprintf("%q is also the name in %s", sc.Name, prev)}
+			return nil, &Error{File: sc.File, Line: sc.givenAt["name"], Field: "name", Msg: fmt.Sprintf("%q is also the name in %s", sc.Name, prev)}
 		}
 		seen[sc.Name] = sc.File
 		out = append(out, sc)

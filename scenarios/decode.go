@@ -33,8 +33,8 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // decodeStrict decodes a mapping node into the struct v field by field:
 // an unknown field or a value of the wrong type is an Error with its line.
-// It returns the line of each field present; the fields in skip it only
-// records.
+// It returns the fields given, each with its line (a givenAt); the fields
+// in skip it only records.
 func decodeStrict(n *yaml.Node, v any, what string, renamed map[string]rename, skip ...string) (map[string]int, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, &Error{Line: n.Line, Field: what, Msg: "expected a mapping of field: value"}
@@ -47,14 +47,14 @@ func decodeStrict(n *yaml.Node, v any, what string, renamed map[string]rename, s
 		known = append(known, tag)
 	})
 	known = append(known, skip...)
-	lines := map[string]int{}
+	givenAt := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
-		if _, dup := lines[k.Value]; dup {
+		if _, dup := givenAt[k.Value]; dup {
 			return nil, &Error{Line: k.Line, Field: what + k.Value, Msg: "field given twice"}
 		}
 		if slices.Contains(skip, k.Value) {
-			lines[k.Value] = k.Line // the caller decodes it
+			givenAt[k.Value] = k.Line // the caller decodes it
 			continue
 		}
 		idx, ok := fields[k.Value]
@@ -68,12 +68,12 @@ func decodeStrict(n *yaml.Node, v any, what string, renamed map[string]rename, s
 			}
 			return nil, &Error{Line: k.Line, Field: what + name, Msg: unknownField(k.Value, "", known, "known: "+strings.Join(known, ", "))}
 		}
-		lines[k.Value] = k.Line
+		givenAt[k.Value] = k.Line
 		if err := val.Decode(rv.FieldByIndex(idx).Addr().Interface()); err != nil {
 			return nil, fieldError(err, val, what+k.Value)
 		}
 	}
-	return lines, nil
+	return givenAt, nil
 }
 
 // unknownField says that field name is none of known, the fields where it
@@ -207,13 +207,13 @@ func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 	}
 	type plain Step
 	var p plain
-	lines, err := decodeStrict(&own, &p, "", stepRenames, "counterfactual")
+	givenAt, err := decodeStrict(&own, &p, "", stepRenames, "counterfactual")
 	if err != nil {
 		return err
 	}
 	if fault {
 		p.Params = kind.Params()
-		plines, err := decodeStrict(&params, p.Params, "", stepRenames)
+		paramsAt, err := decodeStrict(&params, p.Params, "", stepRenames)
 		if err != nil {
 			var e *Error
 			if errors.As(err, &e) && strings.HasPrefix(e.Msg, "unknown field") {
@@ -223,12 +223,12 @@ func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 			}
 			return err
 		}
-		for k, l := range plines {
-			lines[k] = l
+		for k, l := range paramsAt {
+			givenAt[k] = l
 		}
 	}
 	*s = Step(p)
-	s.Line, s.lines = n.Line, lines
+	s.Line, s.givenAt = n.Line, givenAt
 	if cf != nil {
 		changed, err := changedStep(n, cf)
 		if err != nil {
@@ -336,17 +336,17 @@ func (g *Generator) UnmarshalYAML(n *yaml.Node) error {
 	}
 	type plain Generator
 	var p plain
-	lines, err := decodeStrict(&own, &p, "", nil)
+	givenAt, err := decodeStrict(&own, &p, "", nil)
 	if err != nil {
 		return err
 	}
 	*g = Generator(p)
-	g.lines = lines
+	g.givenAt = givenAt
 	if size == nil {
 		return nil
 	}
 	drawn := sizeKind.Generate.Drawn
-	g.lines[drawn.Name] = size.Line
+	g.givenAt[drawn.Name] = size.Line
 	if drawn.Unit == nemesis.UnitRate {
 		if err := size.Decode(&g.Size); err != nil {
 			return fieldError(err, size, drawn.Name)

@@ -9,7 +9,7 @@ import (
 )
 
 // ClientProgram is what a client program's hello line says it covers
-// (worker.Hello, docs/protocol.md): the protocol version it speaks, the
+// (protocol.Hello, docs/protocol.md): the protocol version it speaks, the
 // locks it implements, the commands it carries out and, from version 2
 // on, the storage modes, fencing-token sources and watchdogs it has,
 // whether it checks its lease before a write and whether a clock-jump
@@ -75,7 +75,7 @@ func (s *Scenario) ClientProgramProblem(p *ClientProgram) error {
 	}
 	for i, st := range s.Steps {
 		at := func(format string, args ...any) error {
-			line := st.lines["do"]
+			line := st.givenAt["do"]
 			if line == 0 {
 				line = st.Line
 			}

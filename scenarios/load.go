@@ -53,10 +53,10 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	}
 	type plain Scenario
 	var p plain
-	lines, err := decodeStrict(doc.Content[0], &p, "", nil, settingNames()...)
+	givenAt, err := decodeStrict(doc.Content[0], &p, "", nil, settingNames()...)
 	if err == nil {
 		sc := Scenario(p)
-		sc.File, sc.lines, sc.settings = file, lines, settingsNode(doc.Content[0])
+		sc.File, sc.givenAt, sc.settings = file, givenAt, settingsNode(doc.Content[0])
 		var settled *Scenario
 		if settled, err = settle(&sc); err == nil {
 			return settled, nil

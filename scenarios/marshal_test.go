@@ -62,5 +62,5 @@ func bare(sc *Scenario) Scenario {
 // givenFields lists the fields a counterfactual block gives but its expected
 // verdict (written once it is worked out).
 func givenFields(c *Counterfactual) []string {
-	return slices.DeleteFunc(slices.Sorted(maps.Keys(c.lines)), func(k string) bool { return k == "expected" })
+	return slices.DeleteFunc(slices.Sorted(maps.Keys(c.givenAt)), func(k string) bool { return k == "expected" })
 }

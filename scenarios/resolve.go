@@ -66,8 +66,8 @@ func Resolve(sc *Scenario, c Changes) (Variant, error) {
 	}
 	if c.Reference && len(cp.ClientCmd) > 0 {
 		cp.ClientCmd, changed = nil, true
-		cp.lines = maps.Clone(cp.lines)
-		delete(cp.lines, "client_cmd") // no longer given
+		cp.givenAt = maps.Clone(cp.givenAt)
+		delete(cp.givenAt, "client_cmd") // no longer given
 	}
 	if (c.Reference || c.NoCounterfactual) && cp.Counterfactual != nil {
 		dropCounterfactual(&cp)

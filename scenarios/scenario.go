@@ -109,8 +109,11 @@ type Scenario struct {
 	// IsCounterfactual marks the changed story CounterfactualScenario
 	// builds: its steps assert nothing.
 	IsCounterfactual bool `yaml:"-"`
-	// lines maps field names to their line in File.
-	lines map[string]int
+	// givenAt is the set of fields the scenario gives, by yaml name, each
+	// with its line in File for errors ("file:line: field: ..."); 0 for a
+	// field given other than by a file (set in Go: Build). A field not in
+	// it was not given, though a default may have filled it in.
+	givenAt map[string]int
 	// resolved says Resolve made it: its defaults given, validated, its
 	// counterfactual built (cf).
 	resolved bool
@@ -246,7 +249,10 @@ type Generator struct {
 	// sets its own with --trials.
 	Trials int `yaml:"trials"`
 
-	lines map[string]int
+	// givenAt is the set of fields the block gives, by yaml name, the
+	// drawn size under its parameter's name: each with its line in the
+	// file, 0 when built in Go (see Scenario.givenAt).
+	givenAt map[string]int
 }
 
 // GeneratorFaults lists the values of Generator.Fault: every fault kind
@@ -360,8 +366,12 @@ type Step struct {
 	// docs/scenarios.md.
 	Params any `yaml:"-"`
 	// Line is the step's line in the file.
-	Line  int `yaml:"-"`
-	lines map[string]int
+	Line int `yaml:"-"`
+	// givenAt is the set of fields the step gives, by yaml name, its
+	// fault's own (Params) included: each with its line in the file, 0
+	// when built in Go (see Scenario.givenAt; an error on a field at 0
+	// names the step's Line).
+	givenAt map[string]int
 	// told is the step's number in the story it comes from, for a step
 	// of a counterfactual story (0: its own place); changed says the
 	// counterfactual changed it.

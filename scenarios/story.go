@@ -34,7 +34,10 @@ type Counterfactual struct {
 	// GeneratorFault replaces generator.fault (none: no fault at all).
 	GeneratorFault *string `yaml:"generator_fault"`
 
-	lines map[string]int
+	// givenAt is the set of fields the block gives, by yaml name, and so
+	// replaces (Given): each with its line in the file, 0 when built in Go
+	// or marked given though zero (Gives); see Scenario.givenAt.
+	givenAt map[string]int
 	// settings are the settings of the lock's servers the block gives
 	// (nil: none), as Scenario.settings.
 	settings *yaml.Node
@@ -44,12 +47,12 @@ type Counterfactual struct {
 func (c *Counterfactual) UnmarshalYAML(n *yaml.Node) error {
 	type plain Counterfactual
 	var p plain
-	lines, err := decodeStrict(n, &p, "", nil, settingNames()...)
+	givenAt, err := decodeStrict(n, &p, "", nil, settingNames()...)
 	if err != nil {
 		return err
 	}
 	*c = Counterfactual(p)
-	c.lines, c.settings = lines, settingsNode(n)
+	c.givenAt, c.settings = givenAt, settingsNode(n)
 	return nil
 }
 
@@ -247,7 +250,7 @@ func (s *Scenario) buildCounterfactual() (*Scenario, error) {
 	// A story whose node count came from its own lock's registration
 	// would run the counterfactual's lock on the wrong number of nodes; a
 	// story that sets nodes itself runs both locks on that many.
-	if _, explicit := s.lines["nodes"]; c.Given("lock") && !c.Given("nodes") && s.Nodes > 0 && !explicit {
+	if _, explicit := s.givenAt["nodes"]; c.Given("lock") && !c.Given("nodes") && s.Nodes > 0 && !explicit {
 		if spec, err := clients.Lookup(cf.Lock); err == nil && LockNodes(s, spec) > s.Nodes {
 			return nil, s.errAt("counterfactual", "lock %s wants %d nodes, the story has %d: a counterfactual changes one thing", cf.Lock, LockNodes(s, spec), s.Nodes)
 		}
@@ -280,9 +283,9 @@ func (s *Scenario) validateCounterfactual() error {
 		return nil
 	}
 	at := func(field, format string, args ...any) error {
-		line := c.lines[field]
+		line := c.givenAt[field]
 		if line == 0 {
-			line = s.lines["counterfactual"]
+			line = s.givenAt["counterfactual"]
 		}
 		return &Error{File: s.File, Line: line, Field: "counterfactual." + field, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -346,7 +349,7 @@ func (c *Counterfactual) overrides(s *Scenario) []override {
 	var out []override
 	from, to := reflect.ValueOf(&s.Conditions).Elem(), reflect.ValueOf(c.Conditions)
 	yamlFields(to.Type(), nil, func(tag string, index []int) {
-		if _, given := c.lines[tag]; !given {
+		if _, given := c.givenAt[tag]; !given {
 			return
 		}
 		v := to.FieldByIndex(index)
@@ -376,7 +379,7 @@ func (c *Counterfactual) overrides(s *Scenario) []override {
 // Given says whether the counterfactual block gives the field (its yaml
 // name) and so replaces the scenario's.
 func (c *Counterfactual) Given(field string) bool {
-	_, ok := c.lines[field]
+	_, ok := c.givenAt[field]
 	return ok
 }
 

@@ -16,7 +16,7 @@ import (
 
 // errAt builds an Error for a top-level field.
 func (s *Scenario) errAt(field, format string, args ...any) error {
-	return &Error{File: s.File, Line: s.lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &Error{File: s.File, Line: s.givenAt[field], Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (s *Scenario) validate() error {
@@ -97,7 +97,7 @@ func (s *Scenario) validate() error {
 	}
 	// A counterfactual may give client_cmd: [] (the harness's own worker
 	// plays it, as a hunt's baseline does).
-	if _, given := s.lines["client_cmd"]; given && !(s.IsCounterfactual && len(s.ClientCmd) == 0) {
+	if _, given := s.givenAt["client_cmd"]; given && !(s.IsCounterfactual && len(s.ClientCmd) == 0) {
 		if err := s.validateClientCmd(); err != nil { // external.go
 			return err
 		}
@@ -125,7 +125,7 @@ func (s *Scenario) validate() error {
 func (s *Scenario) validateStep(i int) error {
 	st := s.Steps[i]
 	at := func(field, format string, args ...any) error {
-		line := st.lines[field]
+		line := st.givenAt[field]
 		if line == 0 {
 			line = st.Line
 		}
@@ -136,12 +136,12 @@ func (s *Scenario) validateStep(i int) error {
 		return at("do", "unknown action %q (known: %s)", st.Do, strings.Join(ActionNames(), ", "))
 	}
 	for _, need := range a.Needs {
-		if _, given := st.lines[need]; !given {
+		if _, given := st.givenAt[need]; !given {
 			return at(need, "missing: %q needs %s", st.Do, need)
 		}
 	}
 	aim := st.Aim()
-	if _, given := st.lines["client"]; given && (aim.Client < 1 || aim.Client > s.Clients) {
+	if _, given := st.givenAt["client"]; given && (aim.Client < 1 || aim.Client > s.Clients) {
 		return at("client", "expected a client from 1 to %d, got %d", s.Clients, aim.Client)
 	}
 	isNode := func(n string) bool { return len(n) == 1 && n[0] >= 'A' && int(n[0]-'A') < s.Nodes }
@@ -181,9 +181,9 @@ func (s *Scenario) validateStep(i int) error {
 func (s *Scenario) validateGenerator() error {
 	g := s.Generator
 	at := func(field, format string, args ...any) error {
-		line := g.lines[field]
+		line := g.givenAt[field]
 		if line == 0 {
-			line = s.lines["generator"]
+			line = s.givenAt["generator"]
 		}
 		return &Error{File: s.File, Line: line, Field: "generator." + field, Msg: fmt.Sprintf(format, args...)}
 	}

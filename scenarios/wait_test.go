@@ -18,7 +18,7 @@ func TestAcquireWait(t *testing.T) {
 		t.Fatalf("a waiting acquire of lock etcd: %v", err)
 	}
 	for _, c := range []struct{ lock, wait, want string }{
-		{"postgres-session", "    wait: 3s\n", "w.yaml:9: steps[1].wait: lock postgres-session tries once"},
+		{"postgres-xact", "    wait: 3s\n", "w.yaml:9: steps[1].wait: lock postgres-xact tries once"},
 		{"etcd", "    wait: -1s\n", "w.yaml:9: steps[1].wait: a positive wait goes on an acquire only"},
 	} {
 		_, err := Parse("w.yaml", []byte(story(c.lock, c.wait)))

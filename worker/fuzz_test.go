@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/locksim/locksim/protocol"
 )
 
 const (
@@ -43,8 +45,8 @@ var fuzzCommands = []string{
 
 // FuzzServe: the worker's command loop never panics or hangs on any input,
 // answers each line with exactly one Done reply (after any events), writes
-// only lines that decode as a Reply, and refuses a line that is no valid
-// command with an error.
+// only lines that decode as a protocol.Reply, and refuses a line that is
+// no valid command with an error.
 //
 // No input reaches a lock or a server: fuzzInput drops every line that
 // decodes, as Serve decodes it, to an init command (the only command that
@@ -110,7 +112,7 @@ func fuzzInput(data []byte) []string {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() && len(lines) < fuzzMaxLines {
-		var c Command
+		var c protocol.Command
 		if json.Unmarshal(sc.Bytes(), &c) == nil && c.Op == "init" {
 			continue
 		}
@@ -122,7 +124,7 @@ func fuzzInput(data []byte) []string {
 // checkReplies checks Serve's output for the input lines, none an init.
 func checkReplies(t *testing.T, lines []string, out []byte) {
 	t.Helper()
-	var replies []Reply
+	var replies []protocol.Reply
 	for i, l := range bytes.SplitAfter(out, []byte("\n")) {
 		if len(l) == 0 {
 			continue
@@ -130,7 +132,7 @@ func checkReplies(t *testing.T, lines []string, out []byte) {
 		if l[len(l)-1] != '\n' {
 			t.Fatalf("reply %d is not a whole line: %q", i, l)
 		}
-		var r Reply
+		var r protocol.Reply
 		dec := json.NewDecoder(bytes.NewReader(l))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&r); err != nil || dec.More() {
@@ -149,7 +151,7 @@ func checkReplies(t *testing.T, lines []string, out []byte) {
 		if !r.Done || r.Error == "" || r.Event != nil {
 			t.Fatalf("line %d %q: reply %+v, want done with an error and no event (no init)", i+1, l, r)
 		}
-		var c Command
+		var c protocol.Command
 		if err := json.Unmarshal([]byte(l), &c); err != nil {
 			if r.ID != 0 || !strings.HasPrefix(r.Error, "bad command: ") {
 				t.Fatalf("line %d %q is no command: reply %+v, want a bad command error", i+1, l, r)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/locksim/locksim/env"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/protocol"
 )
 
 // Client is the harness's handle on one worker process.
@@ -35,9 +36,9 @@ type Client struct {
 	// stalls are the spans in which the worker reported it did not run,
 	// on CLOCK_MONOTONIC: not on a record's clock, since the record is
 	// swapped between trials and a report may arrive in the next one.
-	stalls []Stall
-	// hello is the hello line the client program printed (protocol.go).
-	hello Hello
+	stalls []protocol.Stall
+	// hello is the hello line the client program printed (start.go).
+	hello protocol.Hello
 	// mono maps the program's CLOCK_MONOTONIC to the machine's
 	// (StartOptions.Monotonic); nil: identity.
 	mono func(int64) int64
@@ -54,10 +55,10 @@ func (c *Client) real(t int64) int64 {
 // Stalls are the spans, on CLOCK_MONOTONIC (history.Monotonic), in which
 // the worker reported it did not run: the machine too busy, or a pause on
 // purpose.
-func (c *Client) Stalls() []Stall {
+func (c *Client) Stalls() []protocol.Stall {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]Stall(nil), c.stalls...)
+	return append([]protocol.Stall(nil), c.stalls...)
 }
 
 // Proc is the worker process, for faults that signal it.
@@ -66,7 +67,7 @@ func (c *Client) Proc() *env.Proc { return c.proc }
 func (c *Client) read(stdout io.Reader) {
 	dec := json.NewDecoder(bufio.NewReader(stdout))
 	for {
-		var r Reply
+		var r protocol.Reply
 		if err := dec.Decode(&r); err != nil {
 			var syn *json.SyntaxError
 			var typ *json.UnmarshalTypeError
@@ -80,7 +81,7 @@ func (c *Client) read(stdout io.Reader) {
 			return
 		}
 		if r.Stall != nil {
-			st := Stall{From: c.real(r.Stall.From), To: c.real(r.Stall.To)}
+			st := protocol.Stall{From: c.real(r.Stall.From), To: c.real(r.Stall.To)}
 			c.mu.Lock()
 			c.stalls = append(c.stalls, st)
 			c.mu.Unlock()
@@ -144,7 +145,7 @@ func (c *Client) fail(err error) {
 }
 
 // Send starts a command and returns a channel that yields its result once.
-func (c *Client) Send(cmd Command) <-chan error {
+func (c *Client) Send(cmd protocol.Command) <-chan error {
 	_, done := c.Start(cmd)
 	return done
 }
@@ -152,7 +153,7 @@ func (c *Client) Send(cmd Command) <-chan error {
 // Start sends a command and returns two channels: started is closed once
 // the worker has begun it (its first event arrived), done yields its
 // result once.
-func (c *Client) Start(cmd Command) (started <-chan struct{}, done <-chan error) {
+func (c *Client) Start(cmd protocol.Command) (started <-chan struct{}, done <-chan error) {
 	ch := make(chan error, 1)
 	st := make(chan struct{})
 	c.mu.Lock()
@@ -179,7 +180,7 @@ func (c *Client) Start(cmd Command) (started <-chan struct{}, done <-chan error)
 }
 
 // Do sends a command and waits for it to finish.
-func (c *Client) Do(ctx context.Context, cmd Command) error {
+func (c *Client) Do(ctx context.Context, cmd protocol.Command) error {
 	select {
 	case err := <-c.Send(cmd):
 		return err

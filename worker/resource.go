@@ -13,12 +13,13 @@ import (
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/clockshim"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/storage"
 )
 
 // setup builds the lock client, its fencing-token source and the handle on
 // the protected storage, and opens their connections.
-func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
+func (s *state) setup(ctx context.Context, spec clients.Spec, in protocol.Init) error {
 	s.init = in
 	s.wall = time.Now
 	if in.ClockFile != "" {
@@ -78,7 +79,7 @@ func (s *state) setup(ctx context.Context, spec clients.Spec, in Init) error {
 // for c.Work, write read+1 with this lease's fence and token. A pause
 // (SIGSTOP) during the work is Kleppmann's GC pause. A client without a
 // lease does not write (no I/O) unless the command says Unlocked.
-func (s *state) write(ctx context.Context, c Command) {
+func (s *state) write(ctx context.Context, c protocol.Command) {
 	l, held := s.lease(c.Key)
 	invoke := history.Event{Time: history.Monotonic(), Type: history.Invoke, Op: history.OpWrite, Key: c.Key,
 		Token: l.Token, Fence: l.Fence, Unlocked: c.Unlocked}
@@ -160,7 +161,7 @@ func (s *state) write(ctx context.Context, c Command) {
 // flushes a check note at once), and kill to one's own process stops it
 // before kill returns, so nothing is written until the harness sends
 // SIGCONT.
-func (s *state) cleared(c Command, l clients.Lease) bool {
+func (s *state) cleared(c protocol.Command, l clients.Lease) bool {
 	if !s.init.CheckLease {
 		return true
 	}

@@ -2,7 +2,10 @@
 // LOCKSIM_WORKER=1 runs one lock client, reads commands as JSON lines on
 // stdin and answers with history events on stdout, each stamped with
 // CLOCK_MONOTONIC. Because a client is a whole OS process, a pause is a
-// real SIGSTOP: its timers and its watchdog stop with it.
+// real SIGSTOP: its timers and its watchdog stop with it. The harness's
+// handle on a client process, this one or a program in another language,
+// is here too (start.go, handle.go); the lines they exchange are package
+// protocol's.
 package worker
 
 import (
@@ -20,107 +23,9 @@ import (
 
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/storage"
 )
-
-// EnvVar marks a process as a worker.
-const EnvVar = "LOCKSIM_WORKER"
-
-// Command is one line from the harness to a worker.
-type Command struct {
-	// ID ties replies to the command.
-	ID int64 `json:"id"`
-	// Op is init, acquire, release, extend or write (v2); the harness
-	// sends loop, stop-loop, hold and resume (loop.go) to its own worker
-	// only.
-	Op string `json:"op"`
-	// Key is the lock key.
-	Key string `json:"key,omitempty"`
-	// TTL is the lease time asked for by acquire and extend.
-	TTL time.Duration `json:"ttl,omitempty"`
-	// Wait lets an acquire wait up to this long for a held lock, as its
-	// lock waits (clients.Waiter), instead of trying once (v2).
-	Wait time.Duration `json:"wait,omitempty"`
-	// Work is how long a write works between its read and its write.
-	Work time.Duration `json:"work,omitempty"`
-	// Unlocked lets a write go ahead without a lease (a story about an
-	// unlocked write); otherwise a write, extend or release without a
-	// lease is refused with no I/O.
-	Unlocked bool `json:"unlocked,omitempty"`
-	// StopAfterCheck makes a write stop its own process (SIGSTOP) right
-	// after its lease check has passed, and before it writes, once it has
-	// sent a check note (history.OpCheck): the story anchored a pause on
-	// that moment, and the harness resumes the process (a write only, with
-	// Init.CheckLease; the harness sends it to its own worker only).
-	StopAfterCheck bool `json:"stop_after_check,omitempty"`
-	// Period makes a write one run of a scheduled job for this period:
-	// right after its read, before its work, it writes the row (job,
-	// period) to the storage's job table (storage.RecordJob), the run's
-	// first effect, which the checker counts (the harness sends it to its
-	// own worker only).
-	Period string `json:"period,omitempty"`
-	// Init configures the worker (op init only).
-	Init *Init `json:"init,omitempty"`
-	// Loop configures a generator loop (op loop only, sent to the
-	// harness's own worker only; see loop.go).
-	Loop *Loop `json:"loop,omitempty"`
-}
-
-// Init is what a worker needs to build its lock client and reach storage.
-type Init struct {
-	// Lock names a registered lock algorithm.
-	Lock string `json:"lock"`
-	// Config is the lock's connection config, as this client reaches it.
-	Config clients.Config `json:"config"`
-	// Storage is the protected resource's connection string ("": none).
-	Storage string `json:"storage,omitempty"`
-	// StorageMode is one of storage.Modes: plain, fenced, fenced-write,
-	// token-cas or idempotent.
-	StorageMode storage.Mode `json:"storage_mode,omitempty"`
-	// Fence names the fencing-token source: "" (none), or one of
-	// clients.FencePostgres (a sequence, through Storage), FenceRedisIncr
-	// or FenceRedlockIncr (INCR on the Redis nodes).
-	Fence string `json:"fence,omitempty"`
-	// Watchdog renews every lease in the background: "" (no), "token"
-	// (only while the key holds this lease's token) or "pexpire" (plain
-	// PEXPIRE on the key, whoever holds it).
-	Watchdog string `json:"watchdog,omitempty"`
-	// WatchdogEvery is how often the watchdog renews.
-	WatchdogEvery time.Duration `json:"watchdog_every,omitempty"`
-	// WatchdogMax bounds the watchdog to that many renewals of a lease
-	// (0: none). Sent to the harness's own worker only.
-	WatchdogMax int `json:"watchdog_max,omitempty"`
-	// ClockFile is the control file of this client's wall clock (see
-	// nemesis/clockshim), so a fault can jump it. Empty: the real clock.
-	ClockFile string `json:"clock_file,omitempty"`
-	// CheckLease makes a write check, just before writing, that the lease
-	// is still valid as the lock measures it, and not write if it is not.
-	CheckLease bool `json:"check_lease,omitempty"`
-}
-
-// Reply is one line from a worker to the harness.
-type Reply struct {
-	// ID is the command this reply belongs to.
-	ID int64 `json:"id"`
-	// Event is a history event whose Time is an absolute CLOCK_MONOTONIC
-	// reading; the harness rebases it and sets Process.
-	Event *history.Event `json:"event,omitempty"`
-	// Done says the command is finished.
-	Done bool `json:"done,omitempty"`
-	// Error is set when the command could not be carried out at all (bad
-	// command, init failure): a harness error, not an operation outcome.
-	Error string `json:"error,omitempty"`
-	// Stall, sent on its own, says the worker did not run for a while
-	// (CLOCK_MONOTONIC readings): the machine was too busy, or the worker
-	// was paused (SIGSTOP) on purpose, which the harness tells apart.
-	Stall *Stall `json:"stall,omitempty"`
-}
-
-// Stall is a span in which the worker did not run.
-type Stall struct {
-	From int64 `json:"from"`
-	To   int64 `json:"to"`
-}
 
 // stallTick is how often the worker checks that it runs; a span from one
 // wake-up to the next longer than StallReport is reported. It is short
@@ -155,16 +60,16 @@ func WatchStalls(stop <-chan struct{}, tick time.Duration, report func(from, to 
 func (s *state) watchStalls(stop <-chan struct{}) {
 	WatchStalls(stop, stallTick, func(from, to int64) {
 		if time.Duration(to-from) > StallReport {
-			s.send(Reply{Stall: &Stall{From: from, To: to}})
+			s.send(protocol.Reply{Stall: &protocol.Stall{From: from, To: to}})
 		}
 	})
 }
 
 // MaybeRun turns this process into a worker when LOCKSIM_WORKER=1, and
-// never returns in that case: it prints its hello line (protocol.go),
-// then serves. main and TestMain call it first.
+// never returns in that case: it prints its hello line (goHello), then
+// serves. main and TestMain call it first.
 func MaybeRun() {
-	if os.Getenv(EnvVar) != "1" {
+	if os.Getenv(protocol.EnvWorker) != "1" {
 		return
 	}
 	// A client runs one operation at a time: one thread for Go code
@@ -181,9 +86,31 @@ func MaybeRun() {
 	os.Exit(Serve(os.Stdin, os.Stdout))
 }
 
+// goHello is the hello of the harness's own worker: every registered lock
+// and every command.
+func goHello() protocol.Hello {
+	h := protocol.Hello{Protocol: protocol.ProtocolVersion, Name: "locksim Go worker", Locks: clients.Names(), Ops: protocol.Ops,
+		Fences: protocol.Fences, Watchdogs: protocol.Watchdogs,
+		CheckLease: true, ClientClock: true, AcquireWait: true}
+	for _, m := range storage.Modes() {
+		h.StorageModes = append(h.StorageModes, string(m))
+	}
+	return h
+}
+
+// writeHello prints the harness's own worker's hello line.
+func writeHello(w io.Writer) error {
+	b, err := json.Marshal(goHello())
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
 // state is one worker's lock client and its current leases.
 type state struct {
-	init  Init
+	init  protocol.Init
 	lock  clients.Lock
 	store *storage.Store
 	// leases are the leases held, by key; the watchdog renews them and
@@ -210,11 +137,11 @@ type state struct {
 	// written in, at the clock's rate now (identity without ClockFile).
 	realMono func(int64) int64
 	// stopLoop ends the running generator loop after its current cycle
-	// (OpStopLoop).
+	// (protocol.OpStopLoop).
 	stopLoop atomic.Bool
 	// holdID is the hold command waiting for the loop's next write (0:
-	// none); resume, while a write is held, lets it go on (OpHold,
-	// OpResume; holdMu guards both).
+	// none); resume, while a write is held, lets it go on (protocol.OpHold,
+	// protocol.OpResume; holdMu guards both).
 	holdMu sync.Mutex
 	holdID int64
 	resume chan struct{}
@@ -227,7 +154,7 @@ type state struct {
 // generator loop, and its writes unless Loop.Prompt) are buffered and
 // flushed within flushEvery, which saves a system call per event where
 // throughput is measured.
-func (s *state) send(r Reply) {
+func (s *state) send(r protocol.Reply) {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
 	_ = s.out.Encode(r)
@@ -262,7 +189,7 @@ func (s *state) event(id int64, e history.Event) {
 	if e.Time == 0 {
 		e.Time = history.Monotonic()
 	}
-	s.send(Reply{ID: id, Event: &e})
+	s.send(protocol.Reply{ID: id, Event: &e})
 }
 
 // Serve runs the command loop until stdin closes; it returns the exit code.
@@ -288,29 +215,29 @@ func Serve(in io.Reader, out io.Writer) int {
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	var loops sync.WaitGroup // the generator loop running, if any
 	for sc.Scan() {
-		var c Command
+		var c protocol.Command
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			s.send(Reply{Done: true, Error: fmt.Sprintf("bad command: %v", err)})
+			s.send(protocol.Reply{Done: true, Error: fmt.Sprintf("bad command: %v", err)})
 			continue
 		}
 		switch {
-		case c.Op == OpStopLoop:
+		case c.Op == protocol.OpStopLoop:
 			// The running loop ends after its current cycle; its own
 			// done goes out first.
 			s.stopLoop.Store(true)
 			s.resumeHold() // a held write would never end its cycle
 			loops.Wait()
-			s.send(Reply{ID: c.ID, Done: true})
+			s.send(protocol.Reply{ID: c.ID, Done: true})
 			continue
-		case c.Op == OpHold:
+		case c.Op == protocol.OpHold:
 			// Done once the loop's next write is held.
 			s.armHold(c.ID)
 			continue
-		case c.Op == OpResume:
+		case c.Op == protocol.OpResume:
 			s.resumeHold()
-			s.send(Reply{ID: c.ID, Done: true})
+			s.send(protocol.Reply{ID: c.ID, Done: true})
 			continue
-		case c.Op == OpLoop:
+		case c.Op == protocol.OpLoop:
 			// A loop runs while the worker reads on, so that a stop can
 			// end it early; any other command waits for it.
 			loops.Wait()
@@ -327,7 +254,7 @@ func Serve(in io.Reader, out io.Writer) int {
 	}
 	loops.Wait()
 	if err := sc.Err(); err != nil {
-		s.send(Reply{Done: true, Error: fmt.Sprintf("reading commands: %v", err)})
+		s.send(protocol.Reply{Done: true, Error: fmt.Sprintf("reading commands: %v", err)})
 	}
 	for _, stop := range s.dogs {
 		stop()
@@ -342,15 +269,15 @@ func Serve(in io.Reader, out io.Writer) int {
 }
 
 // reply ends command c: done, with err when it could not be carried out.
-func (s *state) reply(c Command, err error) {
+func (s *state) reply(c protocol.Command, err error) {
 	if err != nil {
-		s.send(Reply{ID: c.ID, Done: true, Error: err.Error()})
+		s.send(protocol.Reply{ID: c.ID, Done: true, Error: err.Error()})
 		return
 	}
-	s.send(Reply{ID: c.ID, Done: true})
+	s.send(protocol.Reply{ID: c.ID, Done: true})
 }
 
-func (s *state) do(ctx context.Context, c Command) error {
+func (s *state) do(ctx context.Context, c protocol.Command) error {
 	if c.Op == "init" {
 		if c.Init == nil {
 			return errors.New("init without config")
@@ -373,7 +300,7 @@ func (s *state) do(ctx context.Context, c Command) error {
 		s.extend(ctx, c)
 	case history.OpWrite:
 		s.write(ctx, c)
-	case OpLoop:
+	case protocol.OpLoop:
 		return s.loop(ctx, c)
 	default:
 		return fmt.Errorf("unknown op %q", c.Op)
@@ -470,7 +397,7 @@ func (s *state) noLease(id int64, op, key string) {
 		Detail: "refused by the client: it holds no lease, so it sends nothing"})
 }
 
-func (s *state) acquire(ctx context.Context, c Command) {
+func (s *state) acquire(ctx context.Context, c protocol.Command) {
 	s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpAcquire, Key: c.Key, TTL: int64(c.TTL)})
 	var l clients.Lease
 	var err error
@@ -496,7 +423,7 @@ func (s *state) acquire(ctx context.Context, c Command) {
 	s.event(c.ID, done)
 }
 
-func (s *state) release(ctx context.Context, c Command) {
+func (s *state) release(ctx context.Context, c protocol.Command) {
 	l, ok := s.lease(c.Key)
 	if _, pending := s.commits[c.Key]; !pending {
 		s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpRelease, Key: c.Key, Token: l.Token})
@@ -522,7 +449,7 @@ func (s *state) release(ctx context.Context, c Command) {
 	s.event(c.ID, done)
 }
 
-func (s *state) extend(ctx context.Context, c Command) {
+func (s *state) extend(ctx context.Context, c protocol.Command) {
 	l, ok := s.lease(c.Key)
 	s.event(c.ID, history.Event{Type: history.Invoke, Op: history.OpExtend, Key: c.Key, Token: l.Token, TTL: int64(c.TTL)})
 	if !ok {

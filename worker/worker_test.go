@@ -13,6 +13,7 @@ import (
 
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/storage"
 )
 
@@ -58,7 +59,7 @@ func init() {
 }
 
 // serve runs the worker on the given commands and returns its replies.
-func serve(t *testing.T, cmds ...Command) []Reply {
+func serve(t *testing.T, cmds ...protocol.Command) []protocol.Reply {
 	t.Helper()
 	var in strings.Builder
 	for _, c := range cmds {
@@ -70,10 +71,10 @@ func serve(t *testing.T, cmds ...Command) []Reply {
 		Serve(strings.NewReader(in.String()), pw)
 		pw.Close()
 	}()
-	var out []Reply
+	var out []protocol.Reply
 	dec := json.NewDecoder(pr)
 	for {
-		var r Reply
+		var r protocol.Reply
 		if err := dec.Decode(&r); err != nil {
 			break
 		}
@@ -84,11 +85,11 @@ func serve(t *testing.T, cmds ...Command) []Reply {
 
 func TestServeRecordsEachOperation(t *testing.T) {
 	replies := serve(t,
-		Command{ID: 1, Op: "init", Init: &Init{Lock: "test-mem"}},
-		Command{ID: 2, Op: history.OpAcquire, Key: "K", TTL: time.Second},
-		Command{ID: 3, Op: history.OpRelease, Key: "K"},
-		Command{ID: 4, Op: history.OpRelease, Key: "K"},
-		Command{ID: 5, Op: "fly"},
+		protocol.Command{ID: 1, Op: "init", Init: &protocol.Init{Lock: "test-mem"}},
+		protocol.Command{ID: 2, Op: history.OpAcquire, Key: "K", TTL: time.Second},
+		protocol.Command{ID: 3, Op: history.OpRelease, Key: "K"},
+		protocol.Command{ID: 4, Op: history.OpRelease, Key: "K"},
+		protocol.Command{ID: 5, Op: "fly"},
 	)
 	type seen struct {
 		id  int64
@@ -129,7 +130,7 @@ func TestServeRecordsEachOperation(t *testing.T) {
 }
 
 func TestServeRefusesCommandsBeforeInit(t *testing.T) {
-	replies := serve(t, Command{ID: 1, Op: history.OpAcquire, Key: "K"})
+	replies := serve(t, protocol.Command{ID: 1, Op: history.OpAcquire, Key: "K"})
 	if len(replies) != 1 || !replies[0].Done || !strings.Contains(replies[0].Error, "before init") {
 		t.Fatalf("replies %+v, want one done with a 'before init' error", replies)
 	}
@@ -154,7 +155,7 @@ func TestOutcome(t *testing.T) {
 }
 
 // events returns the replies' events whose op is op.
-func events(replies []Reply, op string) []history.Event {
+func events(replies []protocol.Reply, op string) []history.Event {
 	var out []history.Event
 	for _, r := range replies {
 		if r.Event != nil && r.Event.Op == op {
@@ -170,10 +171,10 @@ func events(replies []Reply, op string) []history.Event {
 // error (an unknown outcome), not in a no-lease refusal.
 func TestNoLeaseNoIO(t *testing.T) {
 	replies := serve(t,
-		Command{ID: 1, Op: "init", Init: &Init{Lock: "test-mem"}},
-		Command{ID: 2, Op: history.OpWrite, Key: "N"},
-		Command{ID: 3, Op: history.OpExtend, Key: "N", TTL: time.Second},
-		Command{ID: 4, Op: history.OpRelease, Key: "N"},
+		protocol.Command{ID: 1, Op: "init", Init: &protocol.Init{Lock: "test-mem"}},
+		protocol.Command{ID: 2, Op: history.OpWrite, Key: "N"},
+		protocol.Command{ID: 3, Op: history.OpExtend, Key: "N", TTL: time.Second},
+		protocol.Command{ID: 4, Op: history.OpRelease, Key: "N"},
 	)
 	for _, op := range []string{history.OpWrite, history.OpExtend, history.OpRelease} {
 		evs := events(replies, op)
@@ -184,8 +185,8 @@ func TestNoLeaseNoIO(t *testing.T) {
 	// unlocked: the write goes ahead; with no storage configured it fails
 	// for that reason, not for the missing lease.
 	replies = serve(t,
-		Command{ID: 1, Op: "init", Init: &Init{Lock: "test-mem"}},
-		Command{ID: 2, Op: history.OpWrite, Key: "N", Unlocked: true},
+		protocol.Command{ID: 1, Op: "init", Init: &protocol.Init{Lock: "test-mem"}},
+		protocol.Command{ID: 2, Op: history.OpWrite, Key: "N", Unlocked: true},
 	)
 	evs := events(replies, history.OpWrite)
 	if len(evs) != 2 || !evs[0].Unlocked || evs[1].Reason == history.ReasonNoLease {
@@ -219,16 +220,16 @@ func TestEveryRefusingModeSaysWhy(t *testing.T) {
 // after its current cycle; the loop's done goes out before the stop's,
 // and a stop with no loop running is done at once.
 func TestStopLoopEndsTheLoop(t *testing.T) {
-	done := make(chan []Reply, 1)
+	done := make(chan []protocol.Reply, 1)
 	go func() {
 		done <- serve(t,
-			Command{ID: 1, Op: "init", Init: &Init{Lock: "test-mem"}},
-			Command{ID: 2, Op: OpLoop, Key: "S", TTL: time.Second, Loop: &Loop{Duration: time.Minute}},
-			Command{ID: 3, Op: OpStopLoop},
-			Command{ID: 4, Op: OpStopLoop},
+			protocol.Command{ID: 1, Op: "init", Init: &protocol.Init{Lock: "test-mem"}},
+			protocol.Command{ID: 2, Op: protocol.OpLoop, Key: "S", TTL: time.Second, Loop: &protocol.Loop{Duration: time.Minute}},
+			protocol.Command{ID: 3, Op: protocol.OpStopLoop},
+			protocol.Command{ID: 4, Op: protocol.OpStopLoop},
 		)
 	}()
-	var replies []Reply
+	var replies []protocol.Reply
 	select {
 	case replies = <-done:
 	case <-time.After(30 * time.Second):
@@ -269,7 +270,7 @@ func TestStopAfterCheck(t *testing.T) {
 			var out strings.Builder
 			buf := bufio.NewWriter(&out)
 			l := clients.Lease{Key: "L", Token: "tok", Start: history.Monotonic(), Validity: c.validity}
-			s := &state{init: Init{CheckLease: true}, leases: map[string]clients.Lease{"L": l}, out: json.NewEncoder(buf), buf: buf,
+			s := &state{init: protocol.Init{CheckLease: true}, leases: map[string]clients.Lease{"L": l}, out: json.NewEncoder(buf), buf: buf,
 				wall: time.Now, lastID: 7} // the write's invocation went out already
 			stops, sentBeforeStop := 0, false
 			old := stopSelf
@@ -279,7 +280,7 @@ func TestStopAfterCheck(t *testing.T) {
 				return nil
 			}
 			defer func() { stopSelf = old }()
-			if got := s.cleared(Command{ID: 7, Op: history.OpWrite, Key: "L", StopAfterCheck: c.stopAsked}, l); got != c.cleared {
+			if got := s.cleared(protocol.Command{ID: 7, Op: history.OpWrite, Key: "L", StopAfterCheck: c.stopAsked}, l); got != c.cleared {
 				t.Fatalf("cleared = %v, want %v", got, c.cleared)
 			}
 			if (stops == 1) != c.stop || stops > 1 {
@@ -301,8 +302,8 @@ func TestStopAfterCheck(t *testing.T) {
 // place, it ends the acquire unknown, saying so.
 func TestAcquireWaitNeedsAWaiter(t *testing.T) {
 	replies := serve(t,
-		Command{ID: 1, Op: "init", Init: &Init{Lock: "test-mem"}},
-		Command{ID: 2, Op: history.OpAcquire, Key: "W", TTL: time.Second, Wait: time.Second},
+		protocol.Command{ID: 1, Op: "init", Init: &protocol.Init{Lock: "test-mem"}},
+		protocol.Command{ID: 2, Op: history.OpAcquire, Key: "W", TTL: time.Second, Wait: time.Second},
 	)
 	var done *history.Event
 	for _, r := range replies {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/storage"
 )
 
@@ -27,18 +28,18 @@ func TestGoWorkerHello(t *testing.T) {
 	if !bytes.HasSuffix(out.Bytes(), []byte("\n")) || bytes.Count(out.Bytes(), []byte("\n")) != 1 {
 		t.Fatalf("hello %q is not one line", out.String())
 	}
-	var h Hello
+	var h protocol.Hello
 	if err := json.Unmarshal(out.Bytes(), &h); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkHello(h, "test-mem", GoOps); err != nil {
+	if err := h.Covers("test-mem", protocol.Ops); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(h.Locks, clients.Names()) {
 		t.Fatalf("hello locks %v, want every registered lock %v", h.Locks, clients.Names())
 	}
-	if h.Protocol != ProtocolVersion || len(h.StorageModes) != len(storage.Modes()) || !h.CheckLease || !h.ClientClock {
-		t.Fatalf("hello %+v: want version %d and everything a story can ask", h, ProtocolVersion)
+	if h.Protocol != protocol.ProtocolVersion || len(h.StorageModes) != len(storage.Modes()) || !h.CheckLease || !h.ClientClock {
+		t.Fatalf("hello %+v: want version %d and everything a story can ask", h, protocol.ProtocolVersion)
 	}
 }
 
@@ -73,7 +74,7 @@ func TestStartWithChecksHello(t *testing.T) {
 			defer logf.Close()
 			rec := history.NewRecorder(history.Monotonic(), nil)
 			start := time.Now()
-			cl, err := StartWith(context.Background(), 1, rec, Init{Lock: "x"}, logf, StartOptions{Argv: []string{"sh", "-c", c.script}, Ops: c.ops})
+			cl, err := StartWith(context.Background(), 1, rec, protocol.Init{Lock: "x"}, logf, StartOptions{Argv: []string{"sh", "-c", c.script}, Ops: c.ops})
 			if c.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -155,7 +156,7 @@ func TestOwnLock(t *testing.T) {
 			}
 			defer logf.Close()
 			rec := history.NewRecorder(history.Monotonic(), nil)
-			cl, err := StartWith(context.Background(), 1, rec, Init{Lock: "redis"}, logf, StartOptions{Argv: []string{"sh", "-c", c.script}, Ops: []string{"acquire"}})
+			cl, err := StartWith(context.Background(), 1, rec, protocol.Init{Lock: "redis"}, logf, StartOptions{Argv: []string{"sh", "-c", c.script}, Ops: []string{"acquire"}})
 			if c.want == "" {
 				if err != nil {
 					t.Fatal(err)
