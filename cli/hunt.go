@@ -49,6 +49,7 @@ type huntOptions struct {
 
 func huntCmd() *cobra.Command {
 	var o huntOptions
+	sized, shaped := hunt.SearchableKinds()
 	cmd := &cobra.Command{
 		Use:   "hunt LOCK [--storage MODE] [--faults KIND,...] [--runs N|--budget D] [--seed S]",
 		Short: "search fault schedules against a lock; shrink the first violation to a story",
@@ -62,12 +63,12 @@ otherwise: a program's lease ends where the program says, so a lease it
 keeps using past that end shows only in what it writes. Faults strike at protocol events (the start, while
 a client's acquire waits, once it is granted, once it has read, once it
 has released) plus an offset. The fault kinds are the registry's: those
-with a drawn size (pause, clock-jump, latency, clock-drift, crash,
-power-loss on Redis nodes given persistence everysec), each
-sized from its kind's range relative to the TTL and aimed at a client or a
-node, and those placed by shape (partition: Jepsen's majorities ring, or
-some of a client's links; drop; reset; replication-lag and failover on nodes with
-replicas). The clients' turns and the lock's options (watchdog,
+with a drawn size (` + strings.Join(sized, ", ") + `), each sized from its
+kind's range relative to the TTL and aimed at a client or a node its
+servers allow (power-loss only on Redis nodes given persistence everysec),
+and those placed by shape (` + strings.Join(shaped, ", ") + `: a partition
+as Jepsen's majorities ring or some of a client's links, replication-lag
+and failover on nodes with replicas). The clients' turns and the lock's options (watchdog,
 check_lease) are drawn too: work that outlasts the TTL is the TTL trap,
 with no fault. The classic shapes of the literature come first, then
 swarm draws (each kind in or out of a run), every candidate drawn from

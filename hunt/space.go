@@ -79,6 +79,21 @@ func Searchable() []string {
 	return out
 }
 
+// SearchableKinds are Searchable's kinds in two lists: those drawn with
+// a size (the registry's Generate: pause, clock-jump...) and those placed
+// by shape (Place: partition, failover...).
+func SearchableKinds() (sized, shaped []string) {
+	for _, k := range nemesis.Kinds() {
+		switch {
+		case k.Generate != nil:
+			sized = append(sized, k.Name)
+		case k.Place != nil:
+			shaped = append(shaped, k.Name)
+		}
+	}
+	return sized, shaped
+}
+
 // NewSpace checks a hunt's choices and fills in what the lock implies.
 // kinds empty: every searchable kind the lock's servers and the storage
 // allow ("none" alone: no fault, the clients' timing). most is the most

@@ -61,7 +61,7 @@ func init() {
 	Register(Spec[OneNode]{Name: "replication-lag", Doc: "hold back the node's replication link, so writes do not reach its replica",
 		Needs: []string{"node"}, Check: func(_ *OneNode, f Facts) *ParamError { return needsReplicas("replication-lag", f) },
 		New:    func(p *OneNode) Breaker { return &ReplicationLag{Partition{Client: 0, Nodes: []string{p.Node}}} },
-		Effect: history.EffectNetwork, Shape: Shape{Replicas: true}, Available: redisReplicas, Place: onNode})
+		Effect: history.EffectNetwork, Shape: Shape{Replicas: true, Silences: true}, Available: redisReplicas, Place: onNode})
 }
 
 // ReplicationLag cuts a node's replication link, the link of "client 0"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/nemesis"
 	"github.com/locksim/locksim/scenarios"
 )
 
@@ -621,9 +622,9 @@ func (b *builder) faultLane(e history.Event) (lane int, kind, label string) {
 		}
 	case f.Effect == history.EffectDown:
 		label = "down (" + e.Op + ")"
-	case (e.Op == "partition" || e.Op == "replication-lag") && len(f.Links) > 0:
-		// A replication lag is a partition of a node's replication link
-		// (a history recorded before issue 32 names it partition).
+	case silences(e.Op) && len(f.Links) > 0:
+		// A partition, or a replication lag (a partition of a node's
+		// replication link).
 		label = "cut off from " + strings.Join(f.Links, ",")
 	case len(f.Links) > 0:
 		label += " to " + strings.Join(f.Links, ",")
@@ -640,6 +641,13 @@ func (b *builder) faultLane(e history.Event) (lane int, kind, label string) {
 		label += " on " + e.Target
 	}
 	return b.addLane(Lane{Kind: LaneHarness, Name: "faults"}), kind, label
+}
+
+// silences says whether fault kind op leaves the links it strikes
+// answering nothing (the registry's Shape.Silences).
+func silences(op string) bool {
+	k, ok := nemesis.LookupKind(op)
+	return ok && k.Shape.Silences
 }
 
 // selfHealing returns how long a fault lasts by itself, when it does: a

@@ -305,3 +305,21 @@ func TestClientColorsAreNotTheLegends(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultLabelCutOff: a fault whose kind silences the links it strikes
+// (the registry's Shape.Silences: a partition, a replication lag) is
+// labelled by what it cuts a lane off from; a latency, which slows its
+// links, is labelled by its links.
+func TestFaultLabelCutOff(t *testing.T) {
+	for op, want := range map[string]string{
+		"partition":       "cut off from A,B",
+		"replication-lag": "cut off from A,B",
+		"latency":         "latency to A,B",
+	} {
+		b := &builder{t: &Timeline{}, lane: map[string]int{}}
+		e := history.Event{Type: history.Fault, Op: op, Fault: &history.FaultFields{Links: []string{"A", "B"}}}
+		if _, _, label := b.faultLane(e); label != want {
+			t.Errorf("%s: label %q, want %q", op, label, want)
+		}
+	}
+}
