@@ -26,7 +26,9 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/locksim/locksim/history"
@@ -168,6 +170,11 @@ func (e *EtcdLockService) acquire(ctx context.Context, key string, ttl, wait tim
 	if err != nil {
 		stop()
 		e.revoke(cli, grant.ID) // the server deletes the waiter's key with it
+		if st, ok := status.FromError(err); ok && st.Message() == concurrency.ErrSessionExpired.Error() {
+			// The server's Mutex.Lock (etcd 3.5+) found the waiter's key
+			// gone with its lease, and did not grant it: a refusal.
+			return Lease{}, Refuse(ErrNotAcquired, history.ReasonExpired, "the Lock service: %s (its lease expired while it waited)", st.Message())
+		}
 		if lctx.Err() != nil && ctx.Err() == nil {
 			gctx, cancel := context.WithTimeout(ctx, e.opTimeout())
 			defer cancel()

@@ -299,7 +299,11 @@ func (m *meter) measure(ctx context.Context, r *Result, opt Option) (row Row) {
 	// The floor's request goes to the server the lock reaches first (a
 	// PostgreSQL lock's floor to the cluster itself, past any pooler).
 	floorAddr, floorDSN := "", storageDSN
-	if nodes := cfg.Servers[spec.Backend]; len(nodes) > 0 {
+	on := spec.Backend
+	if row.Floor == FloorRedis {
+		on = clients.RedisBackend // a Sentinel lock's Redis nodes, not its sentinels
+	}
+	if nodes := cfg.Servers[on]; len(nodes) > 0 {
 		floorAddr = nodes[0].Addr
 	}
 	if row.Floor != "" && floorAddr == "" && spec.Backend != clients.PostgresBackend {

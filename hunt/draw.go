@@ -63,8 +63,9 @@ func two(w, at float64) []Turn { return []Turn{{At: 0, Work: w}, {At: at, Work: 
 // partition searched, on a majority); a failover before the lock key
 // reached the replica; a pause while the acquire waits; the holder's
 // lock connection dropped while it works; a client's clock stepped back
-// under the lease check; and the TTL trap, work that outlasts the TTL
-// with no fault (on three clients, a slow holder that releases late).
+// under the lease check; the TTL trap, work that outlasts the TTL with
+// no fault (on three clients, a slow holder that releases late); and an
+// extend after the lease ran out, with a watchdog and a lease check.
 func (sp Space) classic() []Plan {
 	var out []Plan
 	read1 := Anchor{Client: 1, Event: Read}
@@ -123,6 +124,15 @@ func (sp Space) classic() []Plan {
 	out = append(out, Plan{Turns: two(1.5, 1.05)})
 	if sp.Clients >= 3 {
 		out = append(out, Plan{Turns: []Turn{{At: 0, Work: 1.2}, {At: 1.05, Work: 1}, {At: 1.4, Work: 0.2}}})
+	}
+	if sp.has("pause") && sp.can("watchdog") && sp.can("check_lease") {
+		// An extend after the lease ran out (redlock-rb#36): the holder,
+		// paused past the TTL, resumes after client 2 has come and gone;
+		// its watchdog's overdue extend must fail, and its lease check
+		// then keep its stale write out. Last, so that the shapes before
+		// keep their places.
+		out = append(out, Plan{Turns: []Turn{{At: 0, Work: 3.5}, {At: 1.3, Work: 0.1}}, Options: LockOptions{Watchdog: true, CheckLease: true},
+			Faults: []Fault{{Kind: "pause", Client: 1, X: 2.5, At: read1}}})
 	}
 	return out
 }

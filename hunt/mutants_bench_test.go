@@ -26,6 +26,7 @@ var mutants = []struct {
 	{"redlock-wallclock", "redlock", "plain", []string{"clock-jump"}, 2},         // redlock-client-clock-jump-control.yaml
 	{"redlock-lease-from-replies", "redlock", "plain", []string{"latency"}, 2},   // redlock-delay-during-acquire.yaml
 	{"redis-plain-del", "redis", "none", []string{"none"}, 3},                    // redis-unsafe-release.yaml
+	{"redis-extend-reset", "redis", "plain", []string{"pause"}, 2},               // redis-extend-expired.yaml
 }
 
 // TestMutantsAreHunted: every mutant lock is in the benchmark's list, and

@@ -48,6 +48,9 @@ var expectFail = map[string]map[string]string{
 		"validity-bound": "bsm/redislock has no validity check: a grant whose replies came after the TTL ran out is returned as held",
 	},
 	// Mutants: each fails the check of the defence it breaks.
+	"redis-extend-reset": {
+		"extend-lost": "its extend re-creates a released key (redlock-rb 0.1.6's script): a's extend of its released lease is granted, and b is refused",
+	},
 	"redis-plain-del": {
 		// Its release is a plain DEL, and so is the undo of a refused
 		// acquire (Redlock deletes its key on every node when it fails):
