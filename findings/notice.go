@@ -10,8 +10,9 @@ import (
 
 // NoticeStories are the stories whose runs give a lock's time to notice
 // and overlap (checker.Notice), by the fault that takes its lock away:
-// each subject is measured by the first of the list it has a cell of (a
-// story of its servers), as sim findings played it.
+// each subject is measured by the first of the list it played (a story
+// of its servers not n/a for it), as sim findings played it; failing
+// that, the first n/a one says why.
 var NoticeStories = []struct {
 	// Fault is the kind of fault, in the page's words; Stories the
 	// stories that tell it, the more telling first.
@@ -40,25 +41,37 @@ func (s Subject) Measures() []Measure {
 	var out []Measure
 	for _, f := range NoticeStories {
 		m := Measure{Fault: f.Fault}
-	find:
-		for _, story := range f.Stories {
-			for _, c := range s.Cells {
-				if c.Story != story {
-					continue
+		// The first story played; failing that, the first n/a cell,
+		// which says why none could be.
+		c, ok := s.firstCell(f.Stories, false)
+		if !ok {
+			c, ok = s.firstCell(f.Stories, true)
+		}
+		if ok {
+			m.Story, m.Notice = c.Story, c.Notice
+			if c.Notice == nil {
+				m.Why = c.Text
+				if c.Kind != kindNA && c.Kind != kindError && c.Kind != kindStory {
+					m.Why = "not measured when this cell was played"
 				}
-				m.Story, m.Notice = story, c.Notice
-				if c.Notice == nil {
-					m.Why = c.Text
-					if c.Kind != kindNA && c.Kind != kindError && c.Kind != kindStory {
-						m.Why = "not measured when this cell was played"
-					}
-				}
-				break find
 			}
 		}
 		out = append(out, m)
 	}
 	return out
+}
+
+// firstCell is the subject's cell of the first of stories it has one of:
+// an n/a cell (na) or a played one (!na).
+func (s Subject) firstCell(stories []string, na bool) (Cell, bool) {
+	for _, story := range stories {
+		for _, c := range s.Cells {
+			if c.Story == story && (c.Kind == kindNA) == na {
+				return c, true
+			}
+		}
+	}
+	return Cell{}, false
 }
 
 // NoticeWords says how long after its lock was given away the holder
