@@ -250,7 +250,7 @@ func CostPNG(r *cost.Result, x CostX) ([]byte, error) {
 	for _, o := range opts {
 		words := fmt.Sprintf("%d  %s", number[o], o)
 		if !marked[o] {
-			words += " (no story marks it)"
+			words += " (no marks)"
 		}
 		p.Legend.Add(words)
 	}
