@@ -291,7 +291,7 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "  %s\n", n)
 	}
 	if res.Reproduced < hunt.MustBreak {
-		fmt.Fprintf(stdout, "  reproduced only %d of %d: a violation this machine's timing gives now and then, not every time\n", res.Reproduced, res.ReproducedOf)
+		fmt.Fprintf(stdout, "  %s, fewer than %d: a violation this machine's timing gives now and then, not every time\n", res.ReproducedLine(), hunt.MustBreak)
 	}
 	for _, t := range res.Thresholds {
 		fmt.Fprintf(stdout, "  %s\n", t)

@@ -2,6 +2,7 @@ package hunt
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/locksim/locksim/history"
@@ -16,6 +17,14 @@ type claim struct {
 	grantedBy      []string
 	read           *int64
 	say            string
+}
+
+// same says whether two runs' claims of one step agree on each fact a
+// replay checks (runner's matches): the end, the reason, the nodes that
+// granted it, the value read.
+func (c claim) same(d claim) bool {
+	return c.expect == d.expect && c.reason == d.reason && slices.Equal(c.grantedBy, d.grantedBy) &&
+		(c.read == nil) == (d.read == nil) && (c.read == nil || *c.read == *d.read)
 }
 
 func (c claim) apply(st *step) {

@@ -374,6 +374,79 @@ func TestFallBackWhenTheShrunkStoryDoesNotReproduce(t *testing.T) {
 	}
 }
 
+// TestFallBackWhenTheShrunkStoryGoesAnotherWay: a shrunk story that is
+// unsafe every time, but whose steps end one way in one run and another
+// way in the next (client 2's acquire granted, then refused: a size on a
+// timing edge), has claims no replay could hold: it is not counted as
+// reproduced, and the hunt falls back to the plan before the bisection,
+// whose runs all go one way. The story's claims are that way's.
+func TestFallBackWhenTheShrunkStoryGoesAnotherWay(t *testing.T) {
+	sp, _ := NewSpace("redis", "plain", []string{"pause"}, time.Second, 0)
+	found := 0
+	edge := func(_ context.Context, s *Story) (Played, error) {
+		for _, f := range s.Plan.Faults {
+			if f.Kind != "pause" || f.Client != 1 || f.X < 1.04 {
+				continue
+			}
+			refused := false // client 2's first acquire
+			if strings.HasSuffix(s.Scenario.Name, "-found") {
+				found++
+				refused = f.X < 1.4 && found%2 == 0
+			}
+			return Played{Verdict: checker.Unsafe, Summary: "a lost update", Events: opsOf(s, refused)}, nil
+		}
+		return Played{Verdict: checker.Safe}, nil
+	}
+	res, story, _, err := Run(context.Background(), Options{Space: sp, Seed: 1, Runs: 5, Play: edge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Found || res.FellBack != "the shrunk plan before its sizes were bisected" || res.Reproduced != 3 || res.OtherWay != 0 || story == nil {
+		t.Fatalf("found %v, fell back to %q, %s", res.Found, res.FellBack, res.ReproducedLine())
+	}
+	if x := res.Final.Faults[0].X; x < 1.4 {
+		t.Errorf("final pause %.2f TTL: the bisected edge kept", x)
+	}
+	if text := string(story.YAML); strings.Contains(text, "refused") || !strings.Contains(text, "expect: granted") {
+		t.Errorf("the story's claims are not the way its runs went:\n%s", text)
+	}
+	if !strings.Contains(res.Counts(), "reproduced 3 of 3 in") {
+		t.Errorf("counts: %s", res.Counts())
+	}
+	// The bisected story alone, as reproduce saw it: 1 run as told (the
+	// latest way, on a tie), 1 more unsafe another way.
+	h := &hunter{o: Options{Space: sp, Play: edge}, res: &Result{}}
+	found = 0
+	if _, err := h.reproduce(context.Background(), Plan{Turns: two(0.2, 1.05), Faults: []Fault{{Kind: "pause", Client: 1, X: 1.1, At: Anchor{Client: 1, Event: Granted}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.res; res.Reproduced != 2 || res.OtherWay != 1 || res.ReproducedLine() != "reproduced 2 of 3 as it tells (1 more unsafe by another path)" {
+		t.Errorf("reproduce on the edge: %s", res.ReproducedLine())
+	}
+}
+
+// opsOf is a history of story s in which every operation step is
+// invoked and ends ok in its order, but client 2's first acquire, which
+// is refused (held) when refused says so.
+func opsOf(s *Story, refused bool) []history.Event {
+	var ev []history.Event
+	first := true
+	for _, st := range s.steps {
+		if st.Do != "acquire" && st.Do != "write" && st.Do != "release" {
+			continue
+		}
+		done := history.Event{Process: st.Client, Type: history.Ok, Op: st.Do}
+		if st.Client == 2 && st.Do == "acquire" && first {
+			first = false
+			if refused {
+				done.Type, done.Reason = history.Fail, history.ReasonHeld
+			}
+		}
+		ev = append(ev, history.Event{Process: st.Client, Type: history.Invoke, Op: st.Do}, done)
+	}
+	return ev
+}
+
 // TestWithProgramLeavesOutWhatItsHelloLacks: a client program without a
 // watchdog, a lease check or a movable clock has none of them searched,
 // each said in LeftOut; no candidate then steps a client's clock, and

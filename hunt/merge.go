@@ -68,7 +68,7 @@ func Merge(shards []*Result, names []string, partial bool) (*Result, int, error)
 		b := shards[best]
 		out.Found, out.SecondsToFind = true, b.SecondsToFind
 		out.FaultsFound, out.FaultsFinal, out.Original, out.Final = b.FaultsFound, b.FaultsFinal, b.Original, b.Final
-		out.Summary, out.Reproduced, out.ReproducedOf = b.Summary, b.Reproduced, b.ReproducedOf
+		out.Summary, out.Reproduced, out.ReproducedOf, out.OtherWay = b.Summary, b.Reproduced, b.ReproducedOf, b.OtherWay
 		out.Thresholds, out.OneMinimal = b.Thresholds, b.OneMinimal
 	}
 	return out, best, nil

@@ -57,8 +57,8 @@ func (r *Result) Runs() string {
 // Counts is the line of counts under a finding: each of hunt.json's
 // counts of story runs by phase, and their sum.
 func (r *Result) Counts() string {
-	return fmt.Sprintf("after %s in %.0fs; shrunk from %d fault(s) to %d in %d run(s); reproduced %d of %d in %d run(s); %d story run(s) in all",
-		r.Runs(), r.SecondsToFind, r.FaultsFound, r.FaultsFinal, r.ShrinkRuns, r.Reproduced, r.ReproducedOf,
+	return fmt.Sprintf("after %s in %.0fs; shrunk from %d fault(s) to %d in %d run(s); %s in %d run(s); %d story run(s) in all",
+		r.Runs(), r.SecondsToFind, r.FaultsFound, r.FaultsFinal, r.ShrinkRuns, r.ReproducedLine(),
 		r.ReproductionRuns, r.StoryRuns)
 }
 
@@ -68,5 +68,15 @@ func (r *Result) NotReproduced() string {
 	if r.FellBack == "" {
 		return ""
 	}
-	return fmt.Sprintf("the shrunk story did not reproduce in %d of %d runs: found.yaml is %s", MustBreak, Plays, r.FellBack)
+	return fmt.Sprintf("the shrunk story did not reproduce as it tells (in %d of %d runs, each by the same path): found.yaml is %s", MustBreak, Plays, r.FellBack)
+}
+
+// ReproducedLine says how many runs of the final story ended unsafe as
+// it tells, and how many more by another path.
+func (r *Result) ReproducedLine() string {
+	s := fmt.Sprintf("reproduced %d of %d", r.Reproduced, r.ReproducedOf)
+	if r.OtherWay > 0 {
+		s += fmt.Sprintf(" as it tells (%d more unsafe by another path)", r.OtherWay)
+	}
+	return s
 }
