@@ -281,6 +281,10 @@ func TestRedisReset(t *testing.T) {
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	sha, err := c.ScriptLoad(ctx, "return 1").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.Clock.SetOffset(time.Hour)
 	r.Clock.SetRate(2)
 	if err := r.Pause(); err != nil {
@@ -291,6 +295,11 @@ func TestRedisReset(t *testing.T) {
 	}
 	if n, err := c.DBSize(ctx).Result(); err != nil || n != 0 {
 		t.Fatalf("DBSIZE after Reset = %d, %v; want 0", n, err)
+	}
+	// A new server knows no script: a client's EVALSHA takes a second
+	// round trip (NOSCRIPT, then EVAL) on it, and so on a reset one.
+	if known, err := c.ScriptExists(ctx, sha).Result(); err != nil || known[0] {
+		t.Fatalf("SCRIPT EXISTS after Reset = %v, %v; want false", known, err)
 	}
 	if r.Clock.Offset() != 0 || r.Clock.Rate() != 1 {
 		t.Fatalf("clock after Reset: offset %v rate %v", r.Clock.Offset(), r.Clock.Rate())
