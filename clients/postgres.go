@@ -207,24 +207,14 @@ func NewPGSession(cfg Config) (*PGSession, error) {
 // Acquire runs pg_try_advisory_lock on AdvisoryKey(key) (or hashtext(key));
 // ttl is ignored.
 func (p *PGSession) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	start := Monotonic()
-	conn, err := p.c.get(ctx)
-	if err != nil {
-		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
-	}
-	sql, arg := p.lockSQL("pg_try_advisory_lock", key)
-	ok, err := tryLock(ctx, conn, sql, arg)
-	if err != nil {
-		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
-	}
-	if !ok {
-		return Lease{}, ErrNotAcquired
-	}
-	l := Lease{Key: key, Token: NewToken(), Start: start}
-	p.held[l.Token] = p.c.gen
-	return l, nil
+	return p.acquire(ctx, key, func(conn *pgx.Conn) error {
+		sql, arg := p.lockSQL("pg_try_advisory_lock", key)
+		ok, err := tryLock(ctx, conn, sql, arg)
+		if err == nil && !ok {
+			return ErrNotAcquired
+		}
+		return err
+	})
 }
 
 // AcquireWait runs pg_advisory_lock, the acquire that waits while
@@ -232,26 +222,38 @@ func (p *PGSession) Acquire(ctx context.Context, key string, ttl time.Duration) 
 // moment the holder unlocks, refused (held) when the wait runs out
 // (SQLSTATE 55P03, lock_not_available); ttl is ignored.
 func (p *PGSession) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
+	return p.acquire(ctx, key, func(conn *pgx.Conn) error {
+		timeout := max(wait.Milliseconds(), 1) // 0 would wait for ever
+		if _, err := conn.Exec(ctx, "SELECT set_config('lock_timeout', $1, false)", strconv.FormatInt(timeout, 10)+"ms"); err != nil {
+			return err
+		}
+		sql, arg := p.lockSQL("pg_advisory_lock", key)
+		_, err := conn.Exec(ctx, sql, arg)
+		if _, rerr := conn.Exec(ctx, "RESET lock_timeout"); rerr != nil && err == nil {
+			err = rerr
+		}
+		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+			return fmt.Errorf("after waiting %v: %w", wait, ErrNotAcquired)
+		}
+		return err
+	})
+}
+
+// acquire takes key by lock on the session's connection (opened if it
+// is not) and, when lock grants it, records the lease on that
+// connection. A refusal (ErrNotAcquired) comes back as lock says it;
+// other errors are the acquire's.
+func (p *PGSession) acquire(ctx context.Context, key string, lock func(*pgx.Conn) error) (Lease, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	start := Monotonic()
 	conn, err := p.c.get(ctx)
-	if err != nil {
-		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
+	if err == nil {
+		err = lock(conn)
 	}
-	timeout := max(wait.Milliseconds(), 1) // 0 would wait for ever
-	if _, err := conn.Exec(ctx, "SELECT set_config('lock_timeout', $1, false)", strconv.FormatInt(timeout, 10)+"ms"); err != nil {
-		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
-	}
-	sql, arg := p.lockSQL("pg_advisory_lock", key)
-	_, err = conn.Exec(ctx, sql, arg)
-	if _, rerr := conn.Exec(ctx, "RESET lock_timeout"); rerr != nil && err == nil {
-		err = rerr
-	}
-	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "55P03":
-		return Lease{}, fmt.Errorf("after waiting %v: %w", wait, ErrNotAcquired)
+	case errors.Is(err, ErrNotAcquired):
+		return Lease{}, err
 	case err != nil:
 		return Lease{}, fmt.Errorf("postgres-session acquire: %w", err)
 	}
