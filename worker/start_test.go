@@ -67,14 +67,8 @@ func TestStartWithChecksHello(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			logf, err := os.Create(filepath.Join(t.TempDir(), "client.log"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer logf.Close()
-			rec := history.NewRecorder(history.Monotonic(), nil)
 			start := time.Now()
-			cl, err := StartWith(context.Background(), 1, rec, protocol.Init{Lock: "x"}, logf, StartOptions{Argv: []string{"sh", "-c", c.script}, Ops: c.ops})
+			cl, err := startScript(t, c.script, "x", c.ops)
 			if c.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -97,6 +91,19 @@ func TestStartWithChecksHello(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startScript starts the shell script as client 1 of a story of lock
+// with the commands ops, its log in the test's temp dir.
+func startScript(t *testing.T, script, lock string, ops []string) (*Client, error) {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(t.TempDir(), "client.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logf.Close() })
+	rec := history.NewRecorder(history.Monotonic(), nil)
+	return StartWith(context.Background(), 1, rec, protocol.Init{Lock: lock}, logf, StartOptions{Argv: []string{"sh", "-c", script}, Ops: ops})
 }
 
 // TestProbe: Probe reads a program's hello line and ends the program at
@@ -150,13 +157,7 @@ func TestOwnLock(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			logf, err := os.Create(filepath.Join(t.TempDir(), "client.log"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer logf.Close()
-			rec := history.NewRecorder(history.Monotonic(), nil)
-			cl, err := StartWith(context.Background(), 1, rec, protocol.Init{Lock: "redis"}, logf, StartOptions{Argv: []string{"sh", "-c", c.script}, Ops: []string{"acquire"}})
+			cl, err := startScript(t, c.script, "redis", []string{"acquire"})
 			if c.want == "" {
 				if err != nil {
 					t.Fatal(err)
