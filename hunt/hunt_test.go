@@ -413,8 +413,9 @@ func TestFallBackWhenTheShrunkStoryGoesAnotherWay(t *testing.T) {
 	if !strings.Contains(res.Counts(), "reproduced 3 of 3 in") {
 		t.Errorf("counts: %s", res.Counts())
 	}
-	// The bisected story alone, as reproduce saw it: 1 run as told (the
-	// latest way, on a tie), 1 more unsafe another way.
+	// A story on the edge alone, as reproduce sees it: its runs go
+	// granted, refused, granted; the story is the way two went, and the
+	// third is counted apart.
 	h := &hunter{o: Options{Space: sp, Play: edge}, res: &Result{}}
 	found = 0
 	if _, err := h.reproduce(context.Background(), Plan{Turns: two(0.2, 1.05), Faults: []Fault{{Kind: "pause", Client: 1, X: 1.1, At: Anchor{Client: 1, Event: Granted}}}}); err != nil {
