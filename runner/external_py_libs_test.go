@@ -6,6 +6,7 @@ package runner
 // v2 run by Debian's python3, as examples/redis-py is.
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,4 +125,56 @@ func TestClientProgramPortalocker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClientProgramTooz plays stories with every client OpenStack's tooz
+// 3.1.0 (examples/tooz), one program with a lock per driver, each story
+// with its counterfactual flipped: on Redis (tooz-redis, like redis) the
+// failover, unsafe and safe, on PostgreSQL (tooz-pgsql, like
+// postgres-session) the dropped connection and the partition that leaks
+// the lock. Then tooz's own finding (examples/tooz/idle-in-transaction.yaml):
+// tooz's PostgresLock leaves its lock's transaction open, so
+// idle_in_transaction_session_timeout ends the lock's session and client 2
+// is granted (unsafe; without the setting, safe), where locksim's
+// postgres-session, played on the same story by the harness's own worker,
+// is refused.
+func TestClientProgramTooz(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts python3, redis-server and PostgreSQL")
+	}
+	argv := pyClient(t, "tooz", "tooz.coordination, psycopg2", "python3-tooz and python3-psycopg2")
+	for _, name := range []string{"redis-failover", "redis-failover-efficiency", "postgres-connection-drop", "postgres-partition-leak"} {
+		t.Run(name, func(t *testing.T) { playExternalFlipped(t, name, "", argv) })
+	}
+	t.Run("idle-in-transaction.yaml", func(t *testing.T) {
+		path := filepath.Join("..", "examples", "tooz", "idle-in-transaction.yaml")
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := scenarios.Parse(path, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := playExternalScenario(t, sc, argv); res.Verdict != checker.Unsafe {
+			t.Fatalf("tooz-pgsql under idle_in_transaction_session_timeout: verdict %s, want unsafe: %s", res.Verdict, res.Summary)
+		}
+		cf, err := sc.CounterfactualScenario()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := playExternalScenario(t, cf, argv); res.Verdict != checker.Safe {
+			t.Fatalf("its counterfactual (%s): verdict %s, want safe: %s", sc.Counterfactual.Change, res.Verdict, res.Summary)
+		}
+		ref := *sc
+		ref.ClientCmd = nil
+		out, err := Run(context.Background(), &ref, Options{Out: filepath.Join(t.TempDir(), "reference"), Departures: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Check.Verdict != checker.Safe || out.Departed == nil || out.Departed.Step != 4 {
+			t.Fatalf("locksim's postgres-session on the same story: verdict %s, departed %+v; want safe, client 2's acquire (step 4) refused: %s",
+				out.Check.Verdict, out.Departed, out.Check.Summary)
+		}
+	})
 }

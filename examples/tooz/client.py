@@ -1,0 +1,271 @@
+#!/usr/bin/python3
+"""A locksim client in Python: OpenStack's tooz (Debian's python3-tooz),
+the coordination library of OpenStack's services, speaking locksim worker
+protocol v2 (docs/protocol.md in the locksim repository), with psycopg2
+(python3-psycopg2) for the protected storage. The harness starts it as a
+scenario's client_cmd, e.g.
+
+    client_cmd: [examples/tooz/client.py]
+
+One program, one tooz lock API, a driver per lock: init's lock picks it.
+
+- tooz-redis, like redis: tooz's RedisLock (tooz/drivers/redis.py), a
+  redis-py Lock made with thread_local=False, its TTL the driver's
+  lock_timeout in whole seconds;
+- tooz-pgsql, like postgres-session: tooz's PostgresLock
+  (tooz/drivers/pgsql.py), pg_try_advisory_lock on a connection of its
+  own, opened at each acquire and closed at the release, keyed by the
+  first two bytes of the name's MD5.
+
+stdout carries protocol lines only; logs go to stderr.
+"""
+
+import math
+import os
+import sys
+import urllib.parse
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "pyworker"))
+import locksim_worker as w  # noqa: E402
+
+with w.debian_python("tooz", "python3-tooz"):
+    import pkg_resources
+    import redis
+    from psycopg2 import extensions as pgext
+    from tooz import coordination
+
+TOOZ = pkg_resources.get_distribution("tooz").version
+REDIS = {"name": "tooz-redis", "like": "redis", "servers": "redis"}
+PGSQL = {"name": "tooz-pgsql", "like": "postgres-session", "servers": "postgres"}
+OPS = ["acquire", "release", "extend", "write"]
+FENCES = ["postgres"]
+TRANSACTION_STATUS = {pgext.TRANSACTION_STATUS_IDLE: "no transaction open",
+                      pgext.TRANSACTION_STATUS_INTRANS: "its transaction left open"}
+
+
+class Lease:
+    """A lock held: tooz's Lock, its token, its fencing token and, for a
+    lock with a TTL, the instant it runs out (None: none)."""
+
+    def __init__(self, lock, token, fence, end):
+        self.lock, self.token, self.fence, self.end = lock, token, fence, end
+
+
+cfg = {}
+coord = None  # tooz's coordinator of init's driver
+node = None  # the server's name, as the story names it
+store = None
+leases = {}
+
+
+def whole_seconds(ns):
+    """tooz's redis driver reads its timeouts with int(): whole seconds,
+    at least 1."""
+    return max(1, math.ceil(ns / 1e9))
+
+
+def cause(err):
+    """The driver's error under tooz's (tooz raises its own, with the
+    cause attached)."""
+    return err.__cause__ or err.__context__
+
+
+def detail(err):
+    c = cause(err)
+    if c is not None and c is not err:
+        return f"tooz: {type(err).__name__}: {err} ({type(c).__name__}: {c})"
+    return f"tooz: {type(err).__name__}: {err}"
+
+
+def reason_of(err):
+    c = cause(err)
+    if isinstance(c, redis.exceptions.LockNotOwnedError):
+        return "not-held"
+    if isinstance(err, coordination.OperationTimedOut) or isinstance(c, redis.exceptions.TimeoutError):
+        return "timeout"
+    return None
+
+
+def init(i):
+    global coord, node, store
+    lock = i.get("lock")
+    refuse = []
+    if lock == PGSQL["name"]:
+        refuse = [("check_lease", "tooz's PostgresLock has no lease to check (is_still_owner is not implemented)")]
+    w.check_init("tooz", i, [REDIS["name"], PGSQL["name"]], FENCES, refuse=refuse)
+    cfg.update(i)
+    c = i.get("config") or {}
+    member = f"locksim-client-{c.get('client_id') or 0}".encode()
+    if lock == REDIS["name"]:
+        nodes = c.get("redis") or []
+        if len(nodes) != 1:
+            raise ValueError(f"tooz-redis runs on one Redis node, got {len(nodes)}")
+        node = nodes[0]["name"]
+        # The driver reads timeout (its sockets') with int(): the story's
+        # node timeout rounded up to a whole second.
+        url = f"redis://{nodes[0]['addr']}?timeout={whole_seconds(c.get('node_timeout') or 200_000_000)}"
+    else:
+        dsn = c.get("postgres") or ""
+        u = urllib.parse.urlsplit(dsn)
+        if u.scheme not in ("postgres", "postgresql"):
+            raise ValueError(f"tooz-pgsql needs a postgres:// URL (config.postgres), got {dsn!r}")
+        node = "pg"
+        # tooz's driver connects with the URL's host, port, user, password
+        # and database only: the URL's query is left out, as tooz does.
+        url = urllib.parse.urlunsplit(("postgresql", u.netloc, u.path, "", ""))
+    coord = coordination.get_coordinator(url, member)
+    try:
+        coord.start(start_heart=False)  # no heart: the extend command is its beat
+    except Exception as err:
+        raise RuntimeError(f"{detail(err)}: {url}") from err
+    store = w.open_storage(i)
+
+
+def acquire(cid, cmd):
+    key, ttl = cmd["key"], cmd["ttl"]
+    start = w.mono()
+    w.event(cid, {"t": start, "type": "invoke", "op": "acquire", "key": key, "ttl": ttl})
+    fail = {"type": "info", "op": "acquire", "key": key}
+    if key in leases:
+        return w.event(cid, dict(fail, type="fail", reason="held", detail="this client holds the lock already"))
+    granted = 0
+    if cfg["lock"] == REDIS["name"]:
+        # lock_timeout is the driver's option, read per lock at get_lock:
+        # the story's ttl, rounded up to whole seconds as tooz reads it.
+        granted = whole_seconds(ttl)
+        coord.lock_timeout = granted
+    lock = coord.get_lock(key.encode())
+    # blocking=False: one try; with the story's wait, tooz's own loop for
+    # that long (redis-py's sleep of 0.1 s between tries; for PostgreSQL
+    # pg_try_advisory_lock again under tooz's retry, one new connection
+    # for all).
+    wait = (cmd.get("wait") or 0) / 1e9
+    try:
+        got = lock.acquire(blocking=wait if wait > 0 else False)
+    except Exception as err:
+        return w.event(cid, dict(fail, reason=reason_of(err), detail=detail(err)))
+    if not got:
+        return w.event(cid, dict(fail, type="fail", reason="held", nodes=None,
+                                 detail=f"tooz: {type(lock).__name__}.acquire returned False: {lock.name!r} is taken (waited {wait:g}s)"))
+    token = token_of(lock)
+    fence = 0
+    if cfg.get("fence") == "postgres":
+        try:
+            fence = store.next_fence()
+        except Exception as err:
+            undo = w.undo_grant(lock.release, "the lock")
+            return w.event(cid, dict(fail, detail=f"fencing token: {err} ({undo})"))
+    end = start + granted * 1_000_000_000 if granted else None
+    leases[key] = Lease(lock, token, fence, end)
+    # lease_end: tooz-redis's key lives lock_timeout from before the SET
+    # was sent, unless an extend renews it; tooz-pgsql's lock lasts as
+    # long as its connection, with no TTL.
+    w.event(cid, {"type": "ok", "op": "acquire", "key": key, "token": token, "ttl": granted * 1_000_000_000 or None,
+                  "lease_end": end, "nodes": [node], "fence": fence or None, "detail": about(lock)})
+
+
+def token_of(lock):
+    """The lock's token: tooz-redis's redis-py Lock token (tooz keeps the
+    redis-py Lock as _lock and reads the same token in is_still_owner);
+    tooz-pgsql has none (the lock is its connection's session, whose
+    backend the acquire's detail names): a token of this program's own."""
+    if cfg["lock"] == REDIS["name"]:
+        return lock._lock.local.token.decode()
+    return uuid.uuid4().hex
+
+
+def about(lock):
+    if cfg["lock"] == REDIS["name"]:
+        return f"key {lock.name} for {coord.lock_timeout}s"
+    # psycopg2 opens a transaction at the first statement (autocommit is
+    # off, as tooz leaves it), and tooz never ends it: the lock's session
+    # sits idle in that transaction until the release closes it.
+    status = TRANSACTION_STATUS.get(lock._conn.info.transaction_status, "unknown")
+    return f"pg_try_advisory_lock({lock.key[0]}, {lock.key[1]}) on backend {lock._conn.get_backend_pid()}, {status}"
+
+
+def request(cid, op, key, call, **invoke):
+    """Sends op's invocation and, with no lease, the client's refusal;
+    otherwise returns (done, lease, call(lease.lock)). A call that raised
+    ends op: fail not-held when the server said the lock is not this
+    client's, info otherwise (its outcome unknown)."""
+    lease = leases.get(key)
+    w.event(cid, dict({"type": "invoke", "op": op, "key": key, "token": lease.token if lease else None}, **invoke))
+    if lease is None:
+        w.no_lease(cid, op, key)
+        return None, None, None
+    done = {"op": op, "key": key, "token": lease.token}
+    try:
+        return done, lease, call(lease.lock)
+    except Exception as err:
+        reason = reason_of(err)
+        w.event(cid, dict(done, type="fail" if reason == "not-held" else "info", reason=reason, detail=detail(err)))
+        return None, None, None
+
+
+def release(cid, cmd):
+    key = cmd["key"]
+    done, lease, ok = request(cid, "release", key, lambda lock: lock.release())
+    leases.pop(key, None)
+    if done is None:
+        return
+    if ok:
+        return w.event(cid, dict(done, type="ok", nodes=[node]))
+    # tooz-redis logs redis-py's LockError and returns False; tooz-pgsql
+    # returns False only when it believes it holds nothing.
+    w.event(cid, dict(done, type="fail", reason="not-held", detail=f"tooz: {type(lease.lock).__name__}.release returned False"))
+
+
+def extend(cid, cmd):
+    key = cmd["key"]
+    start = w.mono()
+    if cfg["lock"] != REDIS["name"]:
+        raise ValueError("tooz's PostgresLock has no heartbeat: it holds no TTL to extend")
+    # Lock.heartbeat(): redis-py's reacquire (the key's TTL set to
+    # lock_timeout again, only while it holds this token; the ttl asked
+    # for cannot change it).
+    done, lease, ok = request(cid, "extend", key, lambda lock: lock.heartbeat(), t=start, ttl=cmd.get("ttl"))
+    if done is None:
+        return
+    if not ok:
+        leases.pop(key, None)
+        return w.event(cid, dict(done, type="fail", reason="not-held", detail="tooz: Lock.heartbeat returned False"))
+    lease.end = start + coord.lock_timeout * 1_000_000_000
+    w.event(cid, dict(done, type="ok", ttl=coord.lock_timeout * 1_000_000_000, lease_end=lease.end, nodes=[node]))
+
+
+def check(lease):
+    """The lease check tooz offers: tooz-redis's Lock.is_still_owner()
+    (a GET of the key, its value compared with the token). A check that
+    cannot reach Redis does not let the write through."""
+    try:
+        if not lease.lock.is_still_owner():
+            return "Lock.is_still_owner() is False: the key is gone or another's"
+    except Exception as err:
+        return f"Lock.is_still_owner() could not tell: {detail(err)}"
+    return None
+
+
+def write(cid, cmd):
+    w.write(cid, cmd, leases.get(cmd["key"]), store, check if cfg.get("check_lease") else None)
+
+
+def close():
+    if store is not None:
+        store.close()
+    if coord is not None:
+        try:
+            coord.stop()  # releases what it still holds
+        except Exception:
+            pass
+
+
+def main():
+    hello = w.hello(f"tooz: tooz {TOOZ}, redis {redis.__version__}", [REDIS, PGSQL], OPS,
+                    fences=FENCES, check_lease=True, client_clock=True, acquire_wait=True)
+    w.serve(hello, init, {"acquire": acquire, "release": release, "extend": extend, "write": write}, close)
+
+
+if __name__ == "__main__":
+    main()
