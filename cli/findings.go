@@ -716,6 +716,9 @@ func huntSubject(ctx context.Context, s findings.Subject, out string, o findings
 		return h
 	}
 	h.Found, h.Summary, h.Runs, h.Seconds = res.Found, res.Summary, res.Candidates, res.Seconds
+	if res.Found {
+		h.Reproduced = res.ReproducedLine()
+	}
 	if res.Found && h.Baseline == "" {
 		h.Trap = trap(res.Final, s)
 		if h.Trap == "" {

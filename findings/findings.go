@@ -119,6 +119,11 @@ type Hunt struct {
 	// why the hunt could not run.
 	Story string `json:"story,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Reproduced says how often the shrunk story, played again, ended
+	// unsafe as it tells ("reproduced 3 of 3": hunt.Result's
+	// ReproducedLine), when it found one; "" when it found none, or was
+	// played before this was kept.
+	Reproduced string `json:"reproduced,omitempty"`
 	// Trap names what a hunt with no baseline found when its shrunk story
 	// is a catalogue story's schedule that every lock without fencing
 	// shares ("the pause past the TTL, the schedule of

@@ -89,7 +89,8 @@ func TestRendering(t *testing.T) {
 
 // TestHuntWord: a differential hunt's column says what it is worse than,
 // or that nothing was; a reference's hunt says found, and the schedule's
-// faults where it knows them.
+// faults where it knows them; a find says how often it reproduced, a
+// hunt that found nothing says nothing of it.
 func TestHuntWord(t *testing.T) {
 	for _, c := range []struct {
 		h    Hunt
@@ -100,6 +101,9 @@ func TestHuntWord(t *testing.T) {
 		{Hunt{Runs: 2, Found: true}, "found (2 candidates)"},
 		{Hunt{Runs: 2, Found: true, Schedule: "clock-jump on A (+315ms; jump 0.63 TTL) once client 1 is granted"}, "found: clock-jump on A (+315ms; jump 0.63 TTL) once client 1 is granted (2 candidates)"},
 		{Hunt{Runs: 40}, "nothing in 40 candidates"},
+		{Hunt{Baseline: "redis", Runs: 4, Found: true, Reproduced: "reproduced 2 of 3 as it tells (1 more unsafe by another path)"},
+			"worse than redis (4 candidates); reproduced 2 of 3 as it tells (1 more unsafe by another path)"},
+		{Hunt{Baseline: "redis", Runs: 40, Reproduced: "reproduced 0 of 3"}, "nothing worse than redis in 40 candidates"},
 	} {
 		if got := c.h.Word(false); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.h, got, c.want)

@@ -19,7 +19,8 @@ is **not counted**. Then ` + "`sim hunt`" + ` searches fault schedules against i
 told nothing but its name; a lock that stands in for another is hunted
 with that lock as its baseline, so that what the hunt finds is what it
 does worse, not the TTL trap every lock without fencing shares. The first
-schedule it finds is shrunk to a story. locksim's own etcd locks play
+schedule it finds is shrunk to a story and played again: "reproduced k
+of n" counts the runs that ended unsafe as the story tells. locksim's own etcd locks play
 every etcd version here (Debian's, the default, and those make test-deps
 builds), a client program the default; each row names its version, and a
 story whose bug a later version fixed says so. Every cell and every hunt
@@ -104,6 +105,14 @@ var marks = map[string]string{"match": "✅ ", "differs": "❌ ", "finding": "�
 // Word says a hunt's result in a few words, as the page's table and sim
 // findings' lines give it; detail adds what a finding was.
 func (h *Hunt) Word(detail bool) string {
+	w := h.word(detail)
+	if h != nil && h.Found && h.Error == "" && h.Reproduced != "" {
+		w += "; " + h.Reproduced
+	}
+	return w
+}
+
+func (h *Hunt) word(detail bool) string {
 	switch {
 	case h == nil:
 		return "not run"
@@ -144,6 +153,8 @@ func huntSentence(h *Hunt) string {
 	switch {
 	case h.Error != "":
 		return "could not run: " + h.Error
+	case h.Found && h.Reproduced != "":
+		return fmt.Sprintf("found after %d candidate(s), %.0f s, %s: %s", h.Runs, h.Seconds, h.Reproduced, h.Summary)
 	case h.Found:
 		return fmt.Sprintf("found after %d candidate(s), %.0f s: %s", h.Runs, h.Seconds, h.Summary)
 	}
