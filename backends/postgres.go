@@ -120,7 +120,13 @@ func PostgresOf(s Servers) *env.Postgres {
 	return nil
 }
 
-func (s *postgresServers) Target(t *nemesis.Target) { t.Postgres = s.pg }
+// Target gives the faults the cluster: its links' faults name it
+// nemesis.PGNode, and so do the kinds that stop or restart it
+// (nemesis.Kind.OnPostgres).
+func (s *postgresServers) Target(t *nemesis.Target) {
+	t.Postgres = s.pg
+	t.Servers[nemesis.PGNode] = s.pg
+}
 
 // Connect gives the lock its connection string through the client's link
 // pg (to pgbouncer, when there is one).

@@ -58,8 +58,10 @@ type Postgres struct {
 	port int
 	bin  string
 	opts PostgresOptions
-	proc process
 	log  string
+	// serverProc is the postmaster, whose process group holds every
+	// backend: a fault stops (Pause), kills (Crash) and restarts it.
+	serverProc
 }
 
 // postgresBinDir finds initdb and postgres: `pg_config --bindir` first,
@@ -175,7 +177,7 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (pg *Post
 			return nil, err
 		}
 	}
-	pg = &Postgres{dir: dir, bin: bin, opts: o, log: filepath.Join(dir, "postgres.log")}
+	pg = &Postgres{dir: dir, bin: bin, opts: o, log: filepath.Join(dir, "postgres.log"), serverProc: serverProc{what: "postgres"}}
 	defer func() {
 		if err != nil {
 			pg.Stop() // also removes dir
@@ -327,7 +329,7 @@ func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
 	if err != nil {
 		return err
 	}
-	pg.proc = proc
+	pg.set(proc)
 	return pg.waitReady(ctx, logTail(pg.log))
 }
 
@@ -335,7 +337,7 @@ func (pg *Postgres) start(ctx context.Context, cred *syscall.Credential) error {
 // into a dir inside the container, then postgres, as the image's postgres
 // user (PostgreSQL refuses root).
 func startPostgresContainer(ctx context.Context, o PostgresOptions) (pg *Postgres, err error) {
-	pg = &Postgres{opts: o}
+	pg = &Postgres{opts: o, serverProc: serverProc{what: "postgres"}}
 	const data = "/tmp/locksim-pgdata"
 	err = onFreePort(ctx, func(port int) error {
 		pg.port = port
@@ -347,7 +349,7 @@ func startPostgresContainer(ctx context.Context, o PostgresOptions) (pg *Postgre
 		if err != nil {
 			return err
 		}
-		pg.proc = c
+		pg.set(c)
 		if err := pg.waitReady(ctx, func() string { return c.Logs(15) }); err != nil {
 			c.Kill()
 			return clash(fmt.Errorf("%w (image %s)", err, o.Image), "could not bind")
@@ -367,7 +369,7 @@ func (pg *Postgres) Image() string { return pg.opts.Image }
 // connections, then says "starting up", before it is ready); tail is the
 // end of its log, for errors.
 func (pg *Postgres) waitReady(ctx context.Context, tail func() string) error {
-	return waitQuery(ctx, pg.DSN(pg.Addr()), pg.proc, tail,
+	return waitQuery(ctx, pg.DSN(pg.Addr()), pg.Proc(), tail,
 		"postgres exited at start-up", fmt.Sprintf("postgres did not accept connections within %v", pg.opts.StartTimeout))
 }
 
@@ -427,10 +429,11 @@ func (pg *Postgres) Dir() string { return pg.dir }
 // Pid is the postmaster's pid (also its process group: every backend is
 // in that group).
 func (pg *Postgres) Pid() int {
-	if pg.proc == nil {
+	p := pg.Proc()
+	if p == nil {
 		return 0
 	}
-	return pg.proc.Pid()
+	return p.Pid()
 }
 
 // DSN is a connection string to database postgres as user postgres at
@@ -470,14 +473,43 @@ func (pg *Postgres) Stop() {
 	if pg == nil {
 		return
 	}
-	if c, ok := pg.proc.(*Container); ok {
+	if c, ok := pg.Proc().(*Container); ok {
 		c.Kill() // the cluster lives in the container: it goes with it
 		return
 	}
-	stopGently(pg.proc, syscall.SIGINT, 5*time.Second) // fast shutdown
+	stopGently(pg.Proc(), syscall.SIGINT, 5*time.Second) // fast shutdown
 	if pg.dir != "" {
 		RemoveTempDir(pg.dir)
 	}
+}
+
+// Restart kills the server as Crash does (kill -9 to the postmaster's
+// whole group) and starts it again on the same port and data dir, as a
+// service manager restarts a crashed server: PostgreSQL replays its WAL,
+// and every session is gone, with the advisory locks it held. Local
+// processes only: a container's cluster lives in the container.
+func (pg *Postgres) Restart(ctx context.Context) error {
+	if pg.opts.Image != "" {
+		return fmt.Errorf("restart postgres: not on the docker backend (the cluster lives in its container)")
+	}
+	pg.Crash()
+	cred, err := postgresCredential()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, pg.opts.StartTimeout)
+	defer cancel()
+	for attempt := 0; attempt < 10; attempt++ {
+		if err = clash(pg.start(ctx, cred), "could not bind"); err == nil || !errors.Is(err, errPortInUse) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return err
 }
 
 // Reset brings the cluster back to a clean start for the next run: it

@@ -172,7 +172,7 @@ type CrashParams struct {
 
 func init() {
 	Register(Spec[CrashParams]{Name: "crash", Doc: "kill -9 the node; it restarts after `for` (at once if not given)",
-		Effect: history.EffectDown, Available: lockNodes,
+		Effect: history.EffectDown, Available: lockNodes, OnPostgres: true,
 		Needs: []string{"node"},
 		Check: func(p *CrashParams, _ Facts) *ParamError {
 			if p.NodeClock && p.For == 0 {

@@ -74,3 +74,34 @@ func TestCrashDelayedRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashRestartsPostgres: a crash aimed at node pg kills PostgreSQL
+// (kill -9 to the postmaster's group) and restarts it at once on the same
+// port: the holder's session is gone, and with it its advisory lock, which
+// a new session takes; the holder hears of it only at its next command.
+func TestCrashRestartsPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts PostgreSQL")
+	}
+	pg := startPG(t)
+	ctx := ctxT(t, 30*time.Second)
+	holder := pgConnect(t, pg, pg.Addr())
+	if ok, err := tryLock(ctx, holder, 9); err != nil || !ok {
+		t.Fatalf("holder: %v %v, want the lock", ok, err)
+	}
+	before := pg.Pid()
+	tg := &Target{Postgres: pg, Servers: map[string]Server{PGNode: pg}}
+	f := &Crash{Node: PGNode}
+	inject(t, f, tg)
+	if !pg.Running() || pg.Pid() == before {
+		t.Fatalf("after the crash: running %v, postmaster %d (was %d); want a new one", pg.Running(), pg.Pid(), before)
+	}
+	other := pgConnect(t, pg, pg.Addr())
+	if ok, err := tryLock(ctx, other, 9); err != nil || !ok {
+		t.Fatalf("a new session after the restart: %v %v, want the lock (the holder's went with its session)", ok, err)
+	}
+	if _, err := holder.Exec(ctx, "SELECT 1"); err == nil {
+		t.Fatal("the holder's connection still answers after the restart")
+	}
+	heal(t, f, tg)
+}

@@ -96,6 +96,10 @@ type Spec[P any] struct {
 	Place func(a Aim) P
 	// Shape is what a hunt aims it at besides a client or a node.
 	Shape Shape
+	// OnPostgres: a story may aim it at node PGNode, the run's PostgreSQL
+	// server, where the lock's server is PostgreSQL (a crash kills and
+	// restarts it); a hunt does not.
+	OnPostgres bool
 	// Available, when set, says why a hunt cannot place the kind on these
 	// servers ("" when it can); nil: it can on any.
 	Available func(s Setup) string
@@ -128,10 +132,11 @@ type Draw[P any] struct {
 // any: what the loader, the runner and the reports find by name.
 type Kind struct {
 	Name, Doc string
-	// Effect, Shape and Available are the Spec's.
-	Effect    string
-	Shape     Shape
-	Available func(s Setup) string
+	// Effect, Shape, OnPostgres and Available are the Spec's.
+	Effect     string
+	Shape      Shape
+	OnPostgres bool
+	Available  func(s Setup) string
 	Needs     []string
 	// Params makes a new parameter struct (a pointer) to decode a step
 	// into.
@@ -270,7 +275,7 @@ func Register[P any](s Spec[P]) {
 	if s.Place != nil && s.New == nil {
 		panic(fmt.Sprintf("nemesis: fault kind %q places a fault it cannot build", s.Name))
 	}
-	k := Kind{Name: s.Name, Doc: s.Doc, Effect: s.Effect, Shape: s.Shape, Available: s.Available, Needs: s.Needs,
+	k := Kind{Name: s.Name, Doc: s.Doc, Effect: s.Effect, Shape: s.Shape, OnPostgres: s.OnPostgres, Available: s.Available, Needs: s.Needs,
 		Params: func() any { return new(P) }, Lasting: s.Lasting}
 	if s.Place != nil {
 		k.Place = func(a Aim) any { p := s.Place(a); return &p }

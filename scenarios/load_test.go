@@ -237,3 +237,24 @@ func TestUnknownNodeInTheLocksTerms(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashOnPostgres: a PostgreSQL story may crash its server, node pg;
+// a fault that cannot strike it there, or pg in a story whose lock runs
+// on other servers, is one line naming the field and what it takes.
+func TestCrashOnPostgres(t *testing.T) {
+	const pgStory = "name: t\ntitle: t\nlock: postgres-session\nexpected: safe\nsteps:\n  - do: acquire\n    client: 1\n"
+	if _, err := Parse("x.yaml", []byte(pgStory+"  - do: crash\n    node: pg\n")); err != nil {
+		t.Fatalf("crash on pg in a PostgreSQL story: %v", err)
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{pgStory + "  - do: pause\n    node: pg\n    for: 1s\n",
+			`x.yaml:9: steps[1].node: unknown node "pg": this scenario's lock server is PostgreSQL, node pg, which pause does not strike (crash does)`},
+		{pgStory + "  - do: crash\n    node: A\n", `x.yaml:9: steps[1].node: unknown node "A": this scenario's lock server is PostgreSQL, node pg`},
+		{"name: t\ntitle: t\nlock: redis\nexpected: safe\nsteps:\n  - do: crash\n    node: pg\n", `x.yaml:7: steps[0].node: unknown node "pg": this scenario has 1 Redis node(s), A to A`},
+	} {
+		_, err := Parse("x.yaml", []byte(c.yaml))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v, want one line starting %q", c.yaml, err, c.want)
+		}
+	}
+}

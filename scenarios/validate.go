@@ -146,7 +146,17 @@ func (s *Scenario) validateStep(i int) error {
 	}
 	isNode := func(n string) bool { return len(n) == 1 && n[0] >= 'A' && int(n[0]-'A') < s.Nodes }
 	servers, _ := s.backend().Shape(s.Nodes, s.TTL.Duration) // "3 etcd member(s)"
-	if aim.Node != "" && !isNode(aim.Node) {
+	kind, isKind := nemesis.LookupKind(st.Do)
+	pgLock := false
+	if spec, err := clients.Lookup(s.Lock); err == nil {
+		pgLock = spec.Backend == clients.PostgresBackend
+	}
+	onPostgres := aim.Node == nemesis.PGNode && isKind && kind.OnPostgres && pgLock
+	if aim.Node != "" && !isNode(aim.Node) && !onPostgres {
+		if pgLock {
+			return at("node", "unknown node %q: this scenario's lock server is PostgreSQL, node %s, which %s does not strike (%s does)",
+				aim.Node, nemesis.PGNode, st.Do, strings.Join(postgresKinds(), ", "))
+		}
 		return at("node", "unknown node %q: this scenario has %s, A to %s", aim.Node, servers, NodeName(max(s.Nodes-1, 0)))
 	}
 	for _, n := range aim.Links {
@@ -157,7 +167,7 @@ func (s *Scenario) validateStep(i int) error {
 			return at("links", "unknown node %q: expected one of the %s (A to %s), %s or %s", n, servers, NodeName(max(s.Nodes-1, 0)), nemesis.PGNode, nemesis.StorageNode)
 		}
 	}
-	if k, ok := nemesis.LookupKind(st.Do); ok && k.Check != nil {
+	if k, ok := kind, isKind; ok && k.Check != nil {
 		if err := k.Check(st.Params, nemesis.Facts{NodeClockless: s.backend().NodeClockless(), Nodes: s.Nodes, Clients: s.Clients, Replicas: backends.Replicated(s.Settings), Persistent: backends.Persistent(s.Settings)}); err != nil {
 			return at(err.Field, "%s", err.Msg)
 		}
@@ -258,4 +268,16 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// postgresKinds lists the fault kinds a story may aim at its PostgreSQL
+// server (nemesis.Kind.OnPostgres).
+func postgresKinds() []string {
+	var out []string
+	for _, k := range nemesis.Kinds() {
+		if k.OnPostgres {
+			out = append(out, k.Name)
+		}
+	}
+	return out
 }
