@@ -137,7 +137,7 @@ type Kind struct {
 	Shape      Shape
 	OnPostgres bool
 	Available  func(s Setup) string
-	Needs     []string
+	Needs      []string
 	// Params makes a new parameter struct (a pointer) to decode a step
 	// into.
 	Params func() any
