@@ -459,9 +459,14 @@ func (s *state) extend(ctx context.Context, c protocol.Command) {
 	nl, err := s.lock.Extend(ctx, l, c.TTL)
 	done := history.Event{Op: history.OpExtend, Key: c.Key, Token: l.Token}
 	refused(&done, err)
-	if err == nil {
+	switch {
+	case err == nil:
 		s.setLease(nl)
 		done.LeaseEnd, done.Nodes, done.TTL = s.leaseEnd(nl), nl.Nodes, serverTTL(nl, c.TTL)
+	case done.Reason == history.ReasonNotHeld:
+		// The servers said the lease is gone: the client's belief ends
+		// here, as it does when its watchdog hears the same.
+		s.dropLease(l.Key, l.Token)
 	}
 	s.event(c.ID, done)
 }

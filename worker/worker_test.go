@@ -46,6 +46,11 @@ func (m memLock) Release(ctx context.Context, l clients.Lease) error {
 }
 
 func (m memLock) Extend(ctx context.Context, l clients.Lease, ttl time.Duration) (clients.Lease, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held[l.Key] != l.Token {
+		return clients.Lease{}, clients.Refuse(clients.ErrNotHeld, history.ReasonNotHeld, "key %s is not this lease's", l.Key)
+	}
 	return l, nil
 }
 
@@ -191,6 +196,34 @@ func TestNoLeaseNoIO(t *testing.T) {
 	evs := events(replies, history.OpWrite)
 	if len(evs) != 2 || !evs[0].Unlocked || evs[1].Reason == history.ReasonNoLease {
 		t.Fatalf("unlocked write: %+v, want it attempted", evs)
+	}
+}
+
+// TestExtendRefusedEndsTheLease: an extend the servers refuse as not held
+// ends the client's belief, as a watchdog's refused renewal does, so that
+// the write after it sends nothing; an extend that succeeds keeps it.
+func TestExtendRefusedEndsTheLease(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		var out strings.Builder
+		buf := bufio.NewWriter(&out)
+		l, err := shared.Acquire(context.Background(), "Z", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gone {
+			shared.mu.Lock()
+			delete(shared.held, "Z") // the servers gave it away
+			shared.mu.Unlock()
+		}
+		s := &state{leases: map[string]clients.Lease{"Z": l}, lock: shared, out: json.NewEncoder(buf), buf: buf, wall: time.Now}
+		s.extend(context.Background(), protocol.Command{ID: 3, Op: history.OpExtend, Key: "Z", TTL: time.Second})
+		_ = buf.Flush()
+		if _, held := s.lease("Z"); held == gone {
+			t.Fatalf("lease gone on the servers: %v; the client still holds it: %v (%s)", gone, held, out.String())
+		}
+		if !gone {
+			_ = shared.Release(context.Background(), l)
+		}
 	}
 }
 
