@@ -426,8 +426,8 @@ func (pg *Postgres) Addr() string {
 // Dir is the cluster's dir (data/, the unix socket and postgres.log).
 func (pg *Postgres) Dir() string { return pg.dir }
 
-// Pid is the postmaster's pid (also its process group: every backend is
-// in that group).
+// Pid is the postmaster's pid (also its process group; each backend
+// leads a session of its own).
 func (pg *Postgres) Pid() int {
 	p := pg.Proc()
 	if p == nil {
@@ -499,17 +499,21 @@ func (pg *Postgres) Restart(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, pg.opts.StartTimeout)
 	defer cancel()
-	for attempt := 0; attempt < 10; attempt++ {
-		if err = clash(pg.start(ctx, cred), "could not bind"); err == nil || !errors.Is(err, errPortInUse) {
+	// A backend is a session leader of its own (PostgreSQL's children
+	// call setsid), out of the group the kill reached: each exits when it
+	// notices that the postmaster died, and until the last has, the new
+	// postmaster refuses to start on the shared memory they still hold.
+	for {
+		err = pg.start(ctx, cred)
+		if err == nil || !(strings.Contains(err.Error(), "could not bind") || strings.Contains(err.Error(), "pre-existing shared memory block")) {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return err
 }
 
 // Reset brings the cluster back to a clean start for the next run: it
