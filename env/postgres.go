@@ -59,8 +59,9 @@ type Postgres struct {
 	bin  string
 	opts PostgresOptions
 	log  string
-	// serverProc is the postmaster, whose process group holds every
-	// backend: a fault stops (Pause), kills (Crash) and restarts it.
+	// serverProc is the postmaster: a fault kills (Crash) and restarts
+	// it (Restart); its backends, each leading a session of its own, exit
+	// when they notice it died.
 	serverProc
 }
 

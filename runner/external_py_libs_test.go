@@ -132,20 +132,52 @@ func TestClientProgramPortalocker(t *testing.T) {
 // with its counterfactual flipped: on Redis (tooz-redis, like redis) the
 // failover, unsafe and safe, on PostgreSQL (tooz-pgsql, like
 // postgres-session) the dropped connection and the partition that leaks
-// the lock. Then tooz's own finding (examples/tooz/idle-in-transaction.yaml):
-// tooz's PostgresLock leaves its lock's transaction open, so
-// idle_in_transaction_session_timeout ends the lock's session and client 2
-// is granted (unsafe; without the setting, safe), where locksim's
-// postgres-session, played on the same story by the harness's own worker,
-// is refused.
+// the lock, on etcd (tooz-etcd3, like etcd) the pause, bare and fenced.
+// Then tooz's two findings: its etcd3 heartbeat says it renewed a lease
+// etcd answered is gone (examples/tooz/etcd3-heartbeat-expired.yaml:
+// unsafe; with locksim's etcd lock, safe), and its PostgresLock leaves
+// its lock's transaction open, so idle_in_transaction_session_timeout
+// ends the lock's session and client 2 is granted
+// (examples/tooz/idle-in-transaction.yaml: unsafe; without the setting,
+// safe), where locksim's postgres-session, played on the same story by
+// the harness's own worker, is refused.
 func TestClientProgramTooz(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: starts python3, redis-server and PostgreSQL")
+		t.Skip("-short: starts python3, redis-server, etcd and PostgreSQL")
 	}
 	argv := pyClient(t, "tooz", "tooz.coordination, psycopg2", "python3-tooz and python3-psycopg2")
-	for _, name := range []string{"redis-failover", "redis-failover-efficiency", "postgres-connection-drop", "postgres-partition-leak"} {
+	for _, name := range []string{"redis-failover", "redis-failover-efficiency", "postgres-connection-drop", "postgres-partition-leak",
+		"etcd-pause", "etcd-pause-fenced"} {
 		t.Run(name, func(t *testing.T) { playExternalFlipped(t, name, "", argv) })
 	}
+	// tooz-etcd3's heartbeat says it renewed a lease etcd answered is
+	// gone: unsafe; the counterfactual plays locksim's etcd lock, whose
+	// renewal is refused: safe.
+	t.Run("etcd3-heartbeat-expired.yaml", func(t *testing.T) {
+		path := filepath.Join("..", "examples", "tooz", "etcd3-heartbeat-expired.yaml")
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := scenarios.Parse(path, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := playExternalScenario(t, sc, argv); res.Verdict != checker.Unsafe {
+			t.Fatalf("tooz-etcd3's renewal of a lost lease: verdict %s, want unsafe: %s", res.Verdict, res.Summary)
+		}
+		cf, err := sc.CounterfactualScenario()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Run(context.Background(), cf, Options{Out: filepath.Join(t.TempDir(), "cf")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Check.Verdict != checker.Safe {
+			t.Fatalf("its counterfactual (%s): verdict %s, want safe: %s", sc.Counterfactual.Change, out.Check.Verdict, out.Check.Summary)
+		}
+	})
 	t.Run("idle-in-transaction.yaml", func(t *testing.T) {
 		path := filepath.Join("..", "examples", "tooz", "idle-in-transaction.yaml")
 		text, err := os.ReadFile(path)

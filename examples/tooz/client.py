@@ -15,7 +15,10 @@ One program, one tooz lock API, a driver per lock: init's lock picks it.
 - tooz-pgsql, like postgres-session: tooz's PostgresLock
   (tooz/drivers/pgsql.py), pg_try_advisory_lock on a connection of its
   own, opened at each acquire and closed at the release, keyed by the
-  first two bytes of the name's MD5.
+  first two bytes of the name's MD5;
+- tooz-etcd3, like etcd: tooz's Etcd3Lock (tooz/drivers/etcd3.py),
+  python-etcd3's Lock on a lease of lock_timeout whole seconds, renewed
+  by heartbeat().
 
 stdout carries protocol lines only; logs go to stderr.
 """
@@ -31,6 +34,7 @@ import locksim_worker as w  # noqa: E402
 
 with w.debian_python("tooz", "python3-tooz"):
     import pkg_resources
+    import etcd3
     import redis
     from psycopg2 import extensions as pgext
     from tooz import coordination
@@ -38,8 +42,9 @@ with w.debian_python("tooz", "python3-tooz"):
 TOOZ = pkg_resources.get_distribution("tooz").version
 REDIS = {"name": "tooz-redis", "like": "redis", "servers": "redis"}
 PGSQL = {"name": "tooz-pgsql", "like": "postgres-session", "servers": "postgres"}
+ETCD3 = {"name": "tooz-etcd3", "like": "etcd", "servers": "etcd"}
 OPS = ["acquire", "release", "extend", "write"]
-FENCES = ["postgres"]
+FENCES = ["postgres"]  # and, for tooz-etcd3 without init's fence, the lock key's revision
 TRANSACTION_STATUS = {pgext.TRANSACTION_STATUS_IDLE: "no transaction open",
                       pgext.TRANSACTION_STATUS_INTRANS: "its transaction left open"}
 
@@ -93,7 +98,7 @@ def init(i):
     refuse = []
     if lock == PGSQL["name"]:
         refuse = [("check_lease", "tooz's PostgresLock has no lease to check (is_still_owner is not implemented)")]
-    w.check_init("tooz", i, [REDIS["name"], PGSQL["name"]], FENCES, refuse=refuse)
+    w.check_init("tooz", i, [REDIS["name"], PGSQL["name"], ETCD3["name"]], FENCES, refuse=refuse)
     cfg.update(i)
     c = i.get("config") or {}
     member = f"locksim-client-{c.get('client_id') or 0}".encode()
@@ -105,6 +110,14 @@ def init(i):
         # The driver reads timeout (its sockets') with int(): the story's
         # node timeout rounded up to a whole second.
         url = f"redis://{nodes[0]['addr']}?timeout={whole_seconds(c.get('node_timeout') or 200_000_000)}"
+    elif lock == ETCD3["name"]:
+        members = c.get("etcd") or []
+        if not members:
+            raise ValueError("tooz-etcd3 needs the cluster's members (config.etcd)")
+        # The driver talks to one endpoint (python-etcd3 has no failover):
+        # the first member, A; its timeout is whole seconds too.
+        node = members[0]["name"]
+        url = f"etcd3://{members[0]['addr']}?timeout={whole_seconds(c.get('node_timeout') or 200_000_000)}"
     else:
         dsn = c.get("postgres") or ""
         u = urllib.parse.urlsplit(dsn)
@@ -115,6 +128,8 @@ def init(i):
         # and database only: the URL's query is left out, as tooz does.
         url = urllib.parse.urlunsplit(("postgresql", u.netloc, u.path, "", ""))
     coord = coordination.get_coordinator(url, member)
+    if lock == ETCD3["name"]:
+        tap_txn(coord.client)
     try:
         coord.start(start_heart=False)  # no heart: the extend command is its beat
     except Exception as err:
@@ -130,7 +145,7 @@ def acquire(cid, cmd):
     if key in leases:
         return w.event(cid, dict(fail, type="fail", reason="held", detail="this client holds the lock already"))
     granted = 0
-    if cfg["lock"] == REDIS["name"]:
+    if cfg["lock"] in (REDIS["name"], ETCD3["name"]):
         # lock_timeout is the driver's option, read per lock at get_lock:
         # the story's ttl, rounded up to whole seconds as tooz reads it.
         granted = whole_seconds(ttl)
@@ -148,8 +163,11 @@ def acquire(cid, cmd):
     if not got:
         return w.event(cid, dict(fail, type="fail", reason="held", nodes=None,
                                  detail=f"tooz: {type(lock).__name__}.acquire returned False: {lock.name!r} is taken (waited {wait:g}s)"))
+    if cfg["lock"] == ETCD3["name"]:
+        granted = lock._lock.lease.ttl  # etcd may raise a TTL to its minimum
+        tap_refresh(lock)
     token = token_of(lock)
-    fence = 0
+    fence = txn_rev[0] if cfg["lock"] == ETCD3["name"] else 0
     if cfg.get("fence") == "postgres":
         try:
             fence = store.next_fence()
@@ -172,12 +190,16 @@ def token_of(lock):
     backend the acquire's detail names): a token of this program's own."""
     if cfg["lock"] == REDIS["name"]:
         return lock._lock.local.token.decode()
+    if cfg["lock"] == ETCD3["name"]:
+        return lock._lock.uuid.hex()
     return uuid.uuid4().hex
 
 
 def about(lock):
     if cfg["lock"] == REDIS["name"]:
         return f"key {lock.name} for {coord.lock_timeout}s"
+    if cfg["lock"] == ETCD3["name"]:
+        return f"{lock._lock.key} on lease {lock._lock.lease.id:x} of {lock._lock.lease.ttl}s"
     # psycopg2 opens a transaction at the first statement (autocommit is
     # off, as tooz leaves it), and tooz never ends it: the lock's session
     # sits idle in that transaction until the release closes it.
@@ -200,6 +222,8 @@ def request(cid, op, key, call, **invoke):
         return done, lease, call(lease.lock)
     except Exception as err:
         reason = reason_of(err)
+        if reason == "not-held":
+            leases.pop(key, None)  # the server says the lease is gone
         w.event(cid, dict(done, type="fail" if reason == "not-held" else "info", reason=reason, detail=detail(err)))
         return None, None, None
 
@@ -220,25 +244,74 @@ def release(cid, cmd):
 def extend(cid, cmd):
     key = cmd["key"]
     start = w.mono()
-    if cfg["lock"] != REDIS["name"]:
+    if cfg["lock"] == PGSQL["name"]:
         raise ValueError("tooz's PostgresLock has no heartbeat: it holds no TTL to extend")
-    # Lock.heartbeat(): redis-py's reacquire (the key's TTL set to
-    # lock_timeout again, only while it holds this token; the ttl asked
-    # for cannot change it).
+    # Lock.heartbeat(): tooz-redis, redis-py's reacquire (the key's TTL set
+    # to lock_timeout again, only while it holds this token); tooz-etcd3,
+    # python-etcd3's Lock.refresh (one LeaseKeepAlive), whose answer tooz
+    # does not read. The ttl asked for cannot change either.
     done, lease, ok = request(cid, "extend", key, lambda lock: lock.heartbeat(), t=start, ttl=cmd.get("ttl"))
     if done is None:
         return
     if not ok:
         leases.pop(key, None)
         return w.event(cid, dict(done, type="fail", reason="not-held", detail="tooz: Lock.heartbeat returned False"))
+    # What the client believes: the library said the lease was renewed,
+    # for lock_timeout from now.
     lease.end = start + coord.lock_timeout * 1_000_000_000
-    w.event(cid, dict(done, type="ok", ttl=coord.lock_timeout * 1_000_000_000, lease_end=lease.end, nodes=[node]))
+    said = ""
+    if cfg["lock"] == ETCD3["name"]:
+        said = f"tooz: Etcd3Lock.heartbeat returned True; etcd's keepalive answered TTL {keepalive_ttl[0]}"
+        if keepalive_ttl[0] is not None and keepalive_ttl[0] <= 0:
+            said += " (the lease is gone)"
+    w.event(cid, dict(done, type="ok", ttl=coord.lock_timeout * 1_000_000_000, lease_end=lease.end, nodes=[node], detail=said or None))
+
+
+keepalive_ttl = [None]  # the TTL etcd's latest keepalive answered (tap_refresh)
+txn_rev = [0]  # the revision of the latest transaction's answer (tap_txn)
+
+
+def tap_txn(c):
+    """tooz's Etcd3Lock gives no fencing token, and python-etcd3's Lock
+    keeps no revision: as examples/python-etcd3 does, the gRPC stub's Txn
+    is wrapped to note each answer's revision. The acquire's put is its
+    transaction's only write, so that is the key's create revision."""
+    txn = c.kvstub.Txn
+
+    def noted(*args, **kwargs):
+        resp = txn(*args, **kwargs)
+        txn_rev[0] = resp.header.revision
+        return resp
+    c.kvstub.Txn = noted
+
+
+def tap_refresh(lock):
+    """tooz's Etcd3Lock.heartbeat calls python-etcd3's Lock.refresh and
+    returns True whatever it answered: the Lock's refresh is wrapped to
+    note the TTL etcd gave, for the extend's detail only (what the client
+    believes stays what tooz said)."""
+    refresh = lock._lock.refresh
+
+    def noted():
+        resp = refresh()
+        keepalive_ttl[0] = resp[0].TTL if resp else None
+        return resp
+    lock._lock.refresh = noted
 
 
 def check(lease):
     """The lease check tooz offers: tooz-redis's Lock.is_still_owner()
-    (a GET of the key, its value compared with the token). A check that
-    cannot reach Redis does not let the write through."""
+    (a GET of the key, its value compared with the token; a check that
+    cannot reach Redis does not let the write through). tooz-etcd3 has no
+    is_still_owner: what tooz tells its user is the lock's acquired flag
+    and the renewals it said succeeded, so the check is the lease's end
+    as those renewals set it."""
+    if cfg["lock"] == ETCD3["name"]:
+        if not lease.lock.acquired:
+            return "tooz says the lock is not acquired"
+        if w.mono() >= lease.end:
+            return "the lease's TTL has run out since the last renewal tooz said succeeded"
+        return None
     try:
         if not lease.lock.is_still_owner():
             return "Lock.is_still_owner() is False: the key is gone or another's"
@@ -262,7 +335,7 @@ def close():
 
 
 def main():
-    hello = w.hello(f"tooz: tooz {TOOZ}, redis {redis.__version__}", [REDIS, PGSQL], OPS,
+    hello = w.hello(f"tooz: tooz {TOOZ}, redis {redis.__version__}, etcd3 {etcd3.__version__}", [REDIS, PGSQL, ETCD3], OPS,
                     fences=FENCES, check_lease=True, client_clock=True, acquire_wait=True)
     w.serve(hello, init, {"acquire": acquire, "release": release, "extend": extend, "write": write}, close)
 
