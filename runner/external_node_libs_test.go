@@ -268,15 +268,7 @@ func TestClientCmdKeepsTheCounterfactualsChange(t *testing.T) {
 		t.Skip("-short: starts node and redis-server")
 	}
 	argv := nodeExample(t, "node-redlock4", "redlock")
-	path := filepath.Join("testdata", "client-cmd-counterfactual.yaml")
-	text, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := scenarios.Parse(path, text)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := storyFile(t, filepath.Join("testdata", "client-cmd-counterfactual.yaml"))
 	out, err := Run(context.Background(), sc, Options{Out: t.TempDir(), ClientCmd: argv, Counterfactual: true})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,20 @@ import (
 	"github.com/locksim/locksim/scenarios"
 )
 
+// storyFile loads the story in path (an example's own story, a test's).
+func storyFile(t *testing.T, path string) *scenarios.Scenario {
+	t.Helper()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenarios.Parse(path, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
 // pyClient is the example client examples/<example>/client.py as a
 // client_cmd, or a skip when Debian's python3 is missing; the Debian
 // packages it imports (pkgs) must be installed (make test-deps).
@@ -104,15 +118,7 @@ func TestClientProgramPortalocker(t *testing.T) {
 	t.Run("redis-failover", func(t *testing.T) { playExternalFlipped(t, "redis-failover", "", argv) })
 	for _, file := range []string{"unanswered-ping.yaml", "restart-paused.yaml"} {
 		t.Run(file, func(t *testing.T) {
-			path := filepath.Join("..", "examples", "portalocker", file)
-			text, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sc, err := scenarios.Parse(path, text)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sc := storyFile(t, filepath.Join("..", "examples", "portalocker", file))
 			if res := playExternalScenario(t, sc, argv); res.Verdict != sc.Expected {
 				t.Fatalf("%s: verdict %s, want %s: %s", file, res.Verdict, sc.Expected, res.Summary)
 			}
@@ -154,15 +160,7 @@ func TestClientProgramTooz(t *testing.T) {
 	// gone: unsafe; the counterfactual plays locksim's etcd lock, whose
 	// renewal is refused: safe.
 	t.Run("etcd3-heartbeat-expired.yaml", func(t *testing.T) {
-		path := filepath.Join("..", "examples", "tooz", "etcd3-heartbeat-expired.yaml")
-		text, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc, err := scenarios.Parse(path, text)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc := storyFile(t, filepath.Join("..", "examples", "tooz", "etcd3-heartbeat-expired.yaml"))
 		if res := playExternalScenario(t, sc, argv); res.Verdict != checker.Unsafe {
 			t.Fatalf("tooz-etcd3's renewal of a lost lease: verdict %s, want unsafe: %s", res.Verdict, res.Summary)
 		}
@@ -179,15 +177,7 @@ func TestClientProgramTooz(t *testing.T) {
 		}
 	})
 	t.Run("idle-in-transaction.yaml", func(t *testing.T) {
-		path := filepath.Join("..", "examples", "tooz", "idle-in-transaction.yaml")
-		text, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc, err := scenarios.Parse(path, text)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc := storyFile(t, filepath.Join("..", "examples", "tooz", "idle-in-transaction.yaml"))
 		if res := playExternalScenario(t, sc, argv); res.Verdict != checker.Unsafe {
 			t.Fatalf("tooz-pgsql under idle_in_transaction_session_timeout: verdict %s, want unsafe: %s", res.Verdict, res.Summary)
 		}

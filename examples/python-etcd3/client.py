@@ -48,23 +48,8 @@ cli = None
 member = None  # the name of the one member python-etcd3 talks to
 store = None
 leases = {}
-txn_rev = [0]  # the revision of the latest transaction's answer (see tap_txn)
+txn_rev = [0]  # the revision of the latest transaction's answer (w.note_txn_revision)
 grant_t = [0]  # CLOCK_MONOTONIC ns before the latest lease grant was asked for (see tap_lease)
-
-
-def tap_txn(c):
-    """python-etcd3's Lock does not keep the revision at which it put its
-    key (its own TODO: "save the created revision so we can check it
-    later"): the gRPC stub's Txn is wrapped to note the revision of each
-    answer. The acquire's put is the transaction's only write, so that
-    revision is the key's create revision: the fencing token."""
-    txn = c.kvstub.Txn
-
-    def noted(*args, **kwargs):
-        resp = txn(*args, **kwargs)
-        txn_rev[0] = resp.header.revision
-        return resp
-    c.kvstub.Txn = noted
 
 
 def tap_lease(c):
@@ -104,7 +89,7 @@ def init(i):
     host, port = members[0]["addr"].rsplit(":", 1)
     member = members[0]["name"]
     cli = etcd3.client(host=host, port=int(port), timeout=(c.get("node_timeout") or 200_000_000) / 1e9)
-    tap_txn(cli)
+    w.note_txn_revision(cli, txn_rev)
     tap_lease(cli)
     try:
         cli.status()  # dials now, so that no operation of the story pays for it

@@ -288,6 +288,22 @@ def write(cid, cmd, lease, store, check=None):
         event(cid, dict(done, reason=REFUSALS.get(store.mode), detail=f"storage ({store.mode}) refused the write"))
 
 
+def note_txn_revision(etcd_client, rev):
+    """python-etcd3's Lock does not keep the revision at which it put its
+    key (its own TODO: "save the created revision so we can check it
+    later"): the client's gRPC stub's Txn is wrapped to note each answer's
+    revision in rev[0]. An acquire's put is its transaction's only write,
+    so that revision is the key's create revision, the fencing token
+    (examples/python-etcd3, examples/tooz's tooz-etcd3)."""
+    txn = etcd_client.kvstub.Txn
+
+    def noted(*args, **kwargs):
+        resp = txn(*args, **kwargs)
+        rev[0] = resp.header.revision
+        return resp
+    etcd_client.kvstub.Txn = noted
+
+
 # ---- hello, init, the command loop ---------------------------------------
 
 

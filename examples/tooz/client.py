@@ -129,7 +129,8 @@ def init(i):
         url = urllib.parse.urlunsplit(("postgresql", u.netloc, u.path, "", ""))
     coord = coordination.get_coordinator(url, member)
     if lock == ETCD3["name"]:
-        tap_txn(coord.client)
+        # tooz's Etcd3Lock gives no fencing token either.
+        w.note_txn_revision(coord.client, txn_rev)
     try:
         coord.start(start_heart=False)  # no heart: the extend command is its beat
     except Exception as err:
@@ -268,21 +269,7 @@ def extend(cid, cmd):
 
 
 keepalive_ttl = [None]  # the TTL etcd's latest keepalive answered (tap_refresh)
-txn_rev = [0]  # the revision of the latest transaction's answer (tap_txn)
-
-
-def tap_txn(c):
-    """tooz's Etcd3Lock gives no fencing token, and python-etcd3's Lock
-    keeps no revision: as examples/python-etcd3 does, the gRPC stub's Txn
-    is wrapped to note each answer's revision. The acquire's put is its
-    transaction's only write, so that is the key's create revision."""
-    txn = c.kvstub.Txn
-
-    def noted(*args, **kwargs):
-        resp = txn(*args, **kwargs)
-        txn_rev[0] = resp.header.revision
-        return resp
-    c.kvstub.Txn = noted
+txn_rev = [0]  # the revision of the latest transaction's answer (w.note_txn_revision)
 
 
 def tap_refresh(lock):
