@@ -167,8 +167,8 @@ func (s *Scenario) validateStep(i int) error {
 			return at("links", "unknown node %q: expected one of the %s (A to %s), %s or %s", n, servers, NodeName(max(s.Nodes-1, 0)), nemesis.PGNode, nemesis.StorageNode)
 		}
 	}
-	if k, ok := kind, isKind; ok && k.Check != nil {
-		if err := k.Check(st.Params, nemesis.Facts{NodeClockless: s.backend().NodeClockless(), Nodes: s.Nodes, Clients: s.Clients, Replicas: backends.Replicated(s.Settings), Persistent: backends.Persistent(s.Settings)}); err != nil {
+	if isKind && kind.Check != nil {
+		if err := kind.Check(st.Params, nemesis.Facts{NodeClockless: s.backend().NodeClockless(), Nodes: s.Nodes, Clients: s.Clients, Replicas: backends.Replicated(s.Settings), Persistent: backends.Persistent(s.Settings)}); err != nil {
 			return at(err.Field, "%s", err.Msg)
 		}
 	}
