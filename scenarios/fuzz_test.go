@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/nemesis"
 )
 
 // fuzzMaxInput bounds a fuzz input: a scenario file is a few KiB.
@@ -147,7 +148,12 @@ func checkParsed(t *testing.T, sc *Scenario, file string) {
 		if contains(a.Needs, "client") && aim.Client < 1 {
 			t.Fatalf("steps[%d]: %s without a client accepted", i, st.Do)
 		}
-		if aim.Node != "" && (len(aim.Node) != 1 || aim.Node[0] < 'A' || int(aim.Node[0]-'A') >= sc.Nodes) {
+		// A node is one of the story's (A...), or its PostgreSQL server
+		// (pg) for a kind that strikes it, in a story whose lock runs there.
+		k, isKind := nemesis.LookupKind(st.Do)
+		spec, _ := clients.Lookup(sc.Lock)
+		onPostgres := aim.Node == nemesis.PGNode && isKind && k.OnPostgres && spec.Backend == clients.PostgresBackend
+		if aim.Node != "" && !onPostgres && (len(aim.Node) != 1 || aim.Node[0] < 'A' || int(aim.Node[0]-'A') >= sc.Nodes) {
 			t.Fatalf("steps[%d]: node %q of %d accepted", i, aim.Node, sc.Nodes)
 		}
 		_ = st.Describe()
