@@ -336,6 +336,9 @@ func TestFencedSetsFence(t *testing.T) {
 // runs out, leaves the session usable, and is granted the moment the
 // holder unlocks, not before.
 func TestPGSessionAcquireWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
 	dsn := pgReset(t)
 	ctx := tctx(t)
 	a, b := newPGLock(t, "postgres-session", dsn), newPGLock(t, "postgres-session", dsn)
