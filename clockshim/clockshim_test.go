@@ -2,6 +2,7 @@ package clockshim
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/big"
 	"os"
@@ -573,42 +574,72 @@ func TestShimDriftsMonotonicInAChild(t *testing.T) {
 // as on a slow or fast oscillator, with no busy loop. Untranslated, an
 // absolute deadline from a slowed clock is reached at once (rate 2's
 // CPython time.sleep returns at once) or late, and HotSpot's park spins.
+//
+// A wait that ends early, or a busy loop, fails at once. A wait that ends
+// late can be the machine's (a shared machine stalled the program for a
+// second once, in CI): the rate is measured again, up to 3 times, and
+// fails only if every try was late.
 func TestShimWaitsFollowTheDrift(t *testing.T) {
 	bin := compile(t, "waiter", waiterC, "-pthread")
 	const wait = 300 * time.Millisecond
 	for _, rate := range []float64{0.5, 2} {
-		c := newControl(t)
-		env, err := Env(c.Path())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetRate(rate)
-		cmd := exec.Command(bin, "300")
-		cmd.Env = append(os.Environ(), env...)
-		start := time.Now()
-		out, err := cmd.Output()
-		elapsed := time.Since(start)
-		if err != nil {
-			t.Fatalf("rate %g: %v", rate, err)
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		if len(lines) != 7 {
-			t.Fatalf("rate %g: %d waits reported, want 7:\n%s", rate, len(lines), out)
-		}
-		for _, l := range lines {
-			f := strings.Fields(l)
-			d, _ := strconv.ParseInt(f[1], 10, 64)
-			if got := time.Duration(d); got < wait-2*time.Millisecond || got > wait+60*time.Millisecond {
-				t.Errorf("rate %g: %s waited %v of the program's clock, want %v", rate, f[0], got, wait)
+		var late []string
+		for try := 1; try <= 3; try++ {
+			late = waitsAtRate(t, bin, rate, wait)
+			if len(late) == 0 {
+				break
 			}
+			t.Logf("rate %g, try %d of 3: late: %s", rate, try, strings.Join(late, "; "))
 		}
-		want := time.Duration(float64(7*wait) / rate)
-		if elapsed < want-20*time.Millisecond || elapsed > want+time.Duration(float64(500*time.Millisecond)/rate) {
-			t.Errorf("rate %g: the 7 waits took %v of real time, want about %v", rate, elapsed, want)
-		}
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		if cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()); cpu > 100*time.Millisecond {
-			t.Errorf("rate %g: the waits used %v of CPU: a busy loop", rate, cpu)
+		for _, l := range late {
+			t.Errorf("rate %g: %s", rate, l)
 		}
 	}
+}
+
+// waitsAtRate runs the waiter once at rate: it fails the test on a wait
+// that ended early, a missing wait or a busy loop, and returns the waits
+// (and the whole run) that ended late.
+func waitsAtRate(t *testing.T, bin string, rate float64, wait time.Duration) (late []string) {
+	t.Helper()
+	c := newControl(t)
+	env, err := Env(c.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetRate(rate)
+	cmd := exec.Command(bin, "300")
+	cmd.Env = append(os.Environ(), env...)
+	start := time.Now()
+	out, err := cmd.Output()
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("rate %g: %v", rate, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("rate %g: %d waits reported, want 7:\n%s", rate, len(lines), out)
+	}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		d, _ := strconv.ParseInt(f[1], 10, 64)
+		switch got := time.Duration(d); {
+		case got < wait-2*time.Millisecond:
+			t.Errorf("rate %g: %s waited %v of the program's clock, want %v", rate, f[0], got, wait)
+		case got > wait+60*time.Millisecond:
+			late = append(late, fmt.Sprintf("%s waited %v of the program's clock, want %v", f[0], got, wait))
+		}
+	}
+	want := time.Duration(float64(7*wait) / rate)
+	switch {
+	case elapsed < want-20*time.Millisecond:
+		t.Errorf("rate %g: the 7 waits took %v of real time, want about %v", rate, elapsed, want)
+	case elapsed > want+time.Duration(float64(500*time.Millisecond)/rate):
+		late = append(late, fmt.Sprintf("the 7 waits took %v of real time, want about %v", elapsed, want))
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()); cpu > 100*time.Millisecond {
+		t.Errorf("rate %g: the waits used %v of CPU: a busy loop", rate, cpu)
+	}
+	return late
 }
