@@ -139,9 +139,14 @@ func TestClientProgramPortalocker(t *testing.T) {
 // failover, unsafe and safe, on PostgreSQL (tooz-pgsql, like
 // postgres-session) the dropped connection and the partition that leaks
 // the lock, on etcd (tooz-etcd3, like etcd) the pause, bare and fenced.
-// Then tooz's two findings: its etcd3 heartbeat says it renewed a lease
+// Then tooz's four findings: its etcd3 heartbeat says it renewed a lease
 // etcd answered is gone (examples/tooz/etcd3-heartbeat-expired.yaml:
-// unsafe; with locksim's etcd lock, safe), and its PostgresLock leaves
+// unsafe; with locksim's etcd lock, safe), its memcached heartbeat
+// touches a key another client now holds (memcached-heartbeat-touch.yaml)
+// and its memcached release, a get then a delete, deletes the next
+// holder's key when the get's answer comes late
+// (memcached-release-race.yaml: each unsafe; with locksim's memcached
+// lock, safe), and its PostgresLock leaves
 // its lock's transaction open, so idle_in_transaction_session_timeout
 // ends the lock's session and client 2 is granted
 // (examples/tooz/idle-in-transaction.yaml: unsafe; without the setting,
@@ -149,33 +154,37 @@ func TestClientProgramPortalocker(t *testing.T) {
 // the harness's own worker, is refused.
 func TestClientProgramTooz(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: starts python3, redis-server, etcd and PostgreSQL")
+		t.Skip("-short: starts python3, redis-server, etcd, memcached and PostgreSQL")
 	}
-	argv := pyClient(t, "tooz", "tooz.coordination, psycopg2", "python3-tooz and python3-psycopg2")
+	argv := pyClient(t, "tooz", "tooz.coordination, pymemcache, psycopg2", "python3-tooz, python3-pymemcache and python3-psycopg2")
 	for _, name := range []string{"redis-failover", "redis-failover-efficiency", "postgres-connection-drop", "postgres-partition-leak",
 		"etcd-pause", "etcd-pause-fenced"} {
 		t.Run(name, func(t *testing.T) { playExternalFlipped(t, name, "", argv) })
 	}
 	// tooz-etcd3's heartbeat says it renewed a lease etcd answered is
-	// gone: unsafe; the counterfactual plays locksim's etcd lock, whose
-	// renewal is refused: safe.
-	t.Run("etcd3-heartbeat-expired.yaml", func(t *testing.T) {
-		sc := storyFile(t, filepath.Join("..", "examples", "tooz", "etcd3-heartbeat-expired.yaml"))
-		if res := playExternalScenario(t, sc, argv); res.Verdict != checker.Unsafe {
-			t.Fatalf("tooz-etcd3's renewal of a lost lease: verdict %s, want unsafe: %s", res.Verdict, res.Summary)
-		}
-		cf, err := sc.CounterfactualScenario()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := Run(context.Background(), cf, Options{Out: filepath.Join(t.TempDir(), "cf")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out.Check.Verdict != checker.Safe {
-			t.Fatalf("its counterfactual (%s): verdict %s, want safe: %s", sc.Counterfactual.Change, out.Check.Verdict, out.Check.Summary)
-		}
-	})
+	// gone, tooz-memcached's touches the key another client now holds, and
+	// tooz-memcached's release deletes a key that became another's between
+	// its get and its delete: unsafe; each counterfactual plays locksim's
+	// lock of those servers, whose renewal or release is refused: safe.
+	for _, file := range []string{"etcd3-heartbeat-expired.yaml", "memcached-heartbeat-touch.yaml", "memcached-release-race.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			sc := storyFile(t, filepath.Join("..", "examples", "tooz", file))
+			if res := playExternalScenario(t, sc, argv); res.Verdict != checker.Unsafe {
+				t.Fatalf("tooz's renewal of a lost lock: verdict %s, want unsafe: %s", res.Verdict, res.Summary)
+			}
+			cf, err := sc.CounterfactualScenario()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := Run(context.Background(), cf, Options{Out: filepath.Join(t.TempDir(), "cf")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Check.Verdict != checker.Safe {
+				t.Fatalf("its counterfactual (%s): verdict %s, want safe: %s", sc.Counterfactual.Change, out.Check.Verdict, out.Check.Summary)
+			}
+		})
+	}
 	t.Run("idle-in-transaction.yaml", func(t *testing.T) {
 		sc := storyFile(t, filepath.Join("..", "examples", "tooz", "idle-in-transaction.yaml"))
 		if res := playExternalScenario(t, sc, argv); res.Verdict != checker.Unsafe {

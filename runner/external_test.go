@@ -106,9 +106,10 @@ func playExternalFlipped(t *testing.T, name, lock string, argv []string) {
 // (redis-lock's only token, the value it stores: the lease's end by
 // Date.now(), in ms) or a decimal fraction (simple-redis-mutex's
 // String(Math.random())) or 16 hex digits (etcd3's Lock, whose key is
-// empty: its lease's ID, as etcdctl prints it); the Go worker's are 24 hex
-// digits.
-var libraryToken = regexp.MustCompile(`^([0-9a-f]{32}|[0-9a-f]{16}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9]{13}|0\.[0-9]+)$`)
+// empty: its lease's ID, as etcdctl prints it), or tooz-memcached's, the
+// coordinator's member id examples/tooz names (locksim-client-N); the Go
+// worker's are 24 hex digits.
+var libraryToken = regexp.MustCompile(`^([0-9a-f]{32}|[0-9a-f]{16}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9]{13}|0\.[0-9]+|locksim-client-[0-9]+)$`)
 
 // checkClientProgramRan checks that the acquires were the client
 // program's, by their tokens: the libraries' (libraryToken), or the
@@ -130,7 +131,7 @@ func checkClientProgramRan(t *testing.T, events []history.Event, argv []string) 
 	}
 	for _, e := range events {
 		if e.Op == history.OpAcquire && e.Type == history.Ok && !libraryToken.MatchString(e.Token) {
-			t.Fatalf("acquire %+v: token %q is not the library's (32 or 16 hex digits, a UUID, 13 digits or a fraction): did the client program run?", e, e.Token)
+			t.Fatalf("acquire %+v: token %q is not the library's (32 or 16 hex digits, a UUID, 13 digits, a fraction or a tooz member id): did the client program run?", e, e.Token)
 		}
 	}
 }

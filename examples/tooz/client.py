@@ -18,13 +18,18 @@ One program, one tooz lock API, a driver per lock: init's lock picks it.
   first two bytes of the name's MD5;
 - tooz-etcd3, like etcd: tooz's Etcd3Lock (tooz/drivers/etcd3.py),
   python-etcd3's Lock on a lease of lock_timeout whole seconds, renewed
-  by heartbeat().
+  by heartbeat();
+- tooz-memcached, like memcached: tooz's MemcachedLock
+  (tooz/drivers/memcached.py), pymemcache's add of the member id with an
+  expiry of lock_timeout whole seconds; release is a get then a delete,
+  heartbeat() a touch, neither compared with anything.
 
 stdout carries protocol lines only; logs go to stderr.
 """
 
 import math
 import os
+import socket
 import sys
 import urllib.parse
 import uuid
@@ -35,6 +40,7 @@ import locksim_worker as w  # noqa: E402
 with w.debian_python("tooz", "python3-tooz"):
     import pkg_resources
     import etcd3
+    import pymemcache
     import redis
     from psycopg2 import extensions as pgext
     from tooz import coordination
@@ -43,6 +49,8 @@ TOOZ = pkg_resources.get_distribution("tooz").version
 REDIS = {"name": "tooz-redis", "like": "redis", "servers": "redis"}
 PGSQL = {"name": "tooz-pgsql", "like": "postgres-session", "servers": "postgres"}
 ETCD3 = {"name": "tooz-etcd3", "like": "etcd", "servers": "etcd"}
+MEMCACHED = {"name": "tooz-memcached", "like": "memcached", "servers": "memcached"}
+TTL_LOCKS = (REDIS["name"], ETCD3["name"], MEMCACHED["name"])  # those with a lock_timeout
 OPS = ["acquire", "release", "extend", "write"]
 FENCES = ["postgres"]  # and, for tooz-etcd3 without init's fence, the lock key's revision
 TRANSACTION_STATUS = {pgext.TRANSACTION_STATUS_IDLE: "no transaction open",
@@ -87,7 +95,7 @@ def reason_of(err):
     c = cause(err)
     if isinstance(c, redis.exceptions.LockNotOwnedError):
         return "not-held"
-    if isinstance(err, coordination.OperationTimedOut) or isinstance(c, redis.exceptions.TimeoutError):
+    if isinstance(err, coordination.OperationTimedOut) or isinstance(c, (redis.exceptions.TimeoutError, socket.timeout)):
         return "timeout"
     return None
 
@@ -98,7 +106,7 @@ def init(i):
     refuse = []
     if lock == PGSQL["name"]:
         refuse = [("check_lease", "tooz's PostgresLock has no lease to check (is_still_owner is not implemented)")]
-    w.check_init("tooz", i, [REDIS["name"], PGSQL["name"], ETCD3["name"]], FENCES, refuse=refuse)
+    w.check_init("tooz", i, [REDIS["name"], PGSQL["name"], ETCD3["name"], MEMCACHED["name"]], FENCES, refuse=refuse)
     cfg.update(i)
     c = i.get("config") or {}
     member = f"locksim-client-{c.get('client_id') or 0}".encode()
@@ -118,6 +126,14 @@ def init(i):
         # the first member, A; its timeout is whole seconds too.
         node = members[0]["name"]
         url = f"etcd3://{members[0]['addr']}?timeout={whole_seconds(c.get('node_timeout') or 200_000_000)}"
+    elif lock == MEMCACHED["name"]:
+        servers = c.get("memcached") or []
+        if len(servers) != 1:
+            raise ValueError(f"tooz-memcached runs on one memcached server, got {len(servers)}")
+        node = servers[0]["name"]
+        # timeout is pymemcache's socket and connect timeout, read with
+        # int() as well.
+        url = f"memcached://{servers[0]['addr']}?timeout={whole_seconds(c.get('node_timeout') or 200_000_000)}"
     else:
         dsn = c.get("postgres") or ""
         u = urllib.parse.urlsplit(dsn)
@@ -132,7 +148,9 @@ def init(i):
         # tooz's Etcd3Lock gives no fencing token either.
         w.note_txn_revision(coord.client, txn_rev)
     try:
-        coord.start(start_heart=False)  # no heart: the extend command is its beat
+        # No heart: the extend command is its beat. The memcached driver's
+        # start beats once (its member key), which opens the connection.
+        coord.start(start_heart=False)
     except Exception as err:
         raise RuntimeError(f"{detail(err)}: {url}") from err
     store = w.open_storage(i)
@@ -146,7 +164,7 @@ def acquire(cid, cmd):
     if key in leases:
         return w.event(cid, dict(fail, type="fail", reason="held", detail="this client holds the lock already"))
     granted = 0
-    if cfg["lock"] in (REDIS["name"], ETCD3["name"]):
+    if cfg["lock"] in TTL_LOCKS:
         # lock_timeout is the driver's option, read per lock at get_lock:
         # the story's ttl, rounded up to whole seconds as tooz reads it.
         granted = whole_seconds(ttl)
@@ -193,6 +211,8 @@ def token_of(lock):
         return lock._lock.local.token.decode()
     if cfg["lock"] == ETCD3["name"]:
         return lock._lock.uuid.hex()
+    if cfg["lock"] == MEMCACHED["name"]:
+        return coord._member_id.decode()  # the key's value: one per coordinator
     return uuid.uuid4().hex
 
 
@@ -201,6 +221,8 @@ def about(lock):
         return f"key {lock.name} for {coord.lock_timeout}s"
     if cfg["lock"] == ETCD3["name"]:
         return f"{lock._lock.key} on lease {lock._lock.lease.id:x} of {lock._lock.lease.ttl}s"
+    if cfg["lock"] == MEMCACHED["name"]:
+        return f"key {lock.name.decode()} for {lock.timeout}s"
     # psycopg2 opens a transaction at the first statement (autocommit is
     # off, as tooz leaves it), and tooz never ends it: the lock's session
     # sits idle in that transaction until the release closes it.
@@ -238,7 +260,8 @@ def release(cid, cmd):
     if ok:
         return w.event(cid, dict(done, type="ok", nodes=[node]))
     # tooz-redis logs redis-py's LockError and returns False; tooz-pgsql
-    # returns False only when it believes it holds nothing.
+    # returns False only when it believes it holds nothing; tooz-memcached
+    # when the get found another value, or the delete found no key.
     w.event(cid, dict(done, type="fail", reason="not-held", detail=f"tooz: {type(lease.lock).__name__}.release returned False"))
 
 
@@ -250,7 +273,8 @@ def extend(cid, cmd):
     # Lock.heartbeat(): tooz-redis, redis-py's reacquire (the key's TTL set
     # to lock_timeout again, only while it holds this token); tooz-etcd3,
     # python-etcd3's Lock.refresh (one LeaseKeepAlive), whose answer tooz
-    # does not read. The ttl asked for cannot change either.
+    # does not read; tooz-memcached, a touch of the key, whoever holds it.
+    # The ttl asked for cannot change either.
     done, lease, ok = request(cid, "extend", key, lambda lock: lock.heartbeat(), t=start, ttl=cmd.get("ttl"))
     if done is None:
         return
@@ -287,8 +311,9 @@ def tap_refresh(lock):
 
 
 def check(lease):
-    """The lease check tooz offers: tooz-redis's Lock.is_still_owner()
-    (a GET of the key, its value compared with the token; a check that
+    """The lease check tooz offers: tooz-redis's and tooz-memcached's
+    Lock.is_still_owner() (a GET of the key, its value compared with the
+    token, or with the member id; a check that
     cannot reach Redis does not let the write through). tooz-etcd3 has no
     is_still_owner: what tooz tells its user is the lock's acquired flag
     and the renewals it said succeeded, so the check is the lease's end
@@ -322,7 +347,8 @@ def close():
 
 
 def main():
-    hello = w.hello(f"tooz: tooz {TOOZ}, redis {redis.__version__}, etcd3 {etcd3.__version__}", [REDIS, PGSQL, ETCD3], OPS,
+    hello = w.hello(f"tooz: tooz {TOOZ}, redis {redis.__version__}, etcd3 {etcd3.__version__}, pymemcache {pymemcache.__version__}",
+                    [REDIS, PGSQL, ETCD3, MEMCACHED], OPS,
                     fences=FENCES, check_lease=True, client_clock=True, acquire_wait=True)
     w.serve(hello, init, {"acquire": acquire, "release": release, "extend": extend, "write": write}, close)
 
