@@ -352,8 +352,12 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		// (a node it lacks, a second key, a wait) stay, as n/a cells
 		// that say why; stories of other servers are no business of it.
 		var mine []*scenarios.Scenario
-		for _, sc := range stories {
-			if own, err := clients.Lookup(sc.Lock); err == nil && own.Backend == s.backend {
+		own, err := programStories(s.Program)
+		if err != nil {
+			return err
+		}
+		for _, sc := range append(stories, own...) {
+			if l, err := clients.Lookup(sc.Lock); err == nil && l.Backend == s.backend {
 				mine = append(mine, sc)
 			}
 		}
@@ -623,10 +627,46 @@ func versionsLine() string {
 	return out
 }
 
+// programStories are the stories a client program's folder keeps for it
+// (examples/tooz/*.yaml): those whose client_cmd runs argv, each a
+// finding about its library told as a story. They are played as the
+// catalogue's are, against the reference, which plays them with the
+// harness's own worker. None for locksim's own lock (argv nil).
+func programStories(argv []string) ([]*scenarios.Scenario, error) {
+	if argv == nil {
+		return nil, nil
+	}
+	prog, err := filepath.Abs(argv[len(argv)-1])
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(argv[len(argv)-1]), "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*scenarios.Scenario
+	for _, f := range files {
+		sc, err := scenarios.Find(f)
+		if err != nil {
+			return nil, err // the file's own line: a broken example story
+		}
+		if n := len(sc.ClientCmd); n > 0 {
+			if p, err := filepath.Abs(sc.ClientCmd[n-1]); err == nil && p == prog {
+				out = append(out, sc)
+			}
+		}
+	}
+	return out, nil
+}
+
 // replay is the command that plays cell c of subject s again.
 func replay(s findings.Subject, c *matrix.Cell) string {
-	cmd := "bin/sim run " + c.Scenario
-	if c.Played != nil && c.Played.Lock != storyLock(c.Scenario) || (c.Played == nil && s.Lock != storyLock(c.Scenario)) {
+	story, lock := c.Scenario, storyLock(c.Scenario)
+	if lock == "" && c.Played != nil && c.Played.File != "" { // a program's own story
+		story, lock = c.Played.File, c.Played.Lock
+	}
+	cmd := "bin/sim run " + story
+	if c.Played != nil && c.Played.Lock != lock || (c.Played == nil && s.Lock != lock) {
 		cmd += " --lock " + s.Lock
 	}
 	if s.Program != nil {

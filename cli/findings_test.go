@@ -12,6 +12,7 @@ import (
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/findings"
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/matrix"
 	"github.com/locksim/locksim/hunt"
 	"github.com/locksim/locksim/nemesis"
 	"github.com/locksim/locksim/scenarios"
@@ -450,5 +451,57 @@ func TestReportSubjects(t *testing.T) {
 	}
 	if _, err := reportSubjects(r, "redlock"); err == nil || !strings.Contains(err.Error(), "sim findings --only redlock plays it first") {
 		t.Errorf("--report redlock, which the page lacks: %v", err)
+	}
+}
+
+// A client program's folder keeps stories about its library: sim findings
+// plays those whose client_cmd runs that program, beside the catalogue's,
+// and their cells replay from the file. A folder's story for another
+// program, or a program with none, adds nothing.
+func TestFindingsProgramStories(t *testing.T) {
+	t.Chdir("..") // a story names its client_cmd from the repository's root, as sim is run
+	names := func(argv []string) []string {
+		t.Helper()
+		list, err := programStories(argv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, sc := range list {
+			out = append(out, sc.Name)
+		}
+		return out
+	}
+	tooz := names([]string{filepath.Join("examples", "tooz", "client.py")})
+	want := []string{"tooz-etcd3-heartbeat-expired", "tooz-pgsql-idle-in-transaction", "tooz-memcached-heartbeat-touch", "tooz-memcached-release-race"}
+	for _, w := range want {
+		if !slices.Contains(tooz, w) {
+			t.Errorf("tooz's stories %v lack %s", tooz, w)
+		}
+	}
+	if len(tooz) != len(want) {
+		t.Errorf("tooz's stories: %v, want %v", tooz, want)
+	}
+	// examples/node-redlock/retry-expired.yaml names no client_cmd.
+	if got := names([]string{"node", filepath.Join("examples", "node-redlock", "client.js")}); len(got) != 0 {
+		t.Errorf("node-redlock's stories: %v, want none", got)
+	}
+	if got := names(nil); got != nil {
+		t.Errorf("locksim's own lock: %v, want none", got)
+	}
+
+	list, err := programStories([]string{filepath.Join("examples", "tooz", "client.py")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range list {
+		if sc.Name != "tooz-memcached-release-race" {
+			continue
+		}
+		s := findings.Subject{Name: "tooz (memcached)", Lock: "memcached", Program: []string{"examples/tooz/client.py"}}
+		got := replay(s, &matrix.Cell{Scenario: sc.Name, Played: sc})
+		if want := `bin/sim run examples/tooz/memcached-release-race.yaml --client-cmd "examples/tooz/client.py"`; got != want {
+			t.Errorf("replay: %s, want %s", got, want)
+		}
 	}
 }
