@@ -42,3 +42,21 @@ func TestDefaultNodes(t *testing.T) {
 		}
 	}
 }
+
+// memcached runs one server: more nodes, or a fence from Redis, are
+// refused with the field named.
+func TestMemcachedCheck(t *testing.T) {
+	b, ok := Lookup(clients.MemcachedBackend)
+	if !ok {
+		t.Fatal("memcached is not registered")
+	}
+	if err := b.Check(Options{Nodes: 1}); err != nil {
+		t.Errorf("one node: %v", err)
+	}
+	if err := b.Check(Options{Nodes: 3}); err == nil || err.Field != "nodes" {
+		t.Errorf("three nodes: %v, want a nodes error", err)
+	}
+	if err := b.Check(Options{Nodes: 1, Fence: "redis-incr"}); err == nil || err.Field != "fence" {
+		t.Errorf("a Redis fence: %v, want a fence error", err)
+	}
+}
