@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
 )
 
 // Every registered lock names a registered backend, and every backend
@@ -58,5 +59,28 @@ func TestMemcachedCheck(t *testing.T) {
 	}
 	if err := b.Check(Options{Nodes: 1, Fence: "redis-incr"}); err == nil || err.Field != "fence" {
 		t.Errorf("a Redis fence: %v, want a fence error", err)
+	}
+}
+
+// TestZooKeeperMinTTL holds every ZooKeeper lock's shortest lease to the
+// shortest session the ensemble env starts grants, as the tick makes it.
+func TestZooKeeperMinTTL(t *testing.T) {
+	want := env.ZooKeeperMinSessionTicks * env.DefaultZooKeeperTick
+	if clients.ZooKeeperMinTTL != want {
+		t.Fatalf("clients.ZooKeeperMinTTL is %v; the ensemble grants sessions of %v at least", clients.ZooKeeperMinTTL, want)
+	}
+	n := 0
+	for _, name := range clients.Names() {
+		spec, _ := clients.Lookup(name)
+		if spec.Backend != clients.ZooKeeperBackend {
+			continue
+		}
+		n++
+		if spec.MinTTL != want {
+			t.Errorf("%s: MinTTL %v, want %v (%d ticks of %v)", name, spec.MinTTL, want, env.ZooKeeperMinSessionTicks, env.DefaultZooKeeperTick)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no lock on the zookeeper backend")
 	}
 }

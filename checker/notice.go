@@ -101,11 +101,6 @@ func (b *believed) to() int64 {
 	return b.end
 }
 
-// Notices measures a history's time to notice and overlap (Notice).
-func Notices(events []history.Event) Notice {
-	return notices(parse(events))
-}
-
 func notices(p *parsed) Notice {
 	bs := beliefs(p)
 	learn(p, bs)

@@ -86,7 +86,7 @@ func TestNotices(t *testing.T) {
 			if err := history.Validate(c.events); err != nil {
 				t.Fatalf("the test's history is invalid: %v", err)
 			}
-			n := Notices(c.events)
+			n := noticesOf(c.events)
 			if n.GivenAway != c.given || n.Learned != c.learned || n.By != c.by || n.After != c.after || n.Overlap != c.overlap {
 				t.Fatalf("got given_away %v learned %v by %q after %v overlap %v; want %v %v %q %v %v",
 					n.GivenAway, n.Learned, n.By, n.After, n.Overlap, c.given, c.learned, c.by, c.after, c.overlap)
@@ -115,7 +115,7 @@ func TestOverlapCountsEachInstantOnce(t *testing.T) {
 		acq(2, "L", 400, 400, ok, token("d")),
 		rel(2, "L", 500, 501, ok, token("d")),
 	)
-	n := Notices(events)
+	n := noticesOf(events)
 	if n.Overlap != 200*time.Millisecond || n.GiveAways != 2 {
 		t.Fatalf("overlap %v in %d give-aways; want 200ms (100ms to 300ms, counted once) in 2", n.Overlap, n.GiveAways)
 	}
@@ -126,4 +126,9 @@ func BenchmarkNotices100k(b *testing.B) {
 	for b.Loop() {
 		notices(p)
 	}
+}
+
+// noticesOf measures a history's time to notice and overlap (Notice).
+func noticesOf(events []history.Event) Notice {
+	return notices(parse(events))
 }

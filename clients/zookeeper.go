@@ -70,10 +70,14 @@ import (
 // ZooKeeperBackend is a ZooKeeper ensemble (package backends starts it).
 const ZooKeeperBackend Backend = "zookeeper"
 
+// ZooKeeperMinTTL is the shortest lease a ZooKeeper lock has: the
+// ensemble grants sessions of at least env.ZooKeeperMinSessionTicks
+// ticks of env.DefaultZooKeeperTick (TestZooKeeperMinTTL, in backends,
+// holds the three together).
+const ZooKeeperMinTTL = 400 * time.Millisecond
+
 func init() {
-	// MinTTL: ZooKeeper grants sessions of at least 2 ticks, 400ms on
-	// env.ZooKeeper's 200ms tick.
-	Register(Spec{Name: "zookeeper", Backend: ZooKeeperBackend, Fences: true, NoExpiry: true, MinTTL: 400 * time.Millisecond,
+	Register(Spec{Name: "zookeeper", Backend: ZooKeeperBackend, Fences: true, NoExpiry: true, MinTTL: ZooKeeperMinTTL,
 		Doc: "ZooKeeper's lock recipe tried once (ephemeral sequential znode, lowest wins) on a session per lease; the znode's czxid is its fencing token",
 		New: func(cfg Config) (Lock, error) {
 			return NewZooKeeperLock(ZooKeeperConfig{Members: cfg.Servers[ZooKeeperBackend], NodeTimeout: cfg.NodeTimeout, ClientID: cfg.ClientID})

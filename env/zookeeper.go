@@ -105,6 +105,10 @@ const ZooKeeperStartTimeout = 30 * time.Second
 // a JVM starved of CPU on a 2-core machine shared by four test runs.
 const DefaultZooKeeperTick = 200 * time.Millisecond
 
+// ZooKeeperMinSessionTicks is minSessionTimeout in ticks, ZooKeeper's
+// default: the shortest session a member grants.
+const ZooKeeperMinSessionTicks = 2
+
 // zkInitLimit and zkSyncLimit are in ticks: 5 s for a follower to connect
 // to and sync with a new leader (a restarted member's JVM is still warming
 // up), 2 s for a follower to answer the leader before the leader drops it,
@@ -267,7 +271,7 @@ func startZooKeeper(ctx context.Context, o ZooKeeperOptions, java, cp string) (_
 	if err != nil {
 		return nil, fmt.Errorf("start zookeeper: %w", err)
 	}
-	z := &ZooKeeper{dir: dir, TickTime: o.TickTime, MinSessionTimeout: 2 * o.TickTime, MaxSessionTimeout: o.MaxSessionTimeout}
+	z := &ZooKeeper{dir: dir, TickTime: o.TickTime, MinSessionTimeout: ZooKeeperMinSessionTicks * o.TickTime, MaxSessionTimeout: o.MaxSessionTimeout}
 	defer func() {
 		if err != nil {
 			z.Close()

@@ -258,10 +258,10 @@ func (Counterfactual) JSONSchemaExtend(s *jsonschema.Schema) {
 	conditionValues(s)
 }
 
-// Reference is docs/scenarios.md, the scenario file's field reference,
+// reference is docs/scenarios.md, the scenario file's field reference,
 // written from the schema: a table of fields for the scenario, a step, the
 // generator block and the counterfactual block.
-func Reference() (string, error) {
+func reference() (string, error) {
 	var s jsonschema.Schema
 	if err := json.Unmarshal(SchemaJSON, &s); err != nil {
 		return "", err

@@ -31,7 +31,7 @@ func TestSchemaIsCurrent(t *testing.T) {
 	if !bytes.Equal(fresh, SchemaJSON) {
 		t.Fatalf("schema.json is not current: go test ./scenarios -run TestSchemaIsCurrent -update")
 	}
-	ref, err := Reference()
+	ref, err := reference()
 	if err != nil {
 		t.Fatal(err)
 	}

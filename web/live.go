@@ -554,23 +554,3 @@ func (s *Server) handleStop(w http.ResponseWriter, _ *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
-
-// Latencies are, for the current run's story events, how long each took
-// from being recorded to being first drawn in a message to the pages.
-func (s *Server) Latencies() []time.Duration {
-	s.mu.Lock()
-	r := s.cur
-	s.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []time.Duration
-	for seq, at := range r.recorded {
-		if p, ok := r.pushed[seq]; ok {
-			out = append(out, p.Sub(at))
-		}
-	}
-	return out
-}
