@@ -140,23 +140,10 @@ func (m *Memcached) start(ctx context.Context) error {
 // memcachedWait waits until addr answers "version", the process exits,
 // ctx ends or d passes.
 func memcachedWait(ctx context.Context, addr string, p process, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	var last error
-	for {
-		if p.Exited() {
-			return fmt.Errorf("memcached exited during start-up: %v", p.Err())
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer to version within %v (last: %v)", d, last)
-		}
-		if _, last = memcachedCommand(addr, "version", 200*time.Millisecond); last == nil {
-			return nil
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	return waitAnswers(ctx, p, d, "memcached", "answer to version", func() error {
+		_, err := memcachedCommand(addr, "version", 200*time.Millisecond)
+		return err
+	})
 }
 
 // memcachedCommand sends one text-protocol command line to addr on a

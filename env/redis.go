@@ -240,27 +240,7 @@ func (r *Redis) start(ctx context.Context) error {
 // redisWaitPing waits until addr answers PING with PONG (not LOADING), the
 // process exits, ctx ends or d passes.
 func redisWaitPing(ctx context.Context, addr string, p process, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	var last error
-	for {
-		if p.Exited() {
-			return fmt.Errorf("redis-server exited during start-up: %v", p.Err())
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no PONG within %v (last: %v)", d, last)
-		}
-		last = redisPing(addr, 200*time.Millisecond)
-		if last == nil {
-			return nil
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	return waitAnswers(ctx, p, d, "redis-server", "PONG", func() error { return redisPing(addr, 200*time.Millisecond) })
 }
 
 func redisPing(addr string, timeout time.Duration) error {
