@@ -111,17 +111,8 @@ func StartPgbouncer(ctx context.Context, pg *Postgres, dir string, o PgbouncerOp
 	if err != nil {
 		return nil, err
 	}
-	if dir == "" {
-		if dir, err = TempDir("locksim-pgbouncer-"); err != nil {
-			return nil, err
-		}
-	} else {
-		if dir, err = filepath.Abs(dir); err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
-		}
+	if dir, err = dirOrTemp(dir, TempDir, "locksim-pgbouncer-"); err != nil {
+		return nil, err
 	}
 	b = &Pgbouncer{dir: dir, opts: o, log: filepath.Join(dir, pgbouncerLog)}
 	defer func() {

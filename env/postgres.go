@@ -166,17 +166,8 @@ func StartPostgres(ctx context.Context, dir string, o PostgresOptions) (pg *Post
 	if err != nil {
 		return nil, err
 	}
-	if dir == "" {
-		if dir, err = fastTempDir("locksim-pg-"); err != nil {
-			return nil, err
-		}
-	} else {
-		if dir, err = filepath.Abs(dir); err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
-		}
+	if dir, err = dirOrTemp(dir, fastTempDir, "locksim-pg-"); err != nil {
+		return nil, err
 	}
 	pg = &Postgres{dir: dir, bin: bin, opts: o, log: filepath.Join(dir, "postgres.log"), serverProc: serverProc{what: "postgres"}}
 	defer func() {

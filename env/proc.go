@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -148,6 +149,19 @@ var (
 // killed (reap.go). pattern must start with "locksim-" and end with "-".
 func TempDir(pattern string) (string, error) {
 	return tempDirIn("", pattern)
+}
+
+// dirOrTemp is dir made absolute and created if missing, or, with dir "",
+// a new temp dir made by temp (TempDir, fastTempDir) with pattern.
+func dirOrTemp(dir string, temp func(pattern string) (string, error), pattern string) (string, error) {
+	if dir == "" {
+		return temp(pattern)
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return dir, os.MkdirAll(dir, 0o700)
 }
 
 // tempDirIn makes a temp dir under parent ("" for the default) and
