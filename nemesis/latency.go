@@ -17,6 +17,13 @@ import (
 // grants has run out, or a write can reach storage after the lock did.
 // Nodes may include PGNode. Heal removes the toxics; data already held
 // back is still delivered late.
+//
+// A pass-through toxic follows the latency on each stream. toxiproxy
+// adds a toxic after the last one, and the last one, interrupted, lets
+// the chunk it holds go at once ("Exit fast without applying latency"):
+// without the pass-through, a partition or a reset struck during the
+// delay would let that chunk reach the server, where a real network
+// would have lost it.
 type Latency struct {
 	Client int
 	Nodes  []string
@@ -64,7 +71,10 @@ func (f *Latency) Inject(ctx context.Context, t *Target) error {
 	// toxiproxy counts in whole milliseconds.
 	attrs := map[string]any{"latency": f.Delay.Milliseconds(), "jitter": f.Jitter.Milliseconds()}
 	return f.inject(ctx, func(add func(undoFunc)) error {
-		return addToxics(links, latencyToxic, "latency", streams, attrs, add)
+		if err := addToxics(links, latencyToxic, "latency", streams, attrs, add); err != nil {
+			return err
+		}
+		return addToxics(links, latencyToxic+"-hold", "noop", streams, nil, add)
 	})
 }
 

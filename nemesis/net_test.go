@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -56,6 +57,51 @@ func TestLatencyAddsRTT(t *testing.T) {
 	}
 	if m := median(pingRTTs(t, l.Listen, 5)); m > 30*time.Millisecond {
 		t.Fatalf("after heal the median RTT is %v", m)
+	}
+}
+
+// TestLatencyLosesItsChunkToALaterFault: a SET held 400ms on its way up
+// by a latency toxic is lost when client 1's link is cut (a partition)
+// or reset 150ms into the delay: the key is not set, 500ms after the
+// delay would have ended. Without the pass-through toxic after the
+// latency, toxiproxy lets the held chunk go at the second toxic's
+// arrival, and the SET lands.
+func TestLatencyLosesItsChunkToALaterFault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
+	r := startRedis(t, env.RedisOptions{Name: "A"})
+	n := newNetwork(t)
+	l := addLink(t, n, 1, "A", r.Addr)
+	tg := &Target{Redis: map[string]*env.Redis{"A": r}, Network: n}
+	ctx := ctxT(t, 20*time.Second)
+	for _, later := range []Breaker{
+		&Partition{Client: 1, Nodes: []string{"A"}},
+		&ConnReset{Client: 1, Nodes: []string{"A"}},
+	} {
+		key := fmt.Sprintf("held-%T", later)
+		c := newClient(l.Listen, 2*time.Second)
+		if err := c.Ping(ctx).Err(); err != nil { // connect first
+			t.Fatal(err)
+		}
+		delay := &Latency{Client: 1, Nodes: []string{"A"}, Delay: 400 * time.Millisecond, Stream: "upstream"}
+		inject(t, delay, tg)
+		sent := make(chan error, 1)
+		go func() { sent <- c.Set(ctx, key, "v", 0).Err() }()
+		time.Sleep(150 * time.Millisecond)
+		inject(t, later, tg)
+		time.Sleep(750 * time.Millisecond)
+		n, err := r.Client().Exists(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%T struck during the delay: the SET held back reached Redis anyway", later)
+		}
+		heal(t, later, tg)
+		heal(t, delay, tg)
+		c.Close()
+		<-sent
 	}
 }
 
