@@ -473,7 +473,7 @@ func TestFindingsProgramStories(t *testing.T) {
 		return out
 	}
 	tooz := names([]string{filepath.Join("examples", "tooz", "client.py")})
-	want := []string{"tooz-etcd3-heartbeat-expired", "tooz-pgsql-idle-in-transaction", "tooz-memcached-heartbeat-touch", "tooz-memcached-release-race"}
+	want := []string{"tooz-etcd3-heartbeat-expired", "tooz-pgsql-idle-in-transaction", "tooz-memcached-heartbeat-touch", "tooz-memcached-release-race", "tooz-zookeeper-orphan-contender"}
 	for _, w := range want {
 		if !slices.Contains(tooz, w) {
 			t.Errorf("tooz's stories %v lack %s", tooz, w)

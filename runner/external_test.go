@@ -49,26 +49,68 @@ func playExternal(t *testing.T, name string, argv []string) *checker.Result {
 // counterfactual.
 func playExternalScenario(t *testing.T, sc *scenarios.Scenario, argv []string) *checker.Result {
 	t.Helper()
+	return &playExternalOutcome(t, sc, argv).Check
+}
+
+// playExternalOutcome is playExternalScenario's whole outcome: the verdict and
+// the history that earned it.
+func playExternalOutcome(t *testing.T, sc *scenarios.Scenario, argv []string) *Outcome {
+	t.Helper()
 	name := sc.Name
 	if sc.IsCounterfactual {
 		name += " (counterfactual)"
 	}
-	var res *checker.Result
+	var out *Outcome
 	for attempt := 1; attempt <= 3; attempt++ {
 		dir := filepath.Join(t.TempDir(), sc.Name)
 		start := time.Now()
-		out, err := Run(context.Background(), sc, Options{Out: dir, ClientCmd: argv})
+		var err error
+		out, err = Run(context.Background(), sc, Options{Out: dir, ClientCmd: argv})
 		if err != nil {
 			t.Fatalf("%s with client_cmd %v: %v", name, argv, err)
 		}
-		res = &out.Check
-		t.Logf("%s: %s in %v (attempt %d): %s", name, res.Verdict, time.Since(start).Round(time.Millisecond), attempt, res.Summary)
-		if res.Verdict != checker.Unknown {
+		t.Logf("%s: %s in %v (attempt %d): %s", name, out.Check.Verdict, time.Since(start).Round(time.Millisecond), attempt, out.Check.Summary)
+		if out.Check.Verdict != checker.Unknown {
 			checkClientProgramRan(t, out.Events, argv)
 			break
 		}
 	}
-	return res
+	return out
+}
+
+// playFinding plays a client program's finding, examples/DIR/FILE: the
+// story must end in want, its history must show the mechanism the story
+// narrates (shows returns what it lacks, or ""), its counterfactual
+// must end safe, and the reference lock the story names, played on the
+// same story, must be safe, departing from the story at step depart
+// (1-based): where the reference does what the program does not.
+func playFinding(t *testing.T, file string, argv []string, want checker.Verdict, shows func([]history.Event) string, depart int) {
+	t.Helper()
+	sc := storyFile(t, file)
+	out := playExternalOutcome(t, sc, argv)
+	if out.Check.Verdict != want {
+		t.Fatalf("%s: verdict %s, want %s: %s", sc.Name, out.Check.Verdict, want, out.Check.Summary)
+	}
+	if lacks := shows(out.Events); lacks != "" {
+		t.Fatalf("%s: %s, but its history does not show the mechanism its story names: %s", sc.Name, want, lacks)
+	}
+	cf, err := sc.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := playExternalScenario(t, cf, argv); res.Verdict != checker.Safe {
+		t.Fatalf("its counterfactual (%s): verdict %s, want safe: %s", sc.Counterfactual.Change, res.Verdict, res.Summary)
+	}
+	ref := *sc
+	ref.ClientCmd = nil
+	o, err := Run(context.Background(), &ref, Options{Out: filepath.Join(t.TempDir(), "reference"), Departures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Check.Verdict != checker.Safe || o.Departed == nil || o.Departed.Step != depart {
+		t.Fatalf("locksim's %s on the same story: verdict %s, departed %+v; want safe, departing from the story at step %d: %s",
+			sc.Lock, o.Check.Verdict, o.Departed, depart, o.Check.Summary)
+	}
 }
 
 // playExternalFlipped plays a catalogue story and then its

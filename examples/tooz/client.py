@@ -22,7 +22,11 @@ One program, one tooz lock API, a driver per lock: init's lock picks it.
 - tooz-memcached, like memcached: tooz's MemcachedLock
   (tooz/drivers/memcached.py), pymemcache's add of the member id with an
   expiry of lock_timeout whole seconds; release is a get then a delete,
-  heartbeat() a touch, neither compared with anything.
+  heartbeat() a touch, neither compared with anything;
+- tooz-zookeeper, like zookeeper: tooz's ZooKeeperLock
+  (tooz/drivers/zookeeper.py), Kazoo's Lock recipe on the coordinator's
+  one Kazoo session, whose timeout is the driver's timeout option in
+  whole seconds; no TTL of its own, no heartbeat.
 
 stdout carries protocol lines only; logs go to stderr.
 """
@@ -40,6 +44,8 @@ import locksim_worker as w  # noqa: E402
 with w.debian_python("tooz", "python3-tooz"):
     import pkg_resources
     import etcd3
+    import kazoo.version
+    from kazoo.exceptions import LockTimeout, SessionExpiredError
     import pymemcache
     import redis
     from psycopg2 import extensions as pgext
@@ -50,6 +56,8 @@ REDIS = {"name": "tooz-redis", "like": "redis", "servers": "redis"}
 PGSQL = {"name": "tooz-pgsql", "like": "postgres-session", "servers": "postgres"}
 ETCD3 = {"name": "tooz-etcd3", "like": "etcd", "servers": "etcd"}
 MEMCACHED = {"name": "tooz-memcached", "like": "memcached", "servers": "memcached"}
+ZOOKEEPER = {"name": "tooz-zookeeper", "like": "zookeeper", "servers": "zookeeper"}
+DRIVERS = [REDIS, PGSQL, ETCD3, MEMCACHED, ZOOKEEPER]
 TTL_LOCKS = (REDIS["name"], ETCD3["name"], MEMCACHED["name"])  # those with a lock_timeout
 OPS = ["acquire", "release", "extend", "write"]
 FENCES = ["postgres"]  # and, for tooz-etcd3 without init's fence, the lock key's revision
@@ -67,6 +75,8 @@ class Lease:
 
 cfg = {}
 coord = None  # tooz's coordinator of init's driver
+coord_url = ""  # tooz-zookeeper's URL but its timeout: its coordinator starts at the first acquire
+member = b""
 node = None  # the server's name, as the story names it
 store = None
 leases = {}
@@ -93,23 +103,36 @@ def detail(err):
 
 def reason_of(err):
     c = cause(err)
-    if isinstance(c, redis.exceptions.LockNotOwnedError):
+    if isinstance(c, redis.exceptions.LockNotOwnedError) or isinstance(err, SessionExpiredError):
         return "not-held"
+    if isinstance(err, LockTimeout):
+        return "held"  # tooz-zookeeper's wait ran out: Kazoo's Lock raises, tooz passes it on
     if isinstance(err, coordination.OperationTimedOut) or isinstance(c, (redis.exceptions.TimeoutError, socket.timeout)):
         return "timeout"
     return None
 
 
 def init(i):
-    global coord, node, store
+    global coord, coord_url, member, node, store
     lock = i.get("lock")
     refuse = []
     if lock == PGSQL["name"]:
         refuse = [("check_lease", "tooz's PostgresLock has no lease to check (is_still_owner is not implemented)")]
-    w.check_init("tooz", i, [REDIS["name"], PGSQL["name"], ETCD3["name"], MEMCACHED["name"]], FENCES, refuse=refuse)
+    w.check_init("tooz", i, [d["name"] for d in DRIVERS], FENCES, refuse=refuse)
     cfg.update(i)
     c = i.get("config") or {}
     member = f"locksim-client-{c.get('client_id') or 0}".encode()
+    if lock == ZOOKEEPER["name"]:
+        members = c.get("zookeeper") or []
+        if not members:
+            raise ValueError("tooz-zookeeper needs the ensemble's members (config.zookeeper)")
+        # Every member, as a tooz user lists them: the URL's host, then
+        # the hosts option (Kazoo picks among them at random). The session
+        # timeout is the story's ttl, known at the first acquire.
+        others = "".join(f"&hosts={m['addr']}" for m in members[1:])
+        coord_url = f"zookeeper://{members[0]['addr']}?randomize_hosts=true{others}"
+        store = w.open_storage(i)
+        return
     if lock == REDIS["name"]:
         nodes = c.get("redis") or []
         if len(nodes) != 1:
@@ -143,17 +166,39 @@ def init(i):
         # tooz's driver connects with the URL's host, port, user, password
         # and database only: the URL's query is left out, as tooz does.
         url = urllib.parse.urlunsplit(("postgresql", u.netloc, u.path, "", ""))
-    coord = coordination.get_coordinator(url, member)
+    coord = start(url)
     if lock == ETCD3["name"]:
         # tooz's Etcd3Lock gives no fencing token either.
         w.note_txn_revision(coord.client, txn_rev)
+    store = w.open_storage(i)
+
+
+def start(url):
+    c = coordination.get_coordinator(url, member)
     try:
         # No heart: the extend command is its beat. The memcached driver's
-        # start beats once (its member key), which opens the connection.
-        coord.start(start_heart=False)
+        # start beats once (its member key), which opens the connection;
+        # the ZooKeeper driver's opens its Kazoo session.
+        c.start(start_heart=False)
     except Exception as err:
         raise RuntimeError(f"{detail(err)}: {url}") from err
-    store = w.open_storage(i)
+    return c
+
+
+def nodes():
+    """The servers that granted, as the story names them: the driver's one
+    server; none for tooz-zookeeper, whose ensemble answers as one."""
+    return [node] if node else None
+
+
+def zookeeper_session(ttl):
+    """tooz-zookeeper's coordinator, started at the first acquire with
+    the story's ttl as its timeout (tooz reads it with int(): whole
+    seconds), as one long-lived session serves every lock after."""
+    global coord
+    if coord is None:
+        coord = start(f"{coord_url}&timeout={whole_seconds(ttl)}")
+    return coord
 
 
 def acquire(cid, cmd):
@@ -164,6 +209,11 @@ def acquire(cid, cmd):
     if key in leases:
         return w.event(cid, dict(fail, type="fail", reason="held", detail="this client holds the lock already"))
     granted = 0
+    if cfg["lock"] == ZOOKEEPER["name"]:
+        try:
+            zookeeper_session(ttl or 2_000_000_000)
+        except Exception as err:
+            return w.event(cid, dict(fail, detail=str(err)))
     if cfg["lock"] in TTL_LOCKS:
         # lock_timeout is the driver's option, read per lock at get_lock:
         # the story's ttl, rounded up to whole seconds as tooz reads it.
@@ -181,12 +231,24 @@ def acquire(cid, cmd):
         return w.event(cid, dict(fail, reason=reason_of(err), detail=detail(err)))
     if not got:
         return w.event(cid, dict(fail, type="fail", reason="held", nodes=None,
-                                 detail=f"tooz: {type(lock).__name__}.acquire returned False: {lock.name!r} is taken (waited {wait:g}s)"))
+                                 detail=f"tooz: {type(lock).__name__}.acquire returned False: {lock.name!r} is taken (waited {wait:g}s){contenders(lock)}"))
     if cfg["lock"] == ETCD3["name"]:
         granted = lock._lock.lease.ttl  # etcd may raise a TTL to its minimum
         tap_refresh(lock)
     token = token_of(lock)
     fence = txn_rev[0] if cfg["lock"] == ETCD3["name"] else 0
+    if cfg["lock"] == ZOOKEEPER["name"]:
+        # The znode's czxid, the lock's own fencing token (as
+        # examples/kazoo and clients/zookeeper.go give it): tooz gives
+        # none.
+        try:
+            stat = coord._coord.exists(znode(lock))
+            if stat is None:
+                raise RuntimeError(f"{znode(lock)} is gone")
+            fence = stat.czxid
+        except Exception as err:
+            undo = w.undo_grant(lock.release, "the lock")
+            return w.event(cid, dict(fail, detail=f"fencing token of {znode(lock)}: {err} ({undo})"))
     if cfg.get("fence") == "postgres":
         try:
             fence = store.next_fence()
@@ -199,7 +261,7 @@ def acquire(cid, cmd):
     # was sent, unless an extend renews it; tooz-pgsql's lock lasts as
     # long as its connection, with no TTL.
     w.event(cid, {"type": "ok", "op": "acquire", "key": key, "token": token, "ttl": granted * 1_000_000_000 or None,
-                  "lease_end": end, "nodes": [node], "fence": fence or None, "detail": about(lock)})
+                  "lease_end": end, "nodes": nodes(), "fence": fence or None, "detail": about(lock)})
 
 
 def token_of(lock):
@@ -213,7 +275,29 @@ def token_of(lock):
         return lock._lock.uuid.hex()
     if cfg["lock"] == MEMCACHED["name"]:
         return coord._member_id.decode()  # the key's value: one per coordinator
+    if cfg["lock"] == ZOOKEEPER["name"]:
+        return lock._lock.prefix[:32]  # the contender znode's random prefix
     return uuid.uuid4().hex
+
+
+def contenders(lock):
+    """For a refused tooz-zookeeper acquire, the lock's contender znodes
+    in line and whose each is (Kazoo's Lock stores the member id in
+    them), for the refusal's detail only: "" for the other drivers."""
+    if cfg["lock"] != ZOOKEEPER["name"]:
+        return ""
+    zk, path = coord._coord, lock._lock.path
+    try:
+        names = sorted(zk.get_children_async(path).get(timeout=1.0), key=lambda n: n[-10:])
+        line = [f"{n[-10:]} ({zk.get_async(f'{path}/{n}').get(timeout=1.0)[0].decode()})" for n in names]
+    except Exception as err:
+        return f"; its contenders could not be read: {type(err).__name__}: {err}"
+    return f"; contenders in line: {', '.join(line) or 'none'}"
+
+
+def znode(lock):
+    """tooz-zookeeper's contender znode: Kazoo's Lock's path and node."""
+    return f"{lock._lock.path}/{lock._lock.node}"
 
 
 def about(lock):
@@ -223,6 +307,8 @@ def about(lock):
         return f"{lock._lock.key} on lease {lock._lock.lease.id:x} of {lock._lock.lease.ttl}s"
     if cfg["lock"] == MEMCACHED["name"]:
         return f"key {lock.name.decode()} for {lock.timeout}s"
+    if cfg["lock"] == ZOOKEEPER["name"]:
+        return f"znode {znode(lock)}, session 0x{coord._coord.client_id[0]:x} of {coord.timeout}s"
     # psycopg2 opens a transaction at the first statement (autocommit is
     # off, as tooz leaves it), and tooz never ends it: the lock's session
     # sits idle in that transaction until the release closes it.
@@ -258,10 +344,12 @@ def release(cid, cmd):
     if done is None:
         return
     if ok:
-        return w.event(cid, dict(done, type="ok", nodes=[node]))
+        return w.event(cid, dict(done, type="ok", nodes=nodes()))
     # tooz-redis logs redis-py's LockError and returns False; tooz-pgsql
     # returns False only when it believes it holds nothing; tooz-memcached
-    # when the get found another value, or the delete found no key.
+    # when the get found another value, or the delete found no key;
+    # tooz-zookeeper when Kazoo's Lock says it is not acquired (Kazoo's
+    # delete swallows a znode already gone: True after an expiry too).
     w.event(cid, dict(done, type="fail", reason="not-held", detail=f"tooz: {type(lease.lock).__name__}.release returned False"))
 
 
@@ -270,6 +358,8 @@ def extend(cid, cmd):
     start = w.mono()
     if cfg["lock"] == PGSQL["name"]:
         raise ValueError("tooz's PostgresLock has no heartbeat: it holds no TTL to extend")
+    if cfg["lock"] == ZOOKEEPER["name"]:
+        raise ValueError("tooz's ZooKeeperLock has no heartbeat: its session's pings keep the znode")
     # Lock.heartbeat(): tooz-redis, redis-py's reacquire (the key's TTL set
     # to lock_timeout again, only while it holds this token); tooz-etcd3,
     # python-etcd3's Lock.refresh (one LeaseKeepAlive), whose answer tooz
@@ -311,9 +401,10 @@ def tap_refresh(lock):
 
 
 def check(lease):
-    """The lease check tooz offers: tooz-redis's and tooz-memcached's
-    Lock.is_still_owner() (a GET of the key, its value compared with the
-    token, or with the member id; a check that
+    """The lease check tooz offers: tooz-redis's, tooz-memcached's and
+    tooz-zookeeper's Lock.is_still_owner() (a GET of the key or the
+    znode, its value compared with the token, or with the member id; a
+    check that
     cannot reach Redis does not let the write through). tooz-etcd3 has no
     is_still_owner: what tooz tells its user is the lock's acquired flag
     and the renewals it said succeeded, so the check is the lease's end
@@ -347,8 +438,9 @@ def close():
 
 
 def main():
-    hello = w.hello(f"tooz: tooz {TOOZ}, redis {redis.__version__}, etcd3 {etcd3.__version__}, pymemcache {pymemcache.__version__}",
-                    [REDIS, PGSQL, ETCD3, MEMCACHED], OPS,
+    hello = w.hello(f"tooz: tooz {TOOZ}, redis {redis.__version__}, etcd3 {etcd3.__version__}, pymemcache {pymemcache.__version__}, "
+                    f"kazoo {kazoo.version.__version__}",
+                    DRIVERS, OPS,
                     fences=FENCES, check_lease=True, client_clock=True, acquire_wait=True)
     w.serve(hello, init, {"acquire": acquire, "release": release, "extend": extend, "write": write}, close)
 
