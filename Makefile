@@ -25,8 +25,8 @@ all: build
 # clients' tests start, the Python example clients' packages (Debian's
 # python3-psycopg2, with python3-redis for examples/redis-py, python3-kazoo for
 # examples/kazoo, python3-etcd3 for examples/python-etcd3 and
-# python3-portalocker for examples/portalocker, python3-tooz and
-# python3-pymemcache for examples/tooz; each checked
+# python3-portalocker for examples/portalocker, python3-tooz,
+# python3-pymemcache and python3-etcd3gw for examples/tooz; each checked
 # by importing it into /usr/bin/python3), the Node.js example clients' npm
 # packages (each of NODE_EX, installed again when its package-lock.json
 # is newer than its install) and the Java example client's
@@ -37,7 +37,7 @@ all: build
 # by env/etcdbuild from the Go module proxy into ~/.cache/locksim/etcd when
 # missing): `make demo` installs none of them.
 DEPS      := redis-server postgresql pgbouncer etcd-server gcc
-TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-kazoo python3-etcd3 python3-portalocker python3-tooz python3-pymemcache python3-psycopg2 memcached \
+TEST_DEPS := $(DEPS) chromium zookeeper redis-sentinel python3-redis python3-kazoo python3-etcd3 python3-portalocker python3-tooz python3-pymemcache python3-etcd3gw python3-psycopg2 memcached \
 	default-jdk-headless libzookeeper-java libpostgresql-jdbc-java
 NODE_EX   := examples/node-redlock examples/node-redlock4 examples/redis-lock examples/redis-semaphore examples/sesamecare-redlock examples/simple-redis-mutex examples/node-etcd3
 JAVA_EX   := examples/zookeeper-writelock
@@ -84,6 +84,7 @@ install:
 		python3-portalocker) /usr/bin/python3 -c 'import portalocker.redis' 2>/dev/null || missing="$$missing $$p" ;; \
 		python3-tooz) /usr/bin/python3 -c 'import tooz.coordination' 2>/dev/null || missing="$$missing $$p" ;; \
 		python3-pymemcache) /usr/bin/python3 -c 'import pymemcache' 2>/dev/null || missing="$$missing $$p" ;; \
+		python3-etcd3gw) /usr/bin/python3 -c 'import etcd3gw' 2>/dev/null || missing="$$missing $$p" ;; \
 		python3-psycopg2) /usr/bin/python3 -c 'import psycopg2' 2>/dev/null || missing="$$missing $$p" ;; \
 		default-jdk-headless) command -v javac >/dev/null || missing="$$missing $$p" ;; \
 		libzookeeper-java) [ -f /usr/share/java/zookeeper-recipes-lock.jar ] || missing="$$missing $$p" ;; \

@@ -482,6 +482,11 @@ func TestFindingsProgramStories(t *testing.T) {
 	if len(tooz) != len(want) {
 		t.Errorf("tooz's stories: %v, want %v", tooz, want)
 	}
+	// examples/tooz-etcd3gw runs examples/tooz's program: its own folder's
+	// stories are its, and examples/tooz's are not.
+	if got := names([]string{filepath.Join("examples", "tooz-etcd3gw", "client.py")}); !slices.Equal(got, []string{"tooz-etcd3gw-heartbeat-expired", "tooz-etcd3gw-timeout-ignored"}) {
+		t.Errorf("tooz-etcd3gw's stories: %v, want [tooz-etcd3gw-heartbeat-expired tooz-etcd3gw-timeout-ignored]", got)
+	}
 	// examples/node-redlock/retry-expired.yaml names no client_cmd.
 	if got := names([]string{"node", filepath.Join("examples", "node-redlock", "client.js")}); len(got) != 0 {
 		t.Errorf("node-redlock's stories: %v, want none", got)

@@ -26,11 +26,22 @@ One program, one tooz lock API, a driver per lock: init's lock picks it.
 - tooz-zookeeper, like zookeeper: tooz's ZooKeeperLock
   (tooz/drivers/zookeeper.py), Kazoo's Lock recipe on the coordinator's
   one Kazoo session, whose timeout is the driver's timeout option in
-  whole seconds; no TTL of its own, no heartbeat.
+  whole seconds; no TTL of its own, no heartbeat;
+- tooz-etcd3gw, like etcd: tooz's other etcd driver's Etcd3Lock
+  (tooz/drivers/etcd3gw.py), over etcd3gw's HTTP client of etcd's JSON
+  gateway: a lease of lock_timeout whole seconds and a create-if-absent
+  transaction, renewed by heartbeat(). Both etcd drivers stand in for
+  etcd, and a program names each lock it stands in for once: this one
+  is offered only with --drivers tooz-etcd3gw (examples/tooz-etcd3gw).
+
+--drivers NAME,... offers those drivers alone; the default is every
+driver but tooz-etcd3gw.
 
 stdout carries protocol lines only; logs go to stderr.
 """
 
+import base64
+import inspect
 import math
 import os
 import socket
@@ -44,6 +55,7 @@ import locksim_worker as w  # noqa: E402
 with w.debian_python("tooz", "python3-tooz"):
     import pkg_resources
     import etcd3
+    import etcd3gw
     import kazoo.version
     from kazoo.exceptions import LockTimeout, SessionExpiredError
     import pymemcache
@@ -52,15 +64,59 @@ with w.debian_python("tooz", "python3-tooz"):
     from tooz import coordination
 
 TOOZ = pkg_resources.get_distribution("tooz").version
+ETCD3GW_VERSION = pkg_resources.get_distribution("etcd3gw").version
+
+
+def etcd3gw_client_takes_api_path():
+    """tooz 3.1.0's etcd3gw driver calls etcd3gw.client(..., api_path=...),
+    an argument etcd3gw's client() takes from 2.1.0 (commit 2a7f392, "Pass
+    api_path thru etcd3gw.client"); tooz asks for etcd3gw>=0.1.0 and
+    Debian 12 ships 2.0.0, where the call raises TypeError and the driver
+    never starts. Without it, the program passes api_path on to
+    Etcd3Client, which has taken it since 1.0.0, as 2.1.0's client()
+    does: tooz's lock code is untouched."""
+    if "api_path" in inspect.signature(etcd3gw.client).parameters:
+        return
+
+    def client(host="localhost", port=2379, ca_cert=None, cert_key=None, cert_cert=None,
+               timeout=None, protocol="http", api_path="/v3alpha/"):
+        return sys.modules["etcd3gw.client"].Etcd3Client(host=host, port=port, ca_cert=ca_cert, cert_key=cert_key,
+                                                    cert_cert=cert_cert, timeout=timeout, protocol=protocol,
+                                                    api_path=api_path)
+    etcd3gw.client = client
+    global ETCD3GW_VERSION
+    ETCD3GW_VERSION += " (client() given 2.1.0's api_path)"
+
+
+def etcd3gw_timeout_per_request():
+    """etcd3gw before 2.4.0 keeps its timeout in requests.Session's
+    timeout attribute, which requests never reads: a request to a member
+    that stops answering waits forever. 2.4.0 passes it to each request
+    (commit 04c7907, "Apply timeout in each request call", Launchpad bug
+    #2012261); this backports that one change, for a counterfactual."""
+    global ETCD3GW_VERSION
+    cls = sys.modules["etcd3gw.client"].Etcd3Client
+    post = cls.post
+
+    def timed(self, *args, **kwargs):
+        kwargs.setdefault("timeout", self.session.timeout)
+        return post(self, *args, **kwargs)
+    cls.post = timed
+    ETCD3GW_VERSION = ETCD3GW_VERSION[:-1] + "; 2.4.0's timeout per request)"
+
+
 REDIS = {"name": "tooz-redis", "like": "redis", "servers": "redis"}
 PGSQL = {"name": "tooz-pgsql", "like": "postgres-session", "servers": "postgres"}
 ETCD3 = {"name": "tooz-etcd3", "like": "etcd", "servers": "etcd"}
 MEMCACHED = {"name": "tooz-memcached", "like": "memcached", "servers": "memcached"}
 ZOOKEEPER = {"name": "tooz-zookeeper", "like": "zookeeper", "servers": "zookeeper"}
-DRIVERS = [REDIS, PGSQL, ETCD3, MEMCACHED, ZOOKEEPER]
-TTL_LOCKS = (REDIS["name"], ETCD3["name"], MEMCACHED["name"])  # those with a lock_timeout
+ETCD3GW = {"name": "tooz-etcd3gw", "like": "etcd", "servers": "etcd"}
+DRIVERS = [REDIS, PGSQL, ETCD3, MEMCACHED, ZOOKEEPER]  # the default: --drivers picks others
+ALL_DRIVERS = DRIVERS + [ETCD3GW]
+TTL_LOCKS = (REDIS["name"], ETCD3["name"], MEMCACHED["name"], ETCD3GW["name"])  # those with a lock_timeout
+ETCDS = (ETCD3["name"], ETCD3GW["name"])
 OPS = ["acquire", "release", "extend", "write"]
-FENCES = ["postgres"]  # and, for tooz-etcd3 without init's fence, the lock key's revision
+FENCES = ["postgres"]  # and, for the etcd drivers without init's fence, the lock key's revision
 TRANSACTION_STATUS = {pgext.TRANSACTION_STATUS_IDLE: "no transaction open",
                       pgext.TRANSACTION_STATUS_INTRANS: "its transaction left open"}
 
@@ -149,6 +205,15 @@ def init(i):
         # the first member, A; its timeout is whole seconds too.
         node = members[0]["name"]
         url = f"etcd3://{members[0]['addr']}?timeout={whole_seconds(c.get('node_timeout') or 200_000_000)}"
+    elif lock == ETCD3GW["name"]:
+        members = c.get("etcd") or []
+        if not members:
+            raise ValueError("tooz-etcd3gw needs the cluster's members (config.etcd)")
+        # One endpoint too (etcd3gw has no failover); tooz's default API
+        # path, v3alpha, is gone from etcd 3.4's gateway: v3, as a user of
+        # etcd 3.4 or later sets it.
+        node = members[0]["name"]
+        url = f"etcd3+http://{members[0]['addr']}?api_version=v3&timeout={whole_seconds(c.get('node_timeout') or 200_000_000)}"
     elif lock == MEMCACHED["name"]:
         servers = c.get("memcached") or []
         if len(servers) != 1:
@@ -170,6 +235,8 @@ def init(i):
     if lock == ETCD3["name"]:
         # tooz's Etcd3Lock gives no fencing token either.
         w.note_txn_revision(coord.client, txn_rev)
+    if lock == ETCD3GW["name"]:
+        tap_gateway(coord.client)
     store = w.open_storage(i)
 
 
@@ -235,8 +302,10 @@ def acquire(cid, cmd):
     if cfg["lock"] == ETCD3["name"]:
         granted = lock._lock.lease.ttl  # etcd may raise a TTL to its minimum
         tap_refresh(lock)
+    if cfg["lock"] == ETCD3GW["name"]:
+        granted = grant_ttl[0] or granted  # what etcd's grant answered
     token = token_of(lock)
-    fence = txn_rev[0] if cfg["lock"] == ETCD3["name"] else 0
+    fence = txn_rev[0] if cfg["lock"] in ETCDS else 0
     if cfg["lock"] == ZOOKEEPER["name"]:
         # The znode's czxid, the lock's own fencing token (as
         # examples/kazoo and clients/zookeeper.go give it): tooz gives
@@ -275,6 +344,8 @@ def token_of(lock):
         return lock._lock.uuid.hex()
     if cfg["lock"] == MEMCACHED["name"]:
         return coord._member_id.decode()  # the key's value: one per coordinator
+    if cfg["lock"] == ETCD3GW["name"]:
+        return base64.b64decode(lock._uuid).hex()  # the key's value, a random UUID (sent in base64)
     if cfg["lock"] == ZOOKEEPER["name"]:
         return lock._lock.prefix[:32]  # the contender znode's random prefix
     return uuid.uuid4().hex
@@ -307,6 +378,8 @@ def about(lock):
         return f"{lock._lock.key} on lease {lock._lock.lease.id:x} of {lock._lock.lease.ttl}s"
     if cfg["lock"] == MEMCACHED["name"]:
         return f"key {lock.name.decode()} for {lock.timeout}s"
+    if cfg["lock"] == ETCD3GW["name"]:
+        return f"{lock._key.decode()} on lease {lock._lease.id:x} of {grant_ttl[0]}s"
     if cfg["lock"] == ZOOKEEPER["name"]:
         return f"znode {znode(lock)}, session 0x{coord._coord.client_id[0]:x} of {coord.timeout}s"
     # psycopg2 opens a transaction at the first statement (autocommit is
@@ -375,15 +448,37 @@ def extend(cid, cmd):
     # for lock_timeout from now.
     lease.end = start + coord.lock_timeout * 1_000_000_000
     said = ""
-    if cfg["lock"] == ETCD3["name"]:
+    if cfg["lock"] in ETCDS:
         said = f"tooz: Etcd3Lock.heartbeat returned True; etcd's keepalive answered TTL {keepalive_ttl[0]}"
         if keepalive_ttl[0] is not None and keepalive_ttl[0] <= 0:
             said += " (the lease is gone)"
     w.event(cid, dict(done, type="ok", ttl=coord.lock_timeout * 1_000_000_000, lease_end=lease.end, nodes=[node], detail=said or None))
 
 
-keepalive_ttl = [None]  # the TTL etcd's latest keepalive answered (tap_refresh)
-txn_rev = [0]  # the revision of the latest transaction's answer (w.note_txn_revision)
+keepalive_ttl = [None]  # the TTL etcd's latest keepalive answered (tap_refresh, tap_gateway)
+txn_rev = [0]  # the revision of the latest transaction's answer (w.note_txn_revision, tap_gateway)
+grant_ttl = [0]  # the TTL etcd's latest lease grant answered (tap_gateway)
+
+
+def tap_gateway(client):
+    """tooz-etcd3gw: etcd3gw's client posts each request to etcd's JSON
+    gateway; its post is wrapped to note, from the answers, a grant's
+    TTL, a transaction's revision (the key's create revision after an
+    acquire's put: the fencing token tooz does not give) and a
+    keepalive's TTL (etcd omits it, and etcd3gw says -1, when the lease
+    is gone). What tooz returns is untouched."""
+    post = client.post
+
+    def noted(url, *args, **kwargs):
+        resp = post(url, *args, **kwargs)
+        if url.endswith("/lease/grant"):
+            grant_ttl[0] = int(resp.get("TTL", 0))
+        elif url.endswith("/kv/txn"):
+            txn_rev[0] = int(resp["header"]["revision"])
+        elif url.endswith("/lease/keepalive"):
+            keepalive_ttl[0] = int(resp.get("result", {}).get("TTL", -1))
+        return resp
+    client.post = noted
 
 
 def tap_refresh(lock):
@@ -405,11 +500,11 @@ def check(lease):
     tooz-zookeeper's Lock.is_still_owner() (a GET of the key or the
     znode, its value compared with the token, or with the member id; a
     check that
-    cannot reach Redis does not let the write through). tooz-etcd3 has no
-    is_still_owner: what tooz tells its user is the lock's acquired flag
+    cannot reach Redis does not let the write through). tooz-etcd3 and
+    tooz-etcd3gw have no is_still_owner: what tooz tells its user is the lock's acquired flag
     and the renewals it said succeeded, so the check is the lease's end
     as those renewals set it."""
-    if cfg["lock"] == ETCD3["name"]:
+    if cfg["lock"] in ETCDS:
         if not lease.lock.acquired:
             return "tooz says the lock is not acquired"
         if w.mono() >= lease.end:
@@ -437,8 +532,39 @@ def close():
             pass
 
 
+USAGE = "usage: client.py [--drivers NAME,...] [--etcd3gw-timeout-per-request]"
+
+
+def parse_args(args):
+    """--drivers NAME,... offers those drivers alone; and
+    --etcd3gw-timeout-per-request plays tooz-etcd3gw with etcd3gw 2.4.0's
+    fix (etcd3gw_timeout_per_request), for the counterfactual of
+    examples/tooz-etcd3gw/timeout-ignored.yaml. Bad input: one line on
+    stderr, exit code 2."""
+    global DRIVERS
+    names = {d["name"]: d for d in ALL_DRIVERS}
+    fix = False
+    while args:
+        arg = args.pop(0)
+        if arg == "--drivers" and args and all(n in names for n in args[0].split(",")):
+            DRIVERS = [names[n] for n in args.pop(0).split(",")]
+        elif arg == "--etcd3gw-timeout-per-request":
+            fix = True
+        else:
+            print(f"tooz: {USAGE} (NAME: {', '.join(names)}); got {arg} {' '.join(args)}".rstrip(), file=sys.stderr)
+            sys.exit(2)
+    if fix and ETCD3GW not in DRIVERS:
+        print(f"tooz: --etcd3gw-timeout-per-request needs --drivers tooz-etcd3gw; {USAGE}", file=sys.stderr)
+        sys.exit(2)
+    if ETCD3GW in DRIVERS:
+        etcd3gw_client_takes_api_path()
+    if fix:
+        etcd3gw_timeout_per_request()
+
+
 def main():
-    hello = w.hello(f"tooz: tooz {TOOZ}, redis {redis.__version__}, etcd3 {etcd3.__version__}, pymemcache {pymemcache.__version__}, "
+    parse_args(sys.argv[1:])
+    hello = w.hello(f"tooz: tooz {TOOZ}, redis {redis.__version__}, etcd3 {etcd3.__version__}, etcd3gw {ETCD3GW_VERSION}, pymemcache {pymemcache.__version__}, "
                     f"kazoo {kazoo.version.__version__}",
                     DRIVERS, OPS,
                     fences=FENCES, check_lease=True, client_clock=True, acquire_wait=True)
