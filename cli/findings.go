@@ -761,9 +761,9 @@ func huntSubject(ctx context.Context, s findings.Subject, out string, o findings
 	}
 	if res.Found && h.Baseline == "" {
 		h.Trap = trap(res.Final, s)
-		if h.Trap == "" {
-			h.Schedule = schedule(res)
-		}
+	}
+	if res.Found && h.Trap == "" {
+		h.Schedule = schedule(res)
 	}
 	if res.Found {
 		if y, err := os.ReadFile(filepath.Join(out, "found.yaml")); err == nil {

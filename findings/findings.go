@@ -130,9 +130,9 @@ type Hunt struct {
 	// redlock-pause-after-acquire"): a fact about such locks, not about
 	// this one. "" when it is not.
 	Trap string `json:"trap,omitempty"`
-	// Schedule says, for a hunt with no baseline whose find is no Trap,
-	// the faults of its shrunk story ("clock-jump on A (+315ms; jump 0.63
-	// TTL) once client 1 is granted"): what the page names it by.
+	// Schedule says, for a find that is no Trap, the faults of its
+	// shrunk story ("clock-jump on A (+315ms; jump 0.63 TTL) once client
+	// 1 is granted"): what the page names it by.
 	Schedule string `json:"schedule,omitempty"`
 	// Server is the server and version it hunted on ("etcd 3.4.23"), as
 	// Cell.Server.

@@ -87,8 +87,9 @@ func TestRendering(t *testing.T) {
 	}
 }
 
-// TestHuntWord: a differential hunt's column says what it is worse than,
-// or that nothing was; a reference's hunt says found, and the schedule's
+// TestHuntWord: a differential hunt's column says what it is worse than
+// and how in one line (the verdict, under the schedule's faults when
+// kept), or that nothing was; a reference's hunt says found, and the schedule's
 // faults where it knows them; a find says how often it reproduced, a
 // hunt that found nothing says nothing of it.
 func TestHuntWord(t *testing.T) {
@@ -97,12 +98,16 @@ func TestHuntWord(t *testing.T) {
 		want string
 	}{
 		{Hunt{Baseline: "redis", Runs: 40}, "nothing worse than redis in 40 candidates"},
-		{Hunt{Baseline: "redis", Runs: 4, Found: true}, "worse than redis (4 candidates)"},
+		{Hunt{Baseline: "redis", Runs: 4, Found: true}, "worse than redis: a worse verdict (4 candidates)"},
+		{Hunt{Baseline: "zookeeper", Runs: 7, Found: true, Summary: "leaked: client 1's release never returned within 30.5s",
+			Schedule: "drop on client 1 (links A) once client 1 is granted"},
+			"worse than zookeeper: leaked under drop on client 1 (links A) once client 1 is granted (7 candidates)"},
+		{Hunt{Baseline: "redis", Runs: 1, Found: true, Summary: "unsafe: clients 1 and 2 both held lock L"}, "worse than redis: unsafe (1 candidates)"},
 		{Hunt{Runs: 2, Found: true}, "found (2 candidates)"},
 		{Hunt{Runs: 2, Found: true, Schedule: "clock-jump on A (+315ms; jump 0.63 TTL) once client 1 is granted"}, "found: clock-jump on A (+315ms; jump 0.63 TTL) once client 1 is granted (2 candidates)"},
 		{Hunt{Runs: 40}, "nothing in 40 candidates"},
-		{Hunt{Baseline: "redis", Runs: 4, Found: true, Reproduced: "reproduced 2 of 3 as it tells (1 more unsafe by another path)"},
-			"worse than redis (4 candidates); reproduced 2 of 3 as it tells (1 more unsafe by another path)"},
+		{Hunt{Baseline: "redis", Runs: 4, Found: true, Summary: "unsafe: x", Reproduced: "reproduced 2 of 3 as it tells (1 more unsafe by another path)"},
+			"worse than redis: unsafe (4 candidates); reproduced 2 of 3 as it tells (1 more unsafe by another path)"},
 		{Hunt{Baseline: "redis", Runs: 40, Reproduced: "reproduced 0 of 3"}, "nothing worse than redis in 40 candidates"},
 	} {
 		if got := c.h.Word(false); got != c.want {

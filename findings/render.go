@@ -121,7 +121,7 @@ func (h *Hunt) word(detail bool) string {
 	case h.Found && h.Baseline != "" && detail:
 		return fmt.Sprintf("worse than %s in %d candidates: %s", h.Baseline, h.Runs, h.Summary)
 	case h.Found && h.Baseline != "":
-		return fmt.Sprintf("worse than %s (%d candidates)", h.Baseline, h.Runs)
+		return fmt.Sprintf("worse than %s: %s (%d candidates)", h.Baseline, h.worseLine(), h.Runs)
 	case h.Found && h.Trap != "":
 		return fmt.Sprintf("%s, which every lock without fencing shares (%d candidates)", h.Trap, h.Runs)
 	case h.Found && h.Schedule != "" && detail:
@@ -136,6 +136,21 @@ func (h *Hunt) word(detail bool) string {
 		return fmt.Sprintf("nothing worse than %s in %d candidates", h.Baseline, h.Runs)
 	}
 	return fmt.Sprintf("nothing in %d candidates", h.Runs)
+}
+
+// worseLine says in one line what a differential hunt found: the
+// verdict its summary opens with, and the faults of its shrunk story
+// where the hunt kept them ("leaked under drop on client 1 (links A)
+// once client 1 is granted").
+func (h *Hunt) worseLine() string {
+	verdict, _, ok := strings.Cut(h.Summary, ":")
+	if !ok || strings.ContainsAny(verdict, " ,") {
+		verdict = "a worse verdict"
+	}
+	if h.Schedule != "" {
+		return verdict + " under " + h.Schedule
+	}
+	return verdict
 }
 
 func huntWord(h *Hunt) string { return h.Word(false) }
