@@ -50,10 +50,10 @@ lock direct and through pgbouncer):
     a lock with a TTL, one watchdog renewal (its Extend), paid every TTL/3
     while a lock is held;
   - the floors, in the same run: one Redis PING and one PostgreSQL SELECT 1,
-    an etcd Get and a ZooKeeper exists when those locks are measured. Every
-    lock is also given as a multiple of its floor, timed again turn about
-    with its acquire and release on its own servers: the figures are this
-    machine's, the multiples travel better.
+    an etcd Get, a ZooKeeper exists and a memcached mn when those locks are
+    measured. Every lock is also given as a multiple of its floor, timed
+    again turn about with its acquire and release on its own servers: the
+    figures are this machine's, the multiples travel better.
 Each point runs for --duration after a short warm-up; clients dial the
 servers directly, with no proxy. Writes cost.csv, cost.json and cost.png
 into --out, and prints the table.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/input"
 )
 
@@ -142,5 +143,17 @@ func TestCSV(t *testing.T) {
 	}
 	if got := find("redis", MeasureOneLock); col(got, "per_sec") != "100.0" {
 		t.Errorf("one-lock row %v", got)
+	}
+}
+
+// TestEveryLockHasAFloor: every registered lock's servers have a floor
+// (one round trip) that sim cost measures beside it, so that no lock's
+// multiple reads 0 (memcached had none until 2026-12-06).
+func TestEveryLockHasAFloor(t *testing.T) {
+	for _, name := range clients.Names() {
+		spec, _ := clients.Lookup(name)
+		if f := floorOf(spec.Backend); f == "" {
+			t.Errorf("lock %s (servers %s): no floor", name, spec.Backend)
+		}
 	}
 }

@@ -5,8 +5,10 @@ package cost
 // multiple of what this machine does in one round trip.
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -33,6 +35,7 @@ const (
 	FloorPostgres  = "postgres SELECT 1"
 	FloorEtcd      = "etcd Get"
 	FloorZooKeeper = "zookeeper exists"
+	FloorMemcached = "memcached mn"
 )
 
 // floorOf names the floor a lock of backend b is measured against ("":
@@ -47,6 +50,8 @@ func floorOf(b clients.Backend) string {
 		return FloorEtcd
 	case clients.ZooKeeperBackend:
 		return FloorZooKeeper
+	case clients.MemcachedBackend:
+		return FloorMemcached
 	}
 	return ""
 }
@@ -96,6 +101,24 @@ func floorOp(ctx context.Context, name string, addr, dsn string) (op func() erro
 			return nil, "", nil, fmt.Errorf("%s: %v", name, err)
 		}
 		return func() error { _, _, err := conn.Exists("/"); return err }, clients.ZooKeeperBackend, conn.Close, nil
+	case FloorMemcached:
+		// mn, the meta protocol's no-op: memcached answers MN.
+		c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("%s: %v", name, err)
+		}
+		rd := bufio.NewReader(c)
+		op := func() error {
+			if _, err := c.Write([]byte("mn\r\n")); err != nil {
+				return err
+			}
+			line, err := rd.ReadString('\n')
+			if err == nil && line != "MN\r\n" {
+				err = fmt.Errorf("mn answered %q", line)
+			}
+			return err
+		}
+		return op, clients.MemcachedBackend, func() { c.Close() }, nil
 	}
 	return nil, "", nil, fmt.Errorf("no floor %q", name)
 }

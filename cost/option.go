@@ -4,7 +4,7 @@
 // contending for one lock and for four, the extra cost of each defence a
 // story can give it (fenced storage, token-cas, a lease check, a
 // watchdog), and beside them the floors (one Redis round trip, SELECT 1,
-// an etcd Get, a ZooKeeper exists) that make the figures relative. It
+// an etcd Get, a ZooKeeper exists, a memcached mn) that make the figures relative. It
 // also maps the verdicts the stories give each option and defence
 // (Marks), so that price and safety can be read together.
 //

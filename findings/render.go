@@ -38,7 +38,7 @@ and the story names the timing.
 The cost column is one ` + "`sim cost`" + ` run's (docs/cost.md), named above the
 table: each lock's acquire plus release with one client, p50 / p99 in µs,
 as a multiple of the floor measured in the same run (one Redis PING,
-PostgreSQL SELECT 1, etcd Get or ZooKeeper exists), and the locks per
+PostgreSQL SELECT 1, etcd Get, ZooKeeper exists or memcached mn), and the locks per
 second of 4 clients contending for one lock. ` + "`sim findings cost DIR`" + ` puts a
 run's DIR/cost.json on the page without playing anything again. sim cost
 times locksim's own Go locks: a client program's library is not measured.`
