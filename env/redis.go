@@ -222,6 +222,13 @@ func (r *Redis) start(ctx context.Context) error {
 	}
 	r.set(p)
 	err = redisWaitPing(ctx, r.Addr, p, RedisStartTimeout)
+	if err == nil {
+		// A PONG may come from another server that holds the port (one
+		// that took it between freePort and this server's bind, such as
+		// a proxy to another node): this one then failed to bind, and
+		// its container may not have said so yet.
+		err = redisDirIs(r.Addr, r.Dir, time.Second)
+	}
 	if err == nil && r.opts.Image != "" {
 		err = r.checkShim(p)
 	}
@@ -259,6 +266,41 @@ func redisPing(addr string, timeout time.Duration) error {
 	}
 	if strings.TrimSpace(line) != "+PONG" {
 		return fmt.Errorf("PING: %s", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// redisDirIs checks that the Redis server on addr is the one whose data
+// dir is dir (CONFIG GET dir): another server's answer is a clash
+// (errPortInUse).
+func redisDirIs(addr, dir string, timeout time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte("CONFIG GET dir\r\n")); err != nil {
+		return err
+	}
+	rd := bufio.NewReader(c)
+	var lines []string
+	for len(lines) < 5 {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("CONFIG GET dir: %v", err)
+		}
+		lines = append(lines, strings.TrimRight(line, "\r\n"))
+		if len(lines) == 1 && lines[0] != "*2" {
+			break
+		}
+	}
+	// *2, $3, dir, $N, the dir.
+	if len(lines) != 5 || lines[2] != "dir" {
+		return errors.Join(errPortInUse, fmt.Errorf("%s answers CONFIG GET dir with %q: not the Redis server started there", addr, strings.Join(lines, " ")))
+	}
+	if got := lines[4]; filepath.Clean(got) != filepath.Clean(dir) {
+		return errors.Join(errPortInUse, fmt.Errorf("%s is another Redis server (its dir %s, not %s)", addr, got, dir))
 	}
 	return nil
 }

@@ -384,3 +384,27 @@ func BenchmarkStartRedis(b *testing.B) {
 		r.Close()
 	}
 }
+
+// TestRedisStartOnATakenPort: a server started on a port another Redis
+// server already holds fails to bind, but that other server answers
+// PING at once; the start must see it is not its own (CONFIG GET dir)
+// and report the clash, so that the caller starts it on another port,
+// never play a story on the wrong node (CI, 2026-12-06: on the docker
+// backend, a node whose port was taken answered with another node's
+// keys).
+func TestRedisStartOnATakenPort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts redis-server")
+	}
+	a := startTestRedis(t, RedisOptions{Name: "A"})
+	b := &Redis{Name: "B", Dir: t.TempDir(), opts: RedisOptions{Name: "B"}, serverProc: serverProc{what: "redis B"}}
+	b.Port, b.Addr = a.Port, a.Addr
+	err := b.start(context.Background())
+	if err == nil {
+		b.Crash()
+		t.Fatal("start on a port redis A holds succeeded: A's PONG was taken for B's")
+	}
+	if !errors.Is(err, errPortInUse) {
+		t.Fatalf("start on a taken port: %v, want a clash (errPortInUse)", err)
+	}
+}
