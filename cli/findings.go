@@ -666,6 +666,9 @@ func replay(s findings.Subject, c *matrix.Cell) string {
 		story, lock = c.Played.File, c.Played.Lock
 	}
 	cmd := "bin/sim run " + story
+	if c.AsCounterfactual != "" {
+		return cmd + " --counterfactual" // the lock is the counterfactual's
+	}
 	if c.Played != nil && c.Played.Lock != lock || (c.Played == nil && s.Lock != lock) {
 		cmd += " --lock " + s.Lock
 	}

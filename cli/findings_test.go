@@ -510,3 +510,19 @@ func TestFindingsProgramStories(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayOfACounterfactualCell: a cell whose lock is the story's
+// counterfactual (zookeeper on zookeeper-lock-delay) is replayed with
+// --counterfactual, which plays that lock on the story, not with --lock,
+// which would judge it against the story's lock.
+func TestReplayOfACounterfactualCell(t *testing.T) {
+	sc, err := scenarios.Find("zookeeper-lock-delay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := matrix.Plan([]string{"zookeeper"}, []*scenarios.Scenario{sc}, t.TempDir(), nil)
+	s := findings.Subject{Name: "zookeeper", Lock: "zookeeper"}
+	if got, want := replay(s, m.Cell("zookeeper", sc.Name)), "bin/sim run zookeeper-lock-delay --counterfactual"; got != want {
+		t.Errorf("replay: %q, want %q", got, want)
+	}
+}

@@ -62,6 +62,12 @@ type Cell struct {
 	RefVerdict checker.Verdict
 	Worse      bool
 	Judged     string
+	// AsCounterfactual is the story's counterfactual, in words, when the
+	// cell's lock is the one that counterfactual plays (its only change:
+	// zookeeper on zookeeper-lock-delay, the story's defence taken away):
+	// the cell plays that counterfactual and is judged by its expected
+	// verdict, not against the story's lock. "" otherwise.
+	AsCounterfactual string
 	// Fixed says the servers have the story's bug fixed (runner.Outcome's
 	// Fixed, "etcd 3.5"), on Version ("3.7.3"): the cell was expected to
 	// end safe.
@@ -122,6 +128,15 @@ func Plan(locks []string, list []*scenarios.Scenario, out string, program func(*
 		for _, sc := range list {
 			c := &Cell{Lock: l, Scenario: sc.Name, Expected: sc.Expected, Dir: filepath.Join(out, l, sc.Name)}
 			m.Cells[[2]string{l, sc.Name}] = c
+			if program == nil && l != sc.Lock && sc.CounterfactualLock() == l {
+				// Judged against the story's lock, this lock would be
+				// "worse" by the very defence the story adds to it.
+				if cf, err := sc.CounterfactualScenario(); err == nil {
+					c.Played, c.Expected, c.AsCounterfactual = cf, cf.Expected, sc.Counterfactual.Change
+					c.CFSkipped = "the cell is the story's counterfactual"
+					continue
+				}
+			}
 			v, err := scenarios.WithLock(sc, l)
 			var unplayable string // why the program cannot play the counterfactual
 			if err == nil && program != nil {
@@ -372,6 +387,9 @@ func (c *Cell) Text(width int) string {
 			s += "; " + c.Judged
 		}
 	case KindMatch:
+		if c.AsCounterfactual != "" {
+			return string(c.Verdict) + ", as the story's counterfactual expects (" + c.AsCounterfactual + ")"
+		}
 		if c.Ref != nil {
 			s = string(c.Verdict) + ", as good as the reference " + c.Ref.Lock + c.cfText()
 			if width == 0 {
@@ -385,6 +403,9 @@ func (c *Cell) Text(width int) string {
 		}
 	default:
 		s = string(c.Verdict) + ", NOT " + string(c.Expected)
+		if c.AsCounterfactual != "" {
+			s += " (the story's counterfactual: " + c.AsCounterfactual + ")"
+		}
 	}
 	return s + c.cfText()
 }

@@ -83,8 +83,10 @@ func TestPlayRecordsEachCell(t *testing.T) {
 	if c := m.Cell("redis", "postgres-idle-timeout"); c.NA == "" || c.Played != nil {
 		t.Errorf("a PostgreSQL story with a Redis lock: n/a %q", c.NA)
 	}
-	if c := m.Cell("redis", "redis-unsafe-release"); !c.CFChangesLock || c.Played.Counterfactual != nil {
-		t.Errorf("redis-unsafe-release with redis: its counterfactual changes the lock, skipped %q", c.CFSkipped)
+	// redis is the lock redis-unsafe-release's counterfactual plays (its
+	// only change): the cell plays that counterfactual, expected safe.
+	if c := m.Cell("redis", "redis-unsafe-release"); c.AsCounterfactual == "" || !c.Played.IsCounterfactual || c.Expected != checker.Safe || c.Ref != nil {
+		t.Errorf("redis-unsafe-release with redis: as its counterfactual %q, expected %s, ref %v", c.AsCounterfactual, c.Expected, c.Ref)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -237,5 +239,35 @@ func TestFixedCell(t *testing.T) {
 	c.record(fixed, nil, false)
 	if c.Kind() != KindDiffers || c.Text(0) != "unsafe, NOT safe" {
 		t.Errorf("not fixed after all: %s %q", c.Kind(), c.Text(0))
+	}
+}
+
+// TestCounterfactualLockCell: a lock a story adds a defence to, played on
+// that story, is the story's counterfactual (zookeeper on
+// zookeeper-lock-delay): judged by the counterfactual's expected verdict,
+// not found worse than the story's lock by the defence the story is
+// about; a lock the counterfactual does not name is judged as ever.
+func TestCounterfactualLockCell(t *testing.T) {
+	sc, err := scenarios.Find("zookeeper-lock-delay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Plan([]string{"zookeeper", "zookeeper-lock-delay"}, []*scenarios.Scenario{sc}, t.TempDir(), nil)
+	c := m.Cell("zookeeper", sc.Name)
+	if c.AsCounterfactual == "" || c.Ref != nil || !c.Played.IsCounterfactual || c.Expected != checker.Unsafe {
+		t.Fatalf("zookeeper on zookeeper-lock-delay: as counterfactual %q, ref %v, expected %s", c.AsCounterfactual, c.Ref, c.Expected)
+	}
+	if own := m.Cell("zookeeper-lock-delay", sc.Name); own.AsCounterfactual != "" || own.Played.IsCounterfactual {
+		t.Fatalf("the story's own lock plays the story: %+v", own)
+	}
+	m.Play(context.Background(), func(_ context.Context, sc *scenarios.Scenario, _ runner.Options) (*runner.Outcome, error) {
+		v := checker.Safe
+		if sc.IsCounterfactual {
+			v = checker.Unsafe
+		}
+		return &runner.Outcome{Expected: sc.Expected, Check: checker.Result{Verdict: v}}, nil
+	}, runner.Options{}, nil)
+	if c.Kind() != KindMatch || !strings.HasPrefix(c.Text(0), "unsafe, as the story's counterfactual expects (without the lock-delay") {
+		t.Errorf("zookeeper on zookeeper-lock-delay: %s %q", c.Kind(), c.Text(0))
 	}
 }

@@ -376,6 +376,26 @@ func (c *Counterfactual) overrides(s *Scenario) []override {
 	return out
 }
 
+// CounterfactualLock is the lock the story's counterfactual plays when
+// changing the lock is all it does, "" otherwise: zookeeper for
+// zookeeper-lock-delay, whose counterfactual takes the lock-delay away.
+// That lock, played on the story, is its counterfactual (sim matrix).
+func (s *Scenario) CounterfactualLock() string {
+	c := s.Counterfactual
+	if c == nil || c.GeneratorFault != nil {
+		return ""
+	}
+	for _, st := range s.Steps {
+		if st.Cause {
+			return "" // its counterfactual also leaves the cause's steps out
+		}
+	}
+	if o := c.overrides(s); len(o) != 1 || o[0].name != "lock" {
+		return ""
+	}
+	return c.Lock
+}
+
 // Given says whether the counterfactual block gives the field (its yaml
 // name) and so replaces the scenario's.
 func (c *Counterfactual) Given(field string) bool {
