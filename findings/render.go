@@ -13,7 +13,9 @@ them. A lock that stands in for another (a library's lock, such as
 redislock for redis, or a client program's lock, by its ` + "`like`" + `) is judged
 against that lock, played on the same story by locksim's own worker,
 whatever lock the story was told with: **finding** when it ended unsafe or
-leaked where that lock did not. A story whose fault is a form no machine
+leaked where that lock did not. A lock that a story's counterfactual
+plays (zookeeper on zookeeper-lock-delay, the story's defence taken away)
+plays that counterfactual, and is judged by its verdict. A story whose fault is a form no machine
 has (a client's wall clock drifting alone: docs/faults.md) teaches, and
 is **not counted**. Then ` + "`sim hunt`" + ` searches fault schedules against it,
 told nothing but its name; a lock that stands in for another is hunted
