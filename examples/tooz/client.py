@@ -436,7 +436,9 @@ def extend(cid, cmd):
     # Lock.heartbeat(): tooz-redis, redis-py's reacquire (the key's TTL set
     # to lock_timeout again, only while it holds this token); tooz-etcd3,
     # python-etcd3's Lock.refresh (one LeaseKeepAlive), whose answer tooz
-    # does not read; tooz-memcached, a touch of the key, whoever holds it.
+    # does not read; tooz-etcd3gw, etcd3gw's Lease.refresh (one keepalive
+    # through the gateway), whose answer tooz does not read either;
+    # tooz-memcached, a touch of the key, whoever holds it.
     # The ttl asked for cannot change either.
     done, lease, ok = request(cid, "extend", key, lambda lock: lock.heartbeat(), t=start, ttl=cmd.get("ttl"))
     if done is None:
