@@ -267,7 +267,7 @@ func TestCounterfactualLockCell(t *testing.T) {
 		}
 		return &runner.Outcome{Expected: sc.Expected, Check: checker.Result{Verdict: v}}, nil
 	}, runner.Options{}, nil)
-	if c.Kind() != KindMatch || !strings.HasPrefix(c.Text(0), "unsafe, as the story's counterfactual expects (without the lock-delay") {
+	if c.Kind() != KindMatch || !strings.HasPrefix(c.Text(0), "unsafe, as the story's counterfactual expects: without the lock-delay") {
 		t.Errorf("zookeeper on zookeeper-lock-delay: %s %q", c.Kind(), c.Text(0))
 	}
 }
