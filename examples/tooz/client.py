@@ -197,23 +197,18 @@ def init(i):
         # The driver reads timeout (its sockets') with int(): the story's
         # node timeout rounded up to a whole second.
         url = f"redis://{nodes[0]['addr']}?timeout={whole_seconds(c.get('node_timeout') or 200_000_000)}"
-    elif lock == ETCD3["name"]:
+    elif lock in ETCDS:
         members = c.get("etcd") or []
         if not members:
-            raise ValueError("tooz-etcd3 needs the cluster's members (config.etcd)")
-        # The driver talks to one endpoint (python-etcd3 has no failover):
-        # the first member, A; its timeout is whole seconds too.
+            raise ValueError(f"{lock} needs the cluster's members (config.etcd)")
+        # Both drivers talk to one endpoint (neither python-etcd3 nor
+        # etcd3gw has failover): the first member, A; their timeout is
+        # whole seconds too. etcd3gw's: tooz's default API path, v3alpha,
+        # is gone from etcd 3.4's gateway: v3, as a user of etcd 3.4 or
+        # later sets it.
         node = members[0]["name"]
-        url = f"etcd3://{members[0]['addr']}?timeout={whole_seconds(c.get('node_timeout') or 200_000_000)}"
-    elif lock == ETCD3GW["name"]:
-        members = c.get("etcd") or []
-        if not members:
-            raise ValueError("tooz-etcd3gw needs the cluster's members (config.etcd)")
-        # One endpoint too (etcd3gw has no failover); tooz's default API
-        # path, v3alpha, is gone from etcd 3.4's gateway: v3, as a user of
-        # etcd 3.4 or later sets it.
-        node = members[0]["name"]
-        url = f"etcd3+http://{members[0]['addr']}?api_version=v3&timeout={whole_seconds(c.get('node_timeout') or 200_000_000)}"
+        where = "etcd3+http://{}?api_version=v3&" if lock == ETCD3GW["name"] else "etcd3://{}?"
+        url = where.format(members[0]["addr"]) + f"timeout={whole_seconds(c.get('node_timeout') or 200_000_000)}"
     elif lock == MEMCACHED["name"]:
         servers = c.get("memcached") or []
         if len(servers) != 1:
