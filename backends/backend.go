@@ -119,6 +119,32 @@ type Versioned interface {
 	Versions() []string
 }
 
+// ClockVersioned is a Versioned backend whose versions differ in whether
+// a clock fault reaches their local servers (etcd: Debian's reads the
+// clock out of the shim's reach; locksim's builds carry its clock hook).
+// A story that puts a clock fault on one of its servers runs on a version
+// that one reaches (runner: the newest, when none is asked).
+type ClockVersioned interface {
+	Versioned
+	// ClocklessIn says why no clock fault reaches its local servers of
+	// version v ("": the default); "" when one does.
+	ClocklessIn(v string) string
+	// ClockedVersion is the newest version here that a clock fault
+	// reaches, or an error that says how to get one.
+	ClockedVersion() (string, error)
+}
+
+// DefaultClockless says why no clock fault reaches b's servers as a run
+// that names no version starts them ("": one does). A hunt or a
+// generator draws its faults by it: a story it draws plays on the
+// default servers, so it moves no clock that they would not feel.
+func DefaultClockless(b Backend) string {
+	if cv, ok := b.(ClockVersioned); ok {
+		return cv.ClocklessIn("")
+	}
+	return b.NodeClockless()
+}
+
 // includer is a backend whose servers include another backend's.
 type includer interface {
 	// Includes names the backends whose servers it starts among its own

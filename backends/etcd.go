@@ -3,6 +3,7 @@ package backends
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/locksim/locksim/clients"
@@ -33,8 +34,34 @@ func (etcdBackend) Check(o Options) *FieldError {
 // replicas are refused).
 func (etcdBackend) Settings() Settings { return NoSettings{} }
 
-func (etcdBackend) NodeClockless() string {
-	return "no clock fault reaches an etcd member: etcd is a Go binary that reads the clock through the vDSO, out of the clock shim's reach (and times its leases on the monotonic clock)"
+// NodeClockless is "": a clock fault reaches the members of the etcd
+// builds of make test-deps, which carry locksim's clock hook in their Go
+// runtime (env.EtcdClockHook), and a story with one plays on such a
+// build (ClockedVersion). Debian's etcd, the default, takes none
+// (ClocklessIn); a hunt or generator, which draws its faults without
+// knowing the version, draws none on a member (DefaultClockless).
+func (etcdBackend) NodeClockless() string { return "" }
+
+// ClocklessIn says why no clock fault reaches etcd version v's members
+// (env.EtcdClockless): Debian's etcd, the default, reads the clock
+// through the vDSO, out of the clock shim's reach.
+func (etcdBackend) ClocklessIn(v string) string {
+	bin, err := env.EtcdBinary(v)
+	if err != nil {
+		return err.Error()
+	}
+	return env.EtcdClockless(bin)
+}
+
+// ClockedVersion is the newest etcd build here with the clock hook.
+func (b etcdBackend) ClockedVersion() (string, error) {
+	for i := len(env.EtcdBuilds) - 1; i >= 0; i-- {
+		v := env.EtcdBuilds[i]
+		if b.ClocklessIn(v) == "" {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("no etcd here takes a clock fault: Debian's reads the clock out of the clock shim's reach, and make test-deps builds etcd %s with locksim's clock hook", strings.Join(env.EtcdBuilds, " and "))
 }
 
 func (etcdBackend) Shape(nodes int, ttl time.Duration) (string, string) {

@@ -380,6 +380,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 			if p.m, err = planFindings(s.Lock, mine, p.dir, s.problem()); err != nil {
 				return err
 			}
+			clocklessNA(p.m, s.backend, v)
 			if refs[v] == nil {
 				refs[v] = map[string]*runner.Outcome{}
 			}
@@ -582,6 +583,26 @@ func notCounted(r *findings.Report) {
 					c.Text = "not counted: the story's fault is a form no machine has (" + why + "); " + c.Text
 				}
 			}
+		}
+	}
+}
+
+// clocklessNA makes n/a the cells of m whose story moves a server's
+// clock, when version v of backend b takes no clock fault (Debian's
+// etcd): the run would refuse to start (runner: clockedFor).
+func clocklessNA(m *matrix.Matrix, b clients.Backend, v string) {
+	bk, _ := backends.Lookup(b)
+	cv, ok := bk.(backends.ClockVersioned)
+	if !ok {
+		return
+	}
+	why := cv.ClocklessIn(v)
+	if why == "" {
+		return
+	}
+	for _, c := range m.Ordered() {
+		if c.Played != nil && c.Played.ClockOnNode() {
+			c.Played, c.Ref, c.NA = nil, nil, fmt.Sprintf("%s %s: %s", b, v, why)
 		}
 	}
 }

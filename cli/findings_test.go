@@ -526,3 +526,29 @@ func TestReplayOfACounterfactualCell(t *testing.T) {
 		t.Errorf("replay: %q, want %q", got, want)
 	}
 }
+
+// TestClocklessCells: on an etcd version no clock fault reaches, a story
+// that moves a member's clock is n/a with the reason, and the other
+// stories are played as planned.
+func TestClocklessCells(t *testing.T) {
+	var list []*scenarios.Scenario
+	for _, name := range []string{"etcd-member-clock-jump", "etcd-pause"} {
+		sc, err := scenarios.Find(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, sc)
+	}
+	m, err := planFindings("etcd", list, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clocklessNA(m, clients.EtcdBackend, "0.0.1") // a version not here takes none
+	jump, pause := m.Cell("etcd", "etcd-member-clock-jump"), m.Cell("etcd", "etcd-pause")
+	if jump.Played != nil || !strings.Contains(jump.NA, "etcd 0.0.1: ") {
+		t.Errorf("the clock story on etcd 0.0.1: played %v, n/a %q; want n/a with the version", jump.Played != nil, jump.NA)
+	}
+	if pause.Played == nil || pause.NA != "" {
+		t.Errorf("etcd-pause on etcd 0.0.1: n/a %q; want it played", pause.NA)
+	}
+}

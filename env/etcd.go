@@ -13,6 +13,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/locksim/locksim/clockshim"
 	"go.uber.org/zap"
 )
 
@@ -41,10 +43,13 @@ type EtcdOptions struct {
 }
 
 // Etcd is a real etcd cluster (Debian's etcd-server, or a version
-// make test-deps built: EtcdBinary) of one or more members, each a child process on 127.0.0.1 with its data dir on tmpfs,
-// killed with the harness. etcd is a Go binary: it reads the clock through
-// the vDSO, out of the clock shim's reach, so no clock fault applies to
-// it (its leases are timed on the leader's monotonic clock anyway).
+// make test-deps built: EtcdBinary) of one or more members, each a child
+// process on 127.0.0.1 with its data dir on tmpfs, killed with the
+// harness. etcd is a Go binary: it reads the clock through the vDSO, out
+// of the LD_PRELOAD clock shim's reach. The builds of make test-deps carry
+// locksim's clock hook in their Go runtime (EtcdClockHook), which reads
+// the same control file: each of their members gets one (Clock), so a
+// clock fault reaches them. Debian's takes none (EtcdClockless).
 type Etcd struct {
 	Members []*EtcdMember
 	// Version is the version its members run ("3.4.23"); "" in
@@ -66,6 +71,7 @@ type EtcdMember struct {
 	peerAddr string
 	args     []string
 	image    string
+	clock    *clockshim.Control // a build with the clock hook, local
 
 	serverProc
 }
@@ -134,6 +140,7 @@ func StartEtcd(ctx context.Context, o EtcdOptions) (_ *Etcd, err error) {
 		return nil, fmt.Errorf("start etcd: %w", err)
 	}
 	e := &Etcd{dir: dir, Version: version}
+	clocked := o.Image == "" && EtcdClockless(bin) == ""
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -157,6 +164,11 @@ func StartEtcd(ctx context.Context, o EtcdOptions) (_ *Etcd, err error) {
 			return nil, fmt.Errorf("start etcd %s: %w", name, err)
 		}
 		e.Members = append(e.Members, m)
+		if clocked {
+			if m.clock, err = clockshim.NewControl(filepath.Join(m.Dir, "clock")); err != nil {
+				return nil, fmt.Errorf("start etcd %s: %w", name, err)
+			}
+		}
 		cluster = append(cluster, name+"=http://"+m.peerAddr)
 	}
 	for _, m := range e.Members {
@@ -209,6 +221,9 @@ func (e *Etcd) Member(name string) (*EtcdMember, bool) {
 func (e *Etcd) Close() {
 	for _, m := range e.Members {
 		m.Crash()
+		if m.clock != nil {
+			m.clock.Close()
+		}
 	}
 	if e.dir != "" {
 		RemoveTempDir(e.dir)
@@ -216,11 +231,15 @@ func (e *Etcd) Close() {
 }
 
 // Reset readies the cluster for the next trial: paused members resume,
-// crashed ones restart, and every key is deleted.
+// crashed ones restart, their clocks run true again, and every key is
+// deleted.
 func (e *Etcd) Reset(ctx context.Context) error {
 	for _, m := range e.Members {
 		if err := bringBack(ctx, m); err != nil {
 			return err
+		}
+		if m.clock != nil {
+			m.clock.Reset()
 		}
 	}
 	c, err := e.client()
@@ -258,6 +277,9 @@ func (m *EtcdMember) start() error {
 	cmd := exec.Command(m.args[0], m.args[1:]...)
 	cmd.Dir = m.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if m.clock != nil {
+		cmd.Env = append(os.Environ(), clockshim.EnvFile+"="+m.clock.Path())
+	}
 	p, err := StartProc("etcd "+m.Name, cmd)
 	if err != nil {
 		return err
@@ -298,6 +320,10 @@ func (m *EtcdMember) tail() string {
 	b, _ := os.ReadFile(filepath.Join(m.Dir, "etcd.log"))
 	return lastLines(b, 10)
 }
+
+// Clock is the control file of the member's clock hook, nil when its
+// etcd has none (Debian's, or in a container).
+func (m *EtcdMember) Clock() *clockshim.Control { return m.clock }
 
 // Restart starts the member again with the same ports and data dir and
 // waits until it answers.

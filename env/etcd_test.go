@@ -99,3 +99,68 @@ func etcdThreeMembers(t *testing.T, o EtcdOptions) {
 		t.Fatalf("Close left %s", dir)
 	}
 }
+
+// TestEtcdClockHook: a clock fault reaches a member of an etcd build with
+// locksim's clock hook, and none reaches Debian's. A lease of 4 s on a
+// member whose clocks run four times fast is gone in about 1 s; a jump
+// of the wall clock alone leaves a lease as it was, since etcd times
+// leases on the monotonic clock.
+func TestEtcdClockHook(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts etcd")
+	}
+	if deb, err := EtcdBinary(""); err == nil && EtcdClockless(deb) == "" {
+		t.Errorf("Debian's etcd %s is said to take a clock fault", deb)
+	}
+	v := EtcdBuilds[len(EtcdBuilds)-1]
+	bin, err := EtcdBinary(v)
+	if err != nil {
+		t.Fatal(err) // make test-deps builds it: a failure, not a skip
+	}
+	if why := EtcdClockless(bin); why != "" {
+		t.Fatal(why)
+	}
+	ctx := context.Background()
+	e, err := StartEtcd(ctx, EtcdOptions{Members: 1, Version: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	clock := e.Members[0].Clock()
+	if clock == nil {
+		t.Fatalf("etcd %s's member has no clock control", v)
+	}
+	c, err := e.client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ttlLeft := func(id clientv3.LeaseID) int64 {
+		t.Helper()
+		r, err := c.TimeToLive(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.TTL // -1: gone
+	}
+
+	clock.Jump(time.Hour)
+	l, err := c.Grant(ctx, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if left := ttlLeft(l.ID); left < 1 || left > 3 {
+		t.Errorf("a 4s lease 1.5s after a 1h jump of the wall clock: %d s left, want 2 or so", left)
+	}
+
+	clock.SetRate(4)
+	l, err = c.Grant(ctx, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if left := ttlLeft(l.ID); left != -1 {
+		t.Errorf("a 4s lease 1.5s later on a clock four times fast: %d s left, want gone (-1)", left)
+	}
+}

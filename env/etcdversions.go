@@ -106,6 +106,42 @@ func EtcdVersion(bin string) (string, error) {
 	return v, nil
 }
 
+// EtcdClockHook is the version of locksim's clock hook that the etcd
+// builds of EtcdBuilds carry (env/etcdbuild/runtime_clock.go.txt, put into
+// their Go runtime by go build -overlay): their time.Now and timers read
+// the clock shim's control file named by clockshim.EnvFile, so a clock
+// fault reaches them. etcdbuild writes it into EtcdHookMarker(v) beside
+// the binary; a build without it, or with another, is built again.
+const EtcdClockHook = "1"
+
+// EtcdHookMarker is the file beside version v's built binary that names
+// the clock hook it carries.
+func EtcdHookMarker(v string) (string, error) {
+	bin, err := EtcdBuilt(v)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(bin), "clockhook"), nil
+}
+
+// EtcdClockless says why no clock fault reaches the etcd binary bin ("":
+// one does): Debian's reads the clock through the vDSO, out of the clock
+// shim's reach; a build of make test-deps carries the clock hook unless it
+// was built before it.
+func EtcdClockless(bin string) string {
+	for _, v := range EtcdBuilds {
+		if p, err := EtcdBuilt(v); err != nil || p != bin {
+			continue
+		}
+		m, _ := EtcdHookMarker(v)
+		if got, err := os.ReadFile(m); err == nil && strings.TrimSpace(string(got)) == EtcdClockHook {
+			return ""
+		}
+		return fmt.Sprintf("etcd %s was built without locksim's clock hook %s: make test-deps builds it again", v, EtcdClockHook)
+	}
+	return fmt.Sprintf("no clock fault reaches an etcd member run by %s: a Go binary reads the clock through the vDSO, out of the clock shim's reach; the etcd builds of make test-deps (%s) carry locksim's clock hook", bin, strings.Join(EtcdBuilds, ", "))
+}
+
 func isFile(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular()

@@ -127,7 +127,7 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 	}
 	clockless := ""
 	if b := backends.Of(spec); b != nil {
-		clockless = b.NodeClockless()
+		clockless = backends.DefaultClockless(b)
 	}
 	redisNodes := spec.Backend == clients.RedisBackend
 	if redisNodes {

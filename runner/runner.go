@@ -194,6 +194,11 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 	if o.Out == "" {
 		o.Out = DefaultOut(sc.Name, started)
 	}
+	h, err := o.Host.clockedFor(sc)
+	if err != nil {
+		return nil, harness("server version: %v", err)
+	}
+	o.Host = h
 	versions, err := o.Host.versionsOf(sc)
 	if err != nil {
 		return nil, harness("server version: %v", err)

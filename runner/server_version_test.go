@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,5 +82,46 @@ func TestEtcdServerVersions(t *testing.T) {
 				t.Errorf("etcd %s: departed %v", want, out.Departed)
 			}
 		})
+	}
+}
+
+// TestClockedVersion: a story that moves an etcd member's clock runs,
+// with no version asked, on the newest etcd build with the clock hook;
+// asked for Debian's, or on the docker host, it is refused with why; a
+// story that moves no member's clock keeps the default.
+func TestClockedVersion(t *testing.T) {
+	jump, err := scenarios.Find("etcd-member-clock-jump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause, err := scenarios.Find("etcd-pause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := env.EtcdBuilds[len(env.EtcdBuilds)-1]
+	if _, err := env.EtcdBinary(newest); err != nil {
+		t.Fatalf("etcd %s: %v", newest, err) // make test-deps builds it
+	}
+	h, err := Host{}.clockedFor(jump)
+	if err != nil || h.Versions[clients.EtcdBackend] != newest {
+		t.Errorf("the clock story with no version asked: %v, %v; want etcd %s", h.Versions, err, newest)
+	}
+	if h, err := (Host{}).clockedFor(pause); err != nil || h.Versions != nil {
+		t.Errorf("etcd-pause: %v, %v; want the default (no version)", h.Versions, err)
+	}
+	deb, err := env.EtcdBinary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	debVersion, err := env.EtcdVersion(deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Host{Versions: map[clients.Backend]string{clients.EtcdBackend: debVersion}}.clockedFor(jump)
+	if err == nil || !strings.Contains(err.Error(), "no clock fault reaches an etcd member") {
+		t.Errorf("the clock story on Debian's etcd %s: %v; want it refused with why", debVersion, err)
+	}
+	if _, err := (Host{Name: "docker"}).clockedFor(jump); err == nil || !strings.Contains(err.Error(), "play it on the local backend") {
+		t.Errorf("the clock story on docker: %v; want it refused", err)
 	}
 }

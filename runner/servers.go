@@ -61,6 +61,46 @@ func (h Host) CheckVersions() error {
 	return nil
 }
 
+// clockedFor is h for a run of sc: where sc moves a server's clock and
+// the lock's backend has versions no clock fault reaches
+// (backends.ClockVersioned: Debian's etcd), the version asked must be one
+// it reaches, and with none asked it is the newest one that is, so that a
+// clock fault never falls on a server that does not feel it.
+func (h Host) clockedFor(sc *scenarios.Scenario) (Host, error) {
+	if !sc.ClockOnNode() {
+		return h, nil
+	}
+	spec, err := clients.Lookup(sc.Lock)
+	if err != nil {
+		return h, nil // versionsOf names it
+	}
+	b := backends.Of(spec)
+	cv, ok := b.(backends.ClockVersioned)
+	if !ok {
+		return h, nil
+	}
+	if hostFor(sc, h).Name == "docker" {
+		return h, fmt.Errorf("%s moves a member's clock, and the docker backend's %s image runs Debian's %s, which no clock fault reaches: play it on the local backend",
+			sc.Name, b.Name(), b.Name())
+	}
+	if v := h.Versions[b.Name()]; v != "" {
+		if why := cv.ClocklessIn(v); why != "" {
+			return h, fmt.Errorf("%s=%s: %s moves a member's clock: %s", b.Name(), v, sc.Name, why)
+		}
+		return h, nil
+	}
+	v, err := cv.ClockedVersion()
+	if err != nil {
+		return h, fmt.Errorf("%s moves a member's clock: %v", sc.Name, err)
+	}
+	h.Versions = maps.Clone(h.Versions)
+	if h.Versions == nil {
+		h.Versions = map[clients.Backend]string{}
+	}
+	h.Versions[b.Name()] = v
+	return h, nil
+}
+
 // versionsOf are the versions of sc's servers that come in several
 // (backends.Versioned), by backend, as host h runs them: those it names,
 // else each one's default; none on the docker host.

@@ -493,3 +493,14 @@ func (s Step) Describe() string {
 	}
 	return s.Do
 }
+
+// ClockOnNode says a step of the story moves a server's clock (a clock
+// fault on a node): its servers must be ones a clock fault reaches.
+func (s *Scenario) ClockOnNode() bool {
+	for _, st := range s.Steps {
+		if k, ok := nemesis.LookupKind(st.Do); ok && k.Effect == history.EffectClock && st.Aim().Node != "" {
+			return true
+		}
+	}
+	return false
+}
