@@ -540,6 +540,9 @@ func findingsCells(s findings.Subject, m *matrix.Matrix, server string, other bo
 // subject's cells counted as notCounted says.
 func writeFindings(r *findings.Report, doc, base string, stdout io.Writer) error {
 	notCounted(r)
+	if err := tellers(r); err != nil {
+		return err
+	}
 	if err := writeOutFile("--doc", doc, r.Markdown()); err != nil {
 		return err
 	}
@@ -561,6 +564,31 @@ func writeFindings(r *findings.Report, doc, base string, stdout io.Writer) error
 		fmt.Fprintf(stdout, "%-32s %2d stories, %d worse than its reference; hunt: %s\n", s.Name, len(s.Cells), s.Count("finding"), s.Hunt.Word(true))
 	}
 	fmt.Fprintf(stdout, "written: %s, %s.html, %s.json\n", doc, base, base)
+	return nil
+}
+
+// tellers names, for every hunt of the report with no baseline that
+// found a story other than a trap, the catalogue story whose schedule it
+// is (findings.Hunt.ToldBy), or says none tells it (Untold), refreshed
+// or not: the page names a reference lock's find by the story a reader
+// can play.
+func tellers(r *findings.Report) error {
+	catalogue, err := scenarios.Catalogue()
+	if err != nil {
+		return err
+	}
+	for i := range r.Subjects {
+		h := r.Subjects[i].Hunt
+		if h == nil || !h.Found || h.Baseline != "" || h.Trap != "" || h.Story == "" {
+			continue
+		}
+		found, err := scenarios.Parse("found.yaml", []byte(h.Story))
+		if err != nil {
+			continue // a story this locksim no longer reads: left as it was
+		}
+		h.ToldBy = scenarios.TellerOf(found.FaultShape(), r.Subjects[i].Lock, catalogue)
+		h.Untold = h.ToldBy == ""
+	}
 	return nil
 }
 

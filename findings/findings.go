@@ -134,6 +134,12 @@ type Hunt struct {
 	// shrunk story ("clock-jump on A (+315ms; jump 0.63 TTL) once client
 	// 1 is granted"): what the page names it by.
 	Schedule string `json:"schedule,omitempty"`
+	// ToldBy is, for a find with no baseline that is no Trap, the
+	// catalogue story whose schedule it is (scenarios.TellerOf); Untold
+	// says no catalogue story tells it. Both unset: not looked for (a row
+	// played before they were kept).
+	ToldBy string `json:"told_by,omitempty"`
+	Untold bool   `json:"untold,omitempty"`
 	// Server is the server and version it hunted on ("etcd 3.4.23"), as
 	// Cell.Server.
 	Server string `json:"server,omitempty"`
@@ -300,6 +306,10 @@ func (s Subject) Meaning() string {
 		fmt.Fprintf(&b, "%s, with %s (the lock it stands in for) as its baseline, found a schedule on which it ends worse than that lock in %d candidate(s): %s.", hunt, h.Baseline, h.Runs, h.Summary)
 	case h.Found && h.Trap != "":
 		fmt.Fprintf(&b, "%s found %s in %d candidate(s): every lock without fencing shares it, so it says nothing about this lock in particular (%s).", hunt, h.Trap, h.Runs, h.Summary)
+	case h.Found && h.ToldBy != "":
+		fmt.Fprintf(&b, "%s found, in %d candidate(s), the schedule the catalogue story %s tells: %s.", hunt, h.Runs, h.ToldBy, h.Summary)
+	case h.Found && h.Untold:
+		fmt.Fprintf(&b, "%s found, in %d candidate(s), a schedule that breaks it and that no catalogue story tells: %s.", hunt, h.Runs, h.Summary)
 	case h.Found:
 		fmt.Fprintf(&b, "%s found a schedule that breaks it in %d candidate(s): %s.", hunt, h.Runs, h.Summary)
 	case h.Baseline != "":

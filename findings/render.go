@@ -22,7 +22,10 @@ told nothing but its name; a lock that stands in for another is hunted
 with that lock as its baseline, so that what the hunt finds is what it
 does worse, not the TTL trap every lock without fencing shares. The first
 schedule it finds is shrunk to a story and played again: "reproduced k
-of n" counts the runs that ended unsafe as the story tells. locksim's own etcd locks play
+of n" counts the runs that ended unsafe as the story tells. A lock that
+stands in for none is hunted as it is, and its find is named by the
+catalogue story whose faults it has ("the schedule of redis-clock-jump"),
+or said to be one no catalogue story tells. locksim's own etcd locks play
 every etcd version here (Debian's, the default, and those make test-deps
 builds), a client program the default; each row names its version, and a
 story whose bug a later version fixed says so. Every cell and every hunt
@@ -126,6 +129,10 @@ func (h *Hunt) word(detail bool) string {
 		return fmt.Sprintf("worse than %s: %s (%d candidates)", h.Baseline, h.worseLine(), h.Runs)
 	case h.Found && h.Trap != "":
 		return fmt.Sprintf("%s, which every lock without fencing shares (%d candidates)", h.Trap, h.Runs)
+	case h.Found && h.ToldBy != "" && h.Schedule != "":
+		return fmt.Sprintf("the schedule of %s: %s (%d candidates)", h.ToldBy, h.Schedule, h.Runs)
+	case h.Found && h.Untold && h.Schedule != "":
+		return fmt.Sprintf("a schedule no catalogue story tells: %s (%d candidates)", h.Schedule, h.Runs)
 	case h.Found && h.Schedule != "" && detail:
 		return fmt.Sprintf("found in %d candidates, %s: %s", h.Runs, h.Schedule, h.Summary)
 	case h.Found && h.Schedule != "":

@@ -5,6 +5,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -503,4 +504,63 @@ func (s *Scenario) ClockOnNode() bool {
 		}
 	}
 	return false
+}
+
+// FaultShape is what the story's faults strike, one entry per fault step
+// of a kind a hunt can place, sorted: the kind and "node" or "client"
+// ("clock-jump node", "partition client"). Sizes, times and which node
+// or client are left out: two stories of the same shape fail the same way.
+func (s *Scenario) FaultShape() []string {
+	var out []string
+	for _, st := range s.Steps {
+		k, ok := nemesis.LookupKind(st.Do)
+		if !ok || !k.Placeable() {
+			continue
+		}
+		target := "client"
+		if st.Aim().Node != "" {
+			target = "node"
+		}
+		out = append(out, st.Do+" "+target)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TellerOf is the catalogue story whose schedule a found story's fault
+// shape is: its faults are the story's, or among them (a shrink takes
+// away what the failure does not need); a story of lock first, then the
+// fewest faults beyond, then by name. "" when no story has them all.
+func TellerOf(found []string, lock string, catalogue []*Scenario) string {
+	best, bestLock, bestExtra := "", false, 0
+	for _, sc := range catalogue {
+		if sc.Generator != nil {
+			continue
+		}
+		shape := sc.FaultShape()
+		if len(shape) < len(found) || !containsAll(shape, found) {
+			continue
+		}
+		own, extra := sc.Lock == lock, len(shape)-len(found)
+		if best == "" || (own && !bestLock) || (own == bestLock && extra < bestExtra) {
+			best, bestLock, bestExtra = sc.Name, own, extra
+		}
+	}
+	return best
+}
+
+// containsAll says every entry of sub is in set, as many times (both
+// sorted).
+func containsAll(set, sub []string) bool {
+	i := 0
+	for _, want := range sub {
+		for i < len(set) && set[i] < want {
+			i++
+		}
+		if i == len(set) || set[i] != want {
+			return false
+		}
+		i++
+	}
+	return true
 }

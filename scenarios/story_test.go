@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -155,5 +156,37 @@ steps:
 	}
 	if n := sc.StepNumber(3); n != 4 {
 		t.Errorf("the story's own step 4 numbered %d", n)
+	}
+}
+
+// TestTellerOf: a found story is named by the catalogue story whose
+// faults it has (the story's own lock first, the fewest faults beyond);
+// a shape no story has is named by none.
+func TestTellerOf(t *testing.T) {
+	catalogue, err := Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		found []string
+		lock  string
+		want  string
+	}{
+		{[]string{"clock-jump node"}, "redis", "redis-clock-jump"},
+		{[]string{"clock-jump node", "partition client"}, "redlock", "redlock-clock-jump"},
+		{[]string{"drop client"}, "postgres-session", "postgres-connection-drop"},
+		{[]string{"crash node"}, "memcached", "memcached-restart"},
+		{[]string{"clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node"}, "redis", ""},
+	} {
+		if got := TellerOf(c.found, c.lock, catalogue); got != c.want {
+			t.Errorf("%v of %s: told by %q, want %q", c.found, c.lock, got, c.want)
+		}
+	}
+	sc, err := Find("redlock-clock-jump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sc.FaultShape(), []string{"clock-jump node", "partition client", "partition client"}; !slices.Equal(got, want) {
+		t.Errorf("redlock-clock-jump's shape: %v, want %v", got, want)
 	}
 }
