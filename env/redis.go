@@ -251,49 +251,53 @@ func redisWaitPing(ctx context.Context, addr string, p process, d time.Duration)
 }
 
 func redisPing(addr string, timeout time.Duration) error {
+	return redisAsk(addr, "PING", timeout, func(rd *bufio.Reader) error {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(line) != "+PONG" {
+			return fmt.Errorf("PING: %s", strings.TrimSpace(line))
+		}
+		return nil
+	})
+}
+
+// redisAsk sends command to the Redis server on addr, on a connection of
+// its own that lives at most timeout, and hands its reply to read.
+func redisAsk(addr, command string, timeout time.Duration, read func(*bufio.Reader) error) error {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	if _, err := c.Write([]byte(command + "\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING: %s", strings.TrimSpace(line))
-	}
-	return nil
+	return read(bufio.NewReader(c))
 }
 
 // redisDirIs checks that the Redis server on addr is the one whose data
 // dir is dir (CONFIG GET dir): another server's answer is a clash
 // (errPortInUse).
 func redisDirIs(addr, dir string, timeout time.Duration) error {
-	c, err := net.DialTimeout("tcp", addr, timeout)
+	var lines []string
+	err := redisAsk(addr, "CONFIG GET dir", timeout, func(rd *bufio.Reader) error {
+		for len(lines) < 5 {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				return fmt.Errorf("CONFIG GET dir: %v", err)
+			}
+			lines = append(lines, strings.TrimRight(line, "\r\n"))
+			if len(lines) == 1 && lines[0] != "*2" {
+				break
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte("CONFIG GET dir\r\n")); err != nil {
-		return err
-	}
-	rd := bufio.NewReader(c)
-	var lines []string
-	for len(lines) < 5 {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			return fmt.Errorf("CONFIG GET dir: %v", err)
-		}
-		lines = append(lines, strings.TrimRight(line, "\r\n"))
-		if len(lines) == 1 && lines[0] != "*2" {
-			break
-		}
 	}
 	// *2, $3, dir, $N, the dir.
 	if len(lines) != 5 || lines[2] != "dir" {

@@ -149,6 +149,7 @@ type Hunt struct {
 const (
 	kindFinding = "finding"
 	kindDiffers = "differs"
+	kindPeer    = "peer"
 	kindMatch   = "match"
 	kindNA      = "na"
 	kindError   = "error"
@@ -287,6 +288,9 @@ func (s Subject) Meaning() string {
 	if u := s.storiesOf(KindUnrealistic); len(u) > 0 {
 		fmt.Fprintf(&b, "It also ended worse on %s, whose fault is a form no machine has (a client's wall clock drifting while its monotonic clock does not): that teaches, and is not counted. ",
 			strings.Join(u, ", "))
+	}
+	if p := s.storiesOf(kindPeer); len(p) > 0 {
+		fmt.Fprintf(&b, "It ended worse than the story's own lock, another of locksim's references, on %s: what that lock's design adds, not a finding about this one. ", strings.Join(p, ", "))
 	}
 	if d := s.storiesOf(kindDiffers); len(d) > 0 {
 		fmt.Fprintf(&b, "Its own stories ended otherwise than they tell on %s. ", strings.Join(d, ", "))

@@ -105,7 +105,7 @@ func (s Subject) LoadWords() string {
 }
 
 // marks are the Markdown's signs for a cell's kind, as sim matrix's.
-var marks = map[string]string{"match": "✅ ", "differs": "❌ ", "finding": "🔎 ", "story": "⚠️ ", "unknown": "❔ ", "error": "💥 ", "na": "", KindUnrealistic: "🎓 "}
+var marks = map[string]string{"match": "✅ ", "differs": "❌ ", "finding": "🔎 ", "peer": "⚖️ ", "story": "⚠️ ", "unknown": "❔ ", "error": "💥 ", "na": "", KindUnrealistic: "🎓 "}
 
 // Word says a hunt's result in a few words, as the page's table and sim
 // findings' lines give it; detail adds what a finding was.
@@ -242,7 +242,7 @@ var page = template.Must(template.New("findings").Funcs(template.FuncMap{
 body { font: 16px/1.45 system-ui, sans-serif; max-width: 72em; margin: 2em auto; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; } td, th { border: 1px solid #ccc; padding: .3em .5em; vertical-align: top; text-align: left; }
 code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6; padding: .8em; overflow-x: auto; }
-.match { background: #e3f4e3; } .differs { background: #f9d6d5; } .finding { background: #fbe3c2; }
+.match { background: #e3f4e3; } .differs { background: #f9d6d5; } .finding { background: #fbe3c2; } .peer { background: #e4e8f8; }
 .story { background: #fff3c4; } .unknown { background: #eee; } .error { background: #f0c0c0; } .na { color: #888; }
 </style></head><body>
 <h1>Findings: what the stories and the hunts show about each lock</h1>

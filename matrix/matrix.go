@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locksim/locksim/clients"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -68,6 +69,11 @@ type Cell struct {
 	// the cell plays that counterfactual and is judged by its expected
 	// verdict, not against the story's lock. "" otherwise.
 	AsCounterfactual string
+	// Peer says the cell's lock stands in for no other (one of locksim's
+	// references) and is judged against another reference, the story's
+	// lock (postgres-session on postgres-xact's story): ending worse is
+	// what that lock's design adds, another verdict, not a finding.
+	Peer bool
 	// Fixed says the servers have the story's bug fixed (runner.Outcome's
 	// Fixed, "etcd 3.5"), on Version ("3.7.3"): the cell was expected to
 	// end safe.
@@ -162,10 +168,18 @@ func Plan(locks []string, list []*scenarios.Scenario, out string, program func(*
 				if c.Ref, err = referenceOf(sc, ref); err != nil {
 					c.Played, c.NA = nil, err.Error()
 				}
+				c.Peer = program == nil && standsAlone(l)
 			}
 		}
 	}
 	return m
+}
+
+// standsAlone says lock stands in for no other lock: one of locksim's
+// references, neither like another nor a mutant of one.
+func standsAlone(lock string) bool {
+	spec, err := clients.Lookup(lock)
+	return err == nil && spec.Like == "" && spec.MutantOf == ""
 }
 
 // referenceOf is sc as lock ref plays it, with the harness's own worker
@@ -309,6 +323,9 @@ const (
 	KindMatch   = "match"
 	KindDiffers = "differs"
 	KindFinding = "finding"
+	// KindPeer is a reference lock that ended worse than the story's own
+	// lock, another reference (Cell.Peer): what that design adds.
+	KindPeer    = "peer"
 	KindStory   = "story"
 	KindUnknown = "unknown"
 	KindNA      = "na"
@@ -318,7 +335,8 @@ const (
 // Kinds lists the kinds of cell, each with its words in the tally and
 // the legend.
 var Kinds = []struct{ Kind, Words string }{
-	{KindMatch, "as expected"}, {KindDiffers, "another verdict"}, {KindFinding, "worse than the reference: a finding"}, {KindStory, "story did not happen"},
+	{KindMatch, "as expected"}, {KindDiffers, "another verdict"}, {KindFinding, "worse than the reference: a finding"},
+	{KindPeer, "worse than the story's lock, another reference: what its design adds"}, {KindStory, "story did not happen"},
 	{KindUnknown, "unknown"}, {KindError, "not run"}, {KindNA, "n/a"},
 }
 
@@ -333,6 +351,8 @@ func (c *Cell) Kind() string {
 		return KindStory
 	case c.Verdict == checker.Unknown || (c.Ref != nil && c.RefVerdict == checker.Unknown):
 		return KindUnknown
+	case c.Ref != nil && c.Worse && c.Peer:
+		return KindPeer
 	case c.Ref != nil && c.Worse:
 		return KindFinding
 	case c.Ref != nil, c.Verdict == c.Expected:
@@ -401,6 +421,12 @@ func (c *Cell) Text(width int) string {
 		if c.Fixed != "" {
 			s += ": " + c.FixedWords()
 		}
+	case KindPeer:
+		s = fmt.Sprintf("%s where %s, the story's lock, ended %s: what its design adds, not a finding (%s stands in for no other lock)", c.Verdict, c.Ref.Lock, c.RefVerdict, c.Lock)
+		if width == 0 {
+			s += "; " + c.Judged
+		}
+		return cut(s)
 	default:
 		s = string(c.Verdict) + ", NOT " + string(c.Expected)
 		if c.AsCounterfactual != "" {

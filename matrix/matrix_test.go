@@ -271,3 +271,31 @@ func TestCounterfactualLockCell(t *testing.T) {
 		t.Errorf("zookeeper on zookeeper-lock-delay: %s %q", c.Kind(), c.Text(0))
 	}
 }
+
+// TestPeerCell: a lock that stands in for no other (postgres-session),
+// worse than the story's own lock, another reference (postgres-xact), is
+// another design's verdict, not a finding; a stand-in (goose, like
+// postgres-session) is judged against the lock it stands in for.
+func TestPeerCell(t *testing.T) {
+	sc, err := scenarios.Find("postgres-xact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]checker.Verdict{"postgres-xact": checker.Safe, "postgres-session": checker.Unsafe, "goose": checker.Unsafe}
+	play := func(_ context.Context, played *scenarios.Scenario, o runner.Options) (*runner.Outcome, error) {
+		res := &runner.Outcome{Scenario: played, Dir: o.Out, Expected: played.Expected, Check: checker.Result{Verdict: verdicts[played.Lock]}}
+		if o.Reference != nil {
+			res.JudgeAgainst(&runner.Outcome{Scenario: o.Reference, Check: checker.Result{Verdict: verdicts[o.Reference.Lock]}})
+		}
+		return res, nil
+	}
+	m := Plan([]string{"postgres-session", "goose"}, []*scenarios.Scenario{sc}, t.TempDir(), nil)
+	m.Play(context.Background(), play, runner.Options{}, nil)
+	peer, standIn := m.Cell("postgres-session", sc.Name), m.Cell("goose", sc.Name)
+	if !peer.Peer || peer.Kind() != KindPeer || !strings.HasPrefix(peer.Text(0), "unsafe where postgres-xact, the story's lock, ended safe: what its design adds, not a finding") {
+		t.Errorf("postgres-session: peer %v, %s %q", peer.Peer, peer.Kind(), peer.Text(0))
+	}
+	if standIn.Peer || standIn.Ref == nil || standIn.Ref.Lock != "postgres-session" {
+		t.Errorf("goose: peer %v, judged against %v; want postgres-session, the lock it stands in for", standIn.Peer, standIn.Ref)
+	}
+}

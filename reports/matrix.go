@@ -46,7 +46,7 @@ func MatrixMarkdown(m *matrix.Matrix) string {
 	b.WriteString("\n| --- | --- |")
 	b.WriteString(strings.Repeat(" --- |", len(m.Locks)))
 	b.WriteString("\n")
-	marks := map[string]string{matrix.KindMatch: "✅ ", matrix.KindDiffers: "❌ ", matrix.KindFinding: "🔎 ", matrix.KindStory: "⚠️ ", matrix.KindUnknown: "❔ ", matrix.KindError: "💥 ", matrix.KindNA: ""}
+	marks := map[string]string{matrix.KindMatch: "✅ ", matrix.KindDiffers: "❌ ", matrix.KindFinding: "🔎 ", matrix.KindPeer: "⚖️ ", matrix.KindStory: "⚠️ ", matrix.KindUnknown: "❔ ", matrix.KindError: "💥 ", matrix.KindNA: ""}
 	for _, sc := range m.Scenarios {
 		fmt.Fprintf(&b, "| %s | %s |", mdCell(sc.Name), sc.Expected)
 		for _, l := range m.Locks {
@@ -83,6 +83,7 @@ td a { color: inherit; }
 .match { background: #e3f4e3; }
 .differs { background: #f9d6d5; }
 .finding { background: #fbe3c2; }
+.peer { background: #e4e8f8; }
 .story { background: #fdf0c8; }
 .unknown { background: #e8e8f4; }
 .error { background: #f4c7f0; }
