@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,10 @@ type EtcdMember struct {
 	args     []string
 	image    string
 	clock    *clockshim.Control // a build with the clock hook, local
+	// cluster is the member's cluster; lost says its data dir is gone
+	// (LoseDisk): its Restart replaces it.
+	cluster *Etcd
+	lost    bool
 
 	serverProc
 }
@@ -163,6 +168,7 @@ func StartEtcd(ctx context.Context, o EtcdOptions) (_ *Etcd, err error) {
 		if err := os.MkdirAll(m.Dir, 0o700); err != nil {
 			return nil, fmt.Errorf("start etcd %s: %w", name, err)
 		}
+		m.cluster = e
 		e.Members = append(e.Members, m)
 		if clocked {
 			if m.clock, err = clockshim.NewControl(filepath.Join(m.Dir, "clock")); err != nil {
@@ -316,6 +322,86 @@ func (m *EtcdMember) waitReady(ctx context.Context) error {
 	}
 }
 
+// rejoin removes the member from its cluster and adds it again as a new
+// one, through the other members, and sets its arguments to join the
+// cluster as it now is. Each step is tried again until it is done or
+// EtcdStartTimeout has passed, as an operator would: the leader may be
+// the member that died (a request times out until another is elected),
+// and etcd adds a voting member only once its leader has been connected
+// to a quorum for a while ("unhealthy cluster" until then).
+func (m *EtcdMember) rejoin(ctx context.Context) error {
+	var others []string
+	for _, o := range m.cluster.Members {
+		if o != m {
+			others = append(others, o.Addr)
+		}
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: others, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("replace etcd %s: %w", m.Name, err)
+	}
+	defer c.Close()
+	rctx, cancel := context.WithTimeout(ctx, EtcdStartTimeout)
+	defer cancel()
+	peer := "http://" + m.peerAddr
+	for {
+		// The member with this peer URL: the old one (started, named),
+		// the new one (added, not started: no name yet), or none.
+		// Each call gets a few seconds: one sent as the old leader died
+		// may wait for it until the server's own timeout.
+		actx, acancel := context.WithTimeout(rctx, 3*time.Second)
+		list, err := c.MemberList(actx)
+		at := -1
+		if err == nil {
+			for i, mm := range list.Members {
+				if slices.Contains(mm.PeerURLs, peer) {
+					at = i
+				}
+			}
+			switch {
+			case at >= 0 && list.Members[at].Name != "":
+				_, err = c.MemberRemove(actx, list.Members[at].ID)
+			case at < 0:
+				_, err = c.MemberAdd(actx, []string{peer})
+			default:
+				var cluster []string
+				for i, mm := range list.Members {
+					name := mm.Name
+					if i == at {
+						name = m.Name
+					}
+					for _, u := range mm.PeerURLs {
+						cluster = append(cluster, name+"="+u)
+					}
+				}
+				m.setArg("--initial-cluster", strings.Join(cluster, ","))
+				m.setArg("--initial-cluster-state", "existing")
+				acancel()
+				return nil
+			}
+		}
+		acancel()
+		if err == nil {
+			continue // the next step
+		}
+		select {
+		case <-rctx.Done():
+			return fmt.Errorf("replace etcd %s: %w", m.Name, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// setArg sets the value that follows flag in the member's arguments.
+func (m *EtcdMember) setArg(flag, value string) {
+	for i := 0; i+1 < len(m.args); i++ {
+		if m.args[i] == flag {
+			m.args[i+1] = value
+			return
+		}
+	}
+}
+
 func (m *EtcdMember) tail() string {
 	b, _ := os.ReadFile(filepath.Join(m.Dir, "etcd.log"))
 	return lastLines(b, 10)
@@ -325,10 +411,33 @@ func (m *EtcdMember) tail() string {
 // etcd has none (Debian's, or in a container).
 func (m *EtcdMember) Clock() *clockshim.Control { return m.clock }
 
+// LoseDisk kills the member (kill -9) and removes its data dir, as a
+// dead drive or a machine rebuilt from its image leaves it. etcd does not
+// take such a member back under its old identity (it finds the cluster
+// has it already); Restart then replaces it as etcd's guide says.
+func (m *EtcdMember) LoseDisk() error {
+	m.Crash()
+	if err := os.RemoveAll(filepath.Join(m.Dir, "data")); err != nil {
+		return fmt.Errorf("disk loss on etcd %s: %w", m.Name, err)
+	}
+	m.lost = true
+	return nil
+}
+
 // Restart starts the member again with the same ports and data dir and
-// waits until it answers.
+// waits until it answers. A member whose disk was lost (LoseDisk) is
+// replaced as etcd's runtime reconfiguration guide says for a failed
+// machine: removed from the cluster, added again as a new member with the
+// same name and addresses, and started with --initial-cluster-state
+// existing, empty; it learns the cluster's data from its leader.
 func (m *EtcdMember) Restart(ctx context.Context) error {
 	m.Crash()
+	if m.lost {
+		if err := m.rejoin(ctx); err != nil {
+			return err
+		}
+		m.lost = false
+	}
 	if err := m.start(); err != nil {
 		return err
 	}

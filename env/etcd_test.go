@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -162,5 +163,70 @@ func TestEtcdClockHook(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	if left := ttlLeft(l.ID); left != -1 {
 		t.Errorf("a 4s lease 1.5s later on a clock four times fast: %d s left, want gone (-1)", left)
+	}
+}
+
+// TestEtcdMemberLosesDisk: a member whose data dir is lost comes back as
+// a new member (its ID changes, the cluster still has three), started
+// empty, and a read through it finds what the cluster had.
+func TestEtcdMemberLosesDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts etcd")
+	}
+	ctx := context.Background()
+	e, err := StartEtcd(ctx, EtcdOptions{Members: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Members[0].Addr}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	wctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+	defer cancel()
+	if _, err := c.Put(wctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	idOf := func(name string) uint64 {
+		t.Helper()
+		list, err := c.MemberList(wctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Members) != 3 {
+			t.Fatalf("%d members, want 3: %v", len(list.Members), list.Members)
+		}
+		for _, m := range list.Members {
+			if m.Name == name {
+				return m.ID
+			}
+		}
+		t.Fatalf("no member %s in %v", name, list.Members)
+		return 0
+	}
+	before := idOf("B")
+	b, _ := e.Member("B")
+	if err := b.LoseDisk(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(b.Dir, "data")); !os.IsNotExist(err) {
+		t.Fatalf("B's data dir is still there: %v", err)
+	}
+	if err := b.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := idOf("B"); after == before {
+		t.Errorf("B came back with its old ID %x: not replaced", before)
+	}
+	cb, err := clientv3.New(clientv3.Config{Endpoints: []string{b.Addr}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	got, err := cb.Get(wctx, "k")
+	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "v" {
+		t.Fatalf("a read through B after its replacement: %v, %v", got, err)
 	}
 }

@@ -125,3 +125,38 @@ func TestClockedVersion(t *testing.T) {
 		t.Errorf("the clock story on docker: %v; want it refused", err)
 	}
 }
+
+// TestReferenceOnAFixedServer: a reference played on servers that have
+// its story's bug fixed is expected safe there, as a run of its own is:
+// etcd-lock-service-expired-waiter with lock etcd, judged against the
+// Lock service on etcd 3.6.17.
+func TestReferenceOnAFixedServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd")
+	}
+	sc, err := scenarios.Find("etcd-lock-service-expired-waiter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	played, err := scenarios.Resolve(sc, scenarios.Changes{Lock: "etcd", NoCounterfactual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := scenarios.Resolve(sc, scenarios.Changes{Lock: "etcd-lock-service", Reference: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := env.EtcdBuilds[0]
+	o := Options{Out: filepath.Join(t.TempDir(), "run"), Reference: ref.Scenario, Departures: true,
+		Host: Host{Versions: map[clients.Backend]string{clients.EtcdBackend: v}}}
+	out, err := Run(context.Background(), played.Scenario, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Reference == nil || out.Reference.Run == nil {
+		t.Fatalf("no reference run: %+v", out.Reference)
+	}
+	if rr := out.Reference.Run; rr.Expected != checker.Safe || rr.Fixed == "" {
+		t.Errorf("the reference on etcd %s: expected %s, fixed %q; want safe, fixed", v, rr.Expected, rr.Fixed)
+	}
+}
