@@ -43,11 +43,7 @@ func etcdThreeMembers(t *testing.T, o EtcdOptions) {
 	}
 	t.Logf("3 members ready in %v", time.Since(start))
 	dir := e.dir
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Members[0].Addr}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := memberClient(t, e.Members[0].Addr)
 	wctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
 	if _, err := c.Put(wctx, "k", "v"); err != nil {
@@ -75,11 +71,7 @@ func etcdThreeMembers(t *testing.T, o EtcdOptions) {
 	if err := b.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cb, err := clientv3.New(clientv3.Config{Endpoints: []string{b.Addr}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cb.Close()
+	cb := memberClient(t, b.Addr)
 	got, err := cb.Get(wctx, "k")
 	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "v2" {
 		t.Fatalf("read through the restarted member: %v, %v", got, err)
@@ -179,11 +171,7 @@ func TestEtcdMemberLosesDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Members[0].Addr}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := memberClient(t, e.Members[0].Addr)
 	wctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
 	if _, err := c.Put(wctx, "k", "v"); err != nil {
@@ -220,13 +208,20 @@ func TestEtcdMemberLosesDisk(t *testing.T) {
 	if after := idOf("B"); after == before {
 		t.Errorf("B came back with its old ID %x: not replaced", before)
 	}
-	cb, err := clientv3.New(clientv3.Config{Endpoints: []string{b.Addr}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cb.Close()
+	cb := memberClient(t, b.Addr)
 	got, err := cb.Get(wctx, "k")
 	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "v" {
 		t.Fatalf("a read through B after its replacement: %v, %v", got, err)
 	}
+}
+
+// memberClient is a client of the one member at addr, closed with the test.
+func memberClient(t *testing.T, addr string) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{addr}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

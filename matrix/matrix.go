@@ -303,6 +303,9 @@ func (c *Cell) record(res *runner.Outcome, err error, interrupted bool) {
 		}
 		if r := res.Reference; r != nil {
 			c.RefVerdict, c.Worse, c.Judged = r.Verdict, r.Worse, r.Sentence(res)
+			if c.Peer && r.Worse {
+				c.Judged = r.Parted(res) // no "finding about" it: where the two parted
+			}
 		}
 	}
 }
@@ -423,7 +426,7 @@ func (c *Cell) Text(width int) string {
 		}
 	case KindPeer:
 		s = fmt.Sprintf("%s where %s, the story's lock, ended %s: what its design adds, not a finding (%s stands in for no other lock)", c.Verdict, c.Ref.Lock, c.RefVerdict, c.Lock)
-		if width == 0 {
+		if width == 0 && c.Judged != "" {
 			s += "; " + c.Judged
 		}
 		return cut(s)

@@ -24,18 +24,8 @@ func TestEtcdServerVersions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd")
 	}
-	sc, err := scenarios.Find("etcd-lock-service-expired-waiter")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deb, err := env.EtcdBinary("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	debVersion, err := env.EtcdVersion(deb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := findStory(t, "etcd-lock-service-expired-waiter")
+	debVersion := debianEtcd(t)
 	cases := []struct {
 		version string
 		verdict checker.Verdict
@@ -57,7 +47,10 @@ func TestEtcdServerVersions(t *testing.T) {
 			want = debVersion
 		}
 		t.Run("etcd-"+want, func(t *testing.T) {
-			var out *Outcome
+			var (
+				out *Outcome
+				err error
+			)
 			for attempt := 1; attempt <= 3; attempt++ {
 				o := Options{Out: filepath.Join(t.TempDir(), "run"), Host: Host{Versions: map[clients.Backend]string{clients.EtcdBackend: c.version}}}
 				if c.version == "" {
@@ -90,14 +83,7 @@ func TestEtcdServerVersions(t *testing.T) {
 // asked for Debian's, or on the docker host, it is refused with why; a
 // story that moves no member's clock keeps the default.
 func TestClockedVersion(t *testing.T) {
-	jump, err := scenarios.Find("etcd-member-clock-jump")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pause, err := scenarios.Find("etcd-pause")
-	if err != nil {
-		t.Fatal(err)
-	}
+	jump, pause := findStory(t, "etcd-member-clock-jump"), findStory(t, "etcd-pause")
 	newest := env.EtcdBuilds[len(env.EtcdBuilds)-1]
 	if _, err := env.EtcdBinary(newest); err != nil {
 		t.Fatalf("etcd %s: %v", newest, err) // make test-deps builds it
@@ -109,14 +95,7 @@ func TestClockedVersion(t *testing.T) {
 	if h, err := (Host{}).clockedFor(pause); err != nil || h.Versions != nil {
 		t.Errorf("etcd-pause: %v, %v; want the default (no version)", h.Versions, err)
 	}
-	deb, err := env.EtcdBinary("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	debVersion, err := env.EtcdVersion(deb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	debVersion := debianEtcd(t)
 	_, err = Host{Versions: map[clients.Backend]string{clients.EtcdBackend: debVersion}}.clockedFor(jump)
 	if err == nil || !strings.Contains(err.Error(), "no clock fault reaches an etcd member") {
 		t.Errorf("the clock story on Debian's etcd %s: %v; want it refused with why", debVersion, err)
@@ -134,10 +113,7 @@ func TestReferenceOnAFixedServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd")
 	}
-	sc, err := scenarios.Find("etcd-lock-service-expired-waiter")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := findStory(t, "etcd-lock-service-expired-waiter")
 	played, err := scenarios.Resolve(sc, scenarios.Changes{Lock: "etcd", NoCounterfactual: true})
 	if err != nil {
 		t.Fatal(err)
@@ -159,4 +135,28 @@ func TestReferenceOnAFixedServer(t *testing.T) {
 	if rr := out.Reference.Run; rr.Expected != checker.Safe || rr.Fixed == "" {
 		t.Errorf("the reference on etcd %s: expected %s, fixed %q; want safe, fixed", v, rr.Expected, rr.Fixed)
 	}
+}
+
+// debianEtcd is the version of Debian's etcd, the default.
+func debianEtcd(t *testing.T) string {
+	t.Helper()
+	deb, err := env.EtcdBinary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := env.EtcdVersion(deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// findStory is the catalogue's story name.
+func findStory(t *testing.T, name string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Find(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
