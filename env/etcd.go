@@ -14,9 +14,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/locksim/locksim/clockshim"
-	"go.uber.org/zap"
 )
 
 // ErrEtcdNotFound says the etcd binary is not installed.

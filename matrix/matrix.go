@@ -9,13 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locksim/locksim/clients"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
 )
