@@ -548,6 +548,11 @@ func (s *suite) extendLost(t testing.TB) {
 	wantOK(t, b.Release(s.ctx(t), lb), "b's release")
 }
 
+// expiryMargin is how long after a lease's TTL (from its acquire's
+// start) the expiry check counts it gone from every server: a SET that
+// reached a node late keeps the key there that much longer.
+const expiryMargin = 250 * time.Millisecond
+
 func (s *suite) expiry(t testing.TB) {
 	if s.o.NoExpiry {
 		t.Skip("leases do not expire (Options.NoExpiry)")
@@ -580,6 +585,13 @@ func (s *suite) expiry(t testing.TB) {
 	if la.StillValid(s.o.WallClock) {
 		t.Errorf("a's lease is still valid by the lock's own measure (Validity %v, Deadline %v) after b was granted the lock %v after a's acquire began: two holders",
 			la.Validity, la.Deadline, granted.Round(time.Millisecond))
+	}
+	// b may be granted by a majority while a's key still lives on a node
+	// its SET reached a little later: a's release would then rightly
+	// delete its own key there. Wait until a's key has expired on every
+	// node (its TTL from a's start, plus a margin for a late SET).
+	if rest := time.Duration(la.Start + int64(ttl+expiryMargin) - clients.Monotonic()); rest > 0 {
+		time.Sleep(rest)
 	}
 	_, err = a.Extend(s.ctx(t), la, ttl)
 	wantNotHeld(t, err, "a's extend of its expired lease, while b holds the lock")
