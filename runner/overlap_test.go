@@ -24,10 +24,13 @@ func op(seq *int, client int, name string, from, to int, typ history.Type) []his
 // the window holds; with client 2's try-lock answered after 900ms (as
 // beside two busy loops), client 2's write begins after client 1's has
 // ended, the race never runs, and the run says so. A killed client's
-// window times nothing.
+// window times nothing. A try-lock held up by the lock and answered with
+// an error after 5s (tooz's through pgbouncer's transaction pool: the
+// pool's one connection is client 1's) times what follows by the lock:
+// no miss; answered granted after 5s, the miss stays.
 func TestMissedOverlap(t *testing.T) {
 	sc := counterfactual(t, "postgres-session")
-	play := func(tryLock int, kill bool) string {
+	play := func(tryLock int, kill bool, answer ...history.Type) string {
 		var o overlaps
 		var events []history.Event
 		seq := 0
@@ -41,9 +44,22 @@ func TestMissedOverlap(t *testing.T) {
 		}
 		events = append(events, op(&seq, 1, "acquire", 0, 1, history.Ok)...)
 		events = append(events, op(&seq, 1, "write", 1, 510, history.Ok)...)
-		events = append(events, op(&seq, 2, "acquire", 2, tryLock, history.Ok)...)
+		answered := history.Ok
+		if len(answer) > 0 {
+			answered = answer[0]
+		}
+		events = append(events, op(&seq, 2, "acquire", 2, tryLock, answered)...)
 		events = append(events, op(&seq, 2, "write", tryLock, tryLock+5, history.Ok)...)
 		return o.missed(sc, events)
+	}
+	if m := play(5000, false, history.Info); m != "" {
+		t.Errorf("try-lock held up, then no answer: missed %q", m)
+	}
+	if m := play(5000, false, history.Fail); m != "" {
+		t.Errorf("try-lock held up, then refused: missed %q", m)
+	}
+	if m := play(5000, false); !strings.Contains(m, "began at t=5.000s") {
+		t.Errorf("try-lock granted after 5s: missed %q", m)
 	}
 	if m := play(5, false); m != "" {
 		t.Errorf("on time: missed %q", m)
