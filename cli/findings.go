@@ -362,8 +362,16 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 			}
 		}
 		versions := serverVersions(*s)
+		clocked := clockedPass(*s, mine)
+		if clocked != "" {
+			versions = append(versions, clocked)
+		}
 		for i, v := range versions {
 			p := planned{s: s, hunt: i == 0}
+			stories := mine
+			if v == clocked && i > 0 {
+				stories = slices.DeleteFunc(slices.Clone(mine), func(sc *scenarios.Scenario) bool { return !sc.ClockOnNode() })
+			}
 			folder := slug(s.Name)
 			if v != "" {
 				p.host = runner.Host{Versions: map[clients.Backend]string{s.backend: v}}
@@ -377,7 +385,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 				return asFlag("--out", err)
 			}
 			p.dir = sub.Path()
-			if p.m, err = planFindings(s.Lock, mine, p.dir, s.problem()); err != nil {
+			if p.m, err = planFindings(s.Lock, stories, p.dir, s.problem()); err != nil {
 				return err
 			}
 			clocklessNA(p.m, s.backend, v)
@@ -639,7 +647,8 @@ func clocklessNA(m *matrix.Matrix, b clients.Backend, v string) {
 // on, the default first: for a registered lock whose servers come in
 // several versions here (backends.Versioned: etcd), each of them; for a
 // client program, the default alone (its library is the subject, not the
-// server); [""] for servers of one version.
+// server; clockedPass adds one for its clock stories); [""] for servers
+// of one version.
 func serverVersions(s subject) []string {
 	b, _ := backends.Lookup(s.backend)
 	vb, ok := b.(backends.Versioned)
@@ -654,6 +663,28 @@ func serverVersions(s subject) []string {
 		return vs[:1]
 	}
 	return vs
+}
+
+// clockedPass is the version a client program's stories that move a
+// server's clock are played on besides its default (which plays them as
+// n/a cells saying why: Debian's etcd takes no clock fault): the newest
+// one a clock fault reaches. "" for a registered lock (it plays every
+// version), for servers whose default takes clock faults, or when s has
+// no such story or no such version is here.
+func clockedPass(s subject, stories []*scenarios.Scenario) string {
+	if s.Program == nil || !slices.ContainsFunc(stories, (*scenarios.Scenario).ClockOnNode) {
+		return ""
+	}
+	b, _ := backends.Lookup(s.backend)
+	cv, ok := b.(backends.ClockVersioned)
+	if !ok || cv.ClocklessIn("") == "" {
+		return ""
+	}
+	v, err := cv.ClockedVersion()
+	if err != nil {
+		return ""
+	}
+	return v
 }
 
 // versionsLine says, for the page's header, the versions of the servers

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/findings"
 	"github.com/locksim/locksim/history"
@@ -550,5 +551,37 @@ func TestClocklessCells(t *testing.T) {
 	}
 	if pause.Played == nil || pause.NA != "" {
 		t.Errorf("etcd-pause on etcd 0.0.1: n/a %q; want it played", pause.NA)
+	}
+}
+
+// TestClockedPass: a client program on etcd plays its stories that move
+// a member's clock on the newest hooked build as well (Debian's etcd,
+// its default, takes none); a registered lock, which plays every
+// version, and a program without such a story get no extra pass.
+func TestClockedPass(t *testing.T) {
+	var list []*scenarios.Scenario
+	for _, name := range []string{"etcd-member-clock-jump", "etcd-pause"} {
+		sc, err := scenarios.Find(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, sc)
+	}
+	b, _ := backends.Lookup(clients.EtcdBackend)
+	want, err := b.(backends.ClockVersioned).ClockedVersion()
+	if err != nil {
+		t.Fatalf("%v (make test-deps builds etcd with the clock hook)", err)
+	}
+	program := subject{Subject: findings.Subject{Name: "node-etcd3", Lock: "etcd", Program: []string{"node", "examples/node-etcd3/client.js"}}, backend: clients.EtcdBackend}
+	if got := clockedPass(program, list); got != want {
+		t.Errorf("program with a clock story: %q, want %q", got, want)
+	}
+	if got := clockedPass(program, list[1:]); got != "" {
+		t.Errorf("program without a clock story: %q, want none", got)
+	}
+	own := program
+	own.Program = nil
+	if got := clockedPass(own, list); got != "" {
+		t.Errorf("registered lock: %q, want none (it plays every version)", got)
 	}
 }
