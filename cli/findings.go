@@ -44,6 +44,8 @@ type findingsOptions struct {
 	seed       int64
 	shard      string
 	shards     int
+	// jobs is how many shards of the run play at once on this machine.
+	jobs int
 	// report and repeat are --report's: the subject, and how many times
 	// each of its findings is played again.
 	report string
@@ -77,7 +79,12 @@ locksim image has no Node.js or Python).
 To spread it over N machines, run it on each with the same flags and
 --shard I/N (or auto, as sim sweep reads it) and a --doc of its own: each
 plays every Nth lock and writes only those. Then sim findings merge
-joins the shards' FILE.json into --doc.
+joins the shards' FILE.json into --doc. --jobs N does that on this
+machine: N shard processes at once, each into DIR/shard-I (its log
+there), then merged into --doc. A story's run is mostly waiting, so two
+at once take little more than one; each row records the load it played
+at, and a row played busier than the cores is not written over an idle
+one.
 
 --report NAME writes docs/findings/NAME.md (beside --doc; a client
 program gets a page for each of its servers: node-redlock-redis.md and
@@ -95,6 +102,7 @@ not errors), 2 bad input, or a cell the harness could not run (the page
 is written, that cell saying why), 130 interrupted (nothing is written
 to FILE).`,
 		Example: `  sim findings                              # every lock and program: about 40 minutes on 2 cores
+  sim findings --jobs 2                     # two shards at once on this machine, merged
   sim findings --only sesamecare-redlock    # one program, when it releases a new version
   sim findings --only redsync,rueidislock --hunt-budget 2m
   sim findings --report node-redlock        # its findings as issues: docs/findings/node-redlock-redis.md and -redlock.md`,
@@ -107,11 +115,19 @@ to FILE).`,
 				idleFlag{"hunt-budget", report, "with --report (it hunts nothing)"},
 				idleFlag{"hunt-runs", report, "with --report (it hunts nothing)"},
 				idleFlag{"shard", report, "with --report"},
+				idleFlag{"jobs", report, "with --report"},
+				idleFlag{"jobs", o.shard != "", "with --shard (a shard plays in one process)"},
 				idleFlag{"repeat", !report, "without --report"}); err != nil {
 				return err
 			}
 			if report {
 				return cmdFindingsReport(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
+			if o.jobs > 1 {
+				if err := checkFindings(o); err != nil {
+					return err
+				}
+				return cmdFindingsJobs(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			return cmdFindings(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -126,6 +142,7 @@ to FILE).`,
 	f.IntVar(&o.huntRuns, "hunt-runs", hunt.DefaultRuns, "each hunt's most candidates (`N`)")
 	f.Int64Var(&o.seed, "seed", 1, "seed `S` of the hunts")
 	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the locks, into a --doc of its own (sim findings merge joins them); auto: the index from "+sharding.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sharding.EnvShardIndex+", both from 0")
+	f.IntVar(&o.jobs, "jobs", 1, "play the locks in `N` processes at once, each a shard of the run (as --shard I/N), and merge their pages into --doc")
 	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sharding.EnvShards+")")
 	f.StringVar(&o.report, "report", "", "write docs/findings/`NAME`.md instead of the page: each finding the page lists about lock NAME (and its hunt's), played again --repeat times beside its reference, as an issue its maintainer can act on")
 	f.IntVar(&o.repeat, "repeat", DefaultReportRepeat, "with --report: how many times each finding is played (`N`): the report says k of N")
@@ -266,12 +283,32 @@ func ofShard(subs []subject, shard sharding.Shard) []subject {
 	return out
 }
 
-func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Writer) error {
+// checkFindings refuses flags of o that no run of it could take.
+func checkFindings(o findingsOptions) error {
 	if o.huntBudget <= 0 || o.huntRuns < 1 {
 		return errors.New("--hunt-budget: expected a positive duration; --hunt-runs: expected 1 or more")
 	}
+	if o.jobs < 1 {
+		return fmt.Errorf("--jobs %d: expected 1 or more", o.jobs)
+	}
 	if !strings.HasSuffix(o.doc, ".md") {
 		return fmt.Errorf("--doc %s: expected a Markdown file (.md); its .html and .json are written beside it", o.doc)
+	}
+	base := strings.TrimSuffix(o.doc, ".md")
+	if _, err := findings.Load(base + ".json"); err != nil {
+		return asFlag("--doc", err)
+	}
+	for _, p := range []string{o.doc, base + ".html"} {
+		if err := outdir.CheckFile(p); err != nil {
+			return asFlag("--doc", err)
+		}
+	}
+	return nil
+}
+
+func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Writer) error {
+	if err := checkFindings(o); err != nil {
+		return err
 	}
 	base := strings.TrimSuffix(o.doc, ".md")
 	report, err := findings.Load(base + ".json")
@@ -291,11 +328,6 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		}
 		// A shard's page holds its locks only.
 		report.Subjects, report.Shard = nil, o.shard
-	}
-	for _, p := range []string{o.doc, base + ".html"} {
-		if err := outdir.CheckFile(p); err != nil {
-			return asFlag("--doc", err)
-		}
 	}
 	all, err := subjects(ctx, o.examples)
 	if err != nil {

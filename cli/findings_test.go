@@ -2,12 +2,17 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
@@ -583,5 +588,81 @@ func TestClockedPass(t *testing.T) {
 	own.Program = nil
 	if got := clockedPass(own, list); got != "" {
 		t.Errorf("registered lock: %q, want none (it plays every version)", got)
+	}
+}
+
+// TestFindingsJobs plays the user's path of sim findings --jobs 2: two
+// shard processes at once, each with its log and page under --out, their
+// locks merged into --doc. Then the same run interrupted (SIGINT, as
+// Ctrl-C) once its shards play: it exits 130, writes no --doc, and
+// leaves no process of its shards running.
+func TestFindingsJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts python3, redis-server, memcached and PostgreSQL")
+	}
+	examples, err := filepath.Abs(filepath.Join("..", "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(simMainEnv, "1") // the shards are this binary, run as sim
+	tmp := t.TempDir()
+	doc, out := filepath.Join(tmp, "findings.md"), filepath.Join(tmp, "runs")
+	args := []string{"findings", "--jobs", "2", "--only", "my-lock,memcached", "--examples", examples, "--hunt-runs", "2"}
+	code, stdout, stderr := sim(t, append(args, "--doc", doc, "--out", out)...)
+	if code != exitOK || !strings.Contains(stdout, "2 lock(s) from 2 shard(s)") || !strings.Contains(stderr, "sim findings: 2 shards in ") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	r, err := findings.Load(filepath.Join(tmp, "findings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range r.Subjects {
+		names = append(names, s.Name)
+		if len(s.Cells) == 0 || s.Hunt == nil {
+			t.Errorf("%s: %d cells, hunt %v", s.Name, len(s.Cells), s.Hunt)
+		}
+	}
+	if slices.Sort(names); strings.Join(names, " ") != "memcached my-lock" || r.Shard != "" {
+		t.Errorf("merged page: locks %v, shard %q; want memcached and my-lock, no shard", names, r.Shard)
+	}
+	for _, f := range []string{"shard-1/log", "shard-2/log", "shard-1/findings.json", "shard-2/runs"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// Interrupted while its shards play.
+	b := make([]byte, 8)
+	rand.Read(b)
+	mark := "LOCKSIM_TEST_MARK=" + hex.EncodeToString(b)
+	doc2 := filepath.Join(tmp, "again", "findings.md")
+	cmd := exec.Command(os.Args[0], append(args, "--doc", doc2, "--out", filepath.Join(tmp, "again-runs"))...)
+	cmd.Env = append(os.Environ(), mark)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(markedProcs(mark)) < 5 && time.Now().Before(deadline) { // sim, two shards, their servers
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := len(markedProcs(mark)); n < 5 {
+		cmd.Process.Kill()
+		t.Fatalf("%d processes running, want sim, its two shards and their servers:\n%s", n, strings.Join(markedProcs(mark), "\n"))
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Errorf("exit after SIGINT: %v, want code %d", err, exitInterrupted)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for len(markedProcs(mark)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := markedProcs(mark); len(left) > 0 {
+		t.Errorf("left running after SIGINT:\n%s", strings.Join(left, "\n"))
+	}
+	if _, err := os.Stat(doc2); err == nil {
+		t.Errorf("%s written by an interrupted run", doc2)
 	}
 }
