@@ -580,6 +580,7 @@ func findingsCells(s findings.Subject, m *matrix.Matrix, server string, other bo
 // subject's cells counted as notCounted says.
 func writeFindings(r *findings.Report, doc, base string, stdout io.Writer) error {
 	notCounted(r)
+	unsteadyHunts(r)
 	if err := tellers(r); err != nil {
 		return err
 	}
@@ -652,6 +653,21 @@ func notCounted(r *findings.Report) {
 				}
 			}
 		}
+	}
+}
+
+// unsteadyHunts makes a hunt's find whose replays did not hold it
+// (hunt.Unsteady: "reproduced 0 of 3") a hunt that found nothing, saying
+// so, in every subject, refreshed or not: sim hunt itself calls it "a
+// violation this machine's timing gives now and then".
+func unsteadyHunts(r *findings.Report) {
+	for i := range r.Subjects {
+		h := r.Subjects[i].Hunt
+		if h == nil || !h.Found || !hunt.Unsteady(h.Reproduced) {
+			continue
+		}
+		h.Unsteady = h.Reproduced + ": " + h.Summary
+		h.Found, h.Summary, h.Reproduced, h.Story, h.Trap, h.Schedule, h.ToldBy, h.Untold = false, "", "", "", "", "", "", false
 	}
 }
 

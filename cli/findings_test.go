@@ -666,3 +666,21 @@ func TestFindingsJobs(t *testing.T) {
 		t.Errorf("%s written by an interrupted run", doc2)
 	}
 }
+
+// TestUnsteadyHunts: a hunt's find whose replays held it fewer than
+// hunt.MustBreak times is, at every write, a hunt that found nothing
+// steady (the page says why); one that held 2 of 3 stays a find.
+func TestUnsteadyHunts(t *testing.T) {
+	r := &findings.Report{Subjects: []findings.Subject{
+		{Name: "a", Hunt: &findings.Hunt{Baseline: "zookeeper", Found: true, Runs: 1, Summary: "unsafe: lost update", Reproduced: "reproduced 0 of 3", Story: "name: x"}},
+		{Name: "b", Hunt: &findings.Hunt{Baseline: "redis", Found: true, Runs: 4, Summary: "unsafe: y", Reproduced: "reproduced 2 of 3"}},
+	}}
+	unsteadyHunts(r)
+	a, b := r.Subjects[0].Hunt, r.Subjects[1].Hunt
+	if a.Found || a.Story != "" || a.Unsteady != "reproduced 0 of 3: unsafe: lost update" {
+		t.Errorf("0 of 3: found %v, story %q, unsteady %q; want no find, saying why", a.Found, a.Story, a.Unsteady)
+	}
+	if !b.Found || b.Unsteady != "" {
+		t.Errorf("2 of 3: found %v, unsteady %q; want a find", b.Found, b.Unsteady)
+	}
+}

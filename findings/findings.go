@@ -124,6 +124,11 @@ type Hunt struct {
 	// ReproducedLine), when it found one; "" when it found none, or was
 	// played before this was kept.
 	Reproduced string `json:"reproduced,omitempty"`
+	// Unsteady says a find whose shrunk story, played again, did not
+	// reproduce as often as sim hunt asks of a finding (hunt.MustBreak
+	// of hunt.Plays): "reproduced 0 of 3: unsafe: ..."; the hunt then
+	// counts as finding nothing (Found false).
+	Unsteady string `json:"unsteady,omitempty"`
 	// Trap names what a hunt with no baseline found when its shrunk story
 	// is a catalogue story's schedule that every lock without fencing
 	// shares ("the pause past the TTL, the schedule of
@@ -316,6 +321,8 @@ func (s Subject) Meaning() string {
 		fmt.Fprintf(&b, "%s found, in %d candidate(s), a schedule that breaks it and that no catalogue story tells: %s.", hunt, h.Runs, h.Summary)
 	case h.Found:
 		fmt.Fprintf(&b, "%s found a schedule that breaks it in %d candidate(s): %s.", hunt, h.Runs, h.Summary)
+	case h.Unsteady != "":
+		fmt.Fprintf(&b, "%s found one violation in %d candidate(s) that its replays did not hold (%s): this machine's timing now and then, not counted.", hunt, h.Runs, h.Unsteady)
 	case h.Baseline != "":
 		fmt.Fprintf(&b, "%s, with %s (the lock it stands in for) as its baseline, found no schedule on which it ends worse than that lock in %d candidate(s) (%.0f s).", hunt, h.Baseline, h.Runs, h.Seconds)
 	default:

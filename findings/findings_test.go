@@ -113,6 +113,9 @@ func TestHuntWord(t *testing.T) {
 		{Hunt{Baseline: "redis", Runs: 4, Found: true, Summary: "unsafe: x", Reproduced: "reproduced 2 of 3 as it tells (1 more unsafe by another path)"},
 			"worse than redis: unsafe (4 candidates); reproduced 2 of 3 as it tells (1 more unsafe by another path)"},
 		{Hunt{Baseline: "redis", Runs: 40, Reproduced: "reproduced 0 of 3"}, "nothing worse than redis in 40 candidates"},
+		{Hunt{Baseline: "zookeeper", Runs: 1, Unsteady: "reproduced 0 of 3: unsafe: lost update on L"},
+			"nothing steadily worse than zookeeper in 1 candidates (one find reproduced 0 of 3: not counted)"},
+		{Hunt{Runs: 5, Unsteady: "reproduced 1 of 3: unsafe: x"}, "nothing steady in 5 candidates (one find reproduced 1 of 3: not counted)"},
 	} {
 		if got := c.h.Word(false); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.h, got, c.want)

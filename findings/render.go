@@ -141,6 +141,10 @@ func (h *Hunt) word(detail bool) string {
 		return fmt.Sprintf("found in %d candidates: %s", h.Runs, h.Summary)
 	case h.Found:
 		return fmt.Sprintf("found (%d candidates)", h.Runs)
+	case h.Unsteady != "" && h.Baseline != "":
+		return fmt.Sprintf("nothing steadily worse than %s in %d candidates (one find %s: not counted)", h.Baseline, h.Runs, h.unsteadyCount())
+	case h.Unsteady != "":
+		return fmt.Sprintf("nothing steady in %d candidates (one find %s: not counted)", h.Runs, h.unsteadyCount())
 	case h.Baseline != "":
 		return fmt.Sprintf("nothing worse than %s in %d candidates", h.Baseline, h.Runs)
 	}
@@ -173,10 +177,18 @@ func huntOn(h *Hunt) string {
 	return " on " + h.Server
 }
 
+// unsteadyCount is the "reproduced k of n" of an Unsteady find.
+func (h *Hunt) unsteadyCount() string {
+	count, _, _ := strings.Cut(h.Unsteady, ":")
+	return count
+}
+
 func huntSentence(h *Hunt) string {
 	switch {
 	case h.Error != "":
 		return "could not run: " + h.Error
+	case h.Unsteady != "":
+		return fmt.Sprintf("nothing steady after %d candidate(s), %.0f s: one find %s, not counted", h.Runs, h.Seconds, h.Unsteady)
 	case h.Found && h.Reproduced != "":
 		return fmt.Sprintf("found after %d candidate(s), %.0f s, %s: %s", h.Runs, h.Seconds, h.Reproduced, h.Summary)
 	case h.Found:

@@ -73,6 +73,16 @@ func (r *Result) NotReproduced() string {
 
 // ReproducedLine says how many runs of the final story ended unsafe as
 // it tells, and how many more by another path.
+// Unsteady says, of a find's ReproducedLine, that its replays held it
+// fewer than MustBreak times: no finding.
+func Unsteady(reproducedLine string) bool {
+	var k, n int
+	if _, err := fmt.Sscanf(reproducedLine, "reproduced %d of %d", &k, &n); err != nil {
+		return false
+	}
+	return k < MustBreak
+}
+
 func (r *Result) ReproducedLine() string {
 	s := fmt.Sprintf("reproduced %d of %d", r.Reproduced, r.ReproducedOf)
 	if r.OtherWay > 0 {
