@@ -101,8 +101,8 @@ Exit codes: 0 written (findings about the locks are the page's content,
 not errors), 2 bad input, or a cell the harness could not run (the page
 is written, that cell saying why), 130 interrupted (nothing is written
 to FILE).`,
-		Example: `  sim findings                              # every lock and program: about 40 minutes on 2 cores
-  sim findings --jobs 2                     # two shards at once on this machine, merged
+		Example: `  sim findings                              # every lock and program: about 100 minutes on 2 cores
+  sim findings --jobs 2                     # two shards at once on this machine, merged: about 52 minutes
   sim findings --only sesamecare-redlock    # one program, when it releases a new version
   sim findings --only redsync,rueidislock --hunt-budget 2m
   sim findings --report node-redlock        # its findings as issues: docs/findings/node-redlock-redis.md and -redlock.md`,
