@@ -283,6 +283,15 @@ func ofShard(subs []subject, shard sharding.Shard) []subject {
 	return out
 }
 
+// claimRuns claims o's --out, runs/findings-<time> when not given (and
+// sets o.out to it).
+func (o *findingsOptions) claimRuns() (*outdir.Dir, error) {
+	if o.out == "" {
+		o.out = filepath.Join("runs", "findings-"+time.Now().Format("20060102-150405"))
+	}
+	return claimOut(o.out, outdir.Runs, outID("sim findings"))
+}
+
 // checkFindings refuses flags of o that no run of it could take.
 func checkFindings(o findingsOptions) error {
 	if o.huntBudget <= 0 || o.huntRuns < 1 {
@@ -348,10 +357,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 			stories = append(stories, sc)
 		}
 	}
-	if o.out == "" {
-		o.out = filepath.Join("runs", "findings-"+time.Now().Format("20060102-150405"))
-	}
-	dir, err := claimOut(o.out, outdir.Runs, outID("sim findings"))
+	dir, err := o.claimRuns()
 	if err != nil {
 		return err
 	}

@@ -34,10 +34,7 @@ func cmdFindingsJobs(ctx context.Context, o findingsOptions, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	if o.out == "" {
-		o.out = filepath.Join("runs", "findings-"+time.Now().Format("20060102-150405"))
-	}
-	dir, err := claimOut(o.out, outdir.Runs, outID("sim findings"))
+	dir, err := o.claimRuns()
 	if err != nil {
 		return err
 	}
@@ -47,8 +44,8 @@ func cmdFindingsJobs(ctx context.Context, o findingsOptions, stdout, stderr io.W
 	errs := make([]error, o.jobs)
 	var wg sync.WaitGroup
 	started := time.Now()
-	fmt.Fprintf(stderr, "sim findings: %d shard processes at once, each into %s/shard-I (its progress in shard-I/log)\n", o.jobs, o.out)
-	for i := range o.jobs {
+	cmds := make([]*exec.Cmd, o.jobs)
+	for i := range o.jobs { // every shard's folder and log before any starts
 		shard := fmt.Sprintf("%d/%d", i+1, o.jobs)
 		sub, err := dir.Sub(fmt.Sprintf("shard-%d", i+1), outdir.Runs, outID("sim findings --shard "+shard))
 		if err != nil {
@@ -68,17 +65,27 @@ func cmdFindingsJobs(ctx context.Context, o findingsOptions, stdout, stderr io.W
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 		cmd.WaitDelay = jobsWait
+		cmds[i] = cmd
+	}
+	fmt.Fprintf(stderr, "sim findings: %d shard processes at once, each into %s/shard-I (its progress in shard-I/log)\n", o.jobs, o.out)
+	var startErr error
+	for i, cmd := range cmds {
 		if err := cmd.Start(); err != nil {
-			return err
+			startErr = fmt.Errorf("shard %d/%d would not start: %w; nothing written to %s", i+1, o.jobs, err, o.doc)
+			stop() // the shards started stop too
+			break
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errs[i] = cmd.Wait()
-			fmt.Fprintf(stderr, "sim findings: shard %s %s after %s\n", shard, exitWord(errs[i]), time.Since(started).Round(time.Second))
+			fmt.Fprintf(stderr, "sim findings: shard %d/%d %s after %s\n", i+1, o.jobs, exitWord(errs[i]), time.Since(started).Round(time.Second))
 		}()
 	}
 	wg.Wait()
+	if startErr != nil {
+		return startErr
+	}
 	if ctx.Err() != nil {
 		return interrupted("interrupted; nothing written to %s; the runs so far are in %s", o.doc, o.out)
 	}

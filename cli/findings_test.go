@@ -537,14 +537,7 @@ func TestReplayOfACounterfactualCell(t *testing.T) {
 // that moves a member's clock is n/a with the reason, and the other
 // stories are played as planned.
 func TestClocklessCells(t *testing.T) {
-	var list []*scenarios.Scenario
-	for _, name := range []string{"etcd-member-clock-jump", "etcd-pause"} {
-		sc, err := scenarios.Find(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		list = append(list, sc)
-	}
+	list := catalogueStories(t, "etcd-member-clock-jump", "etcd-pause")
 	m, err := planFindings("etcd", list, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -564,14 +557,7 @@ func TestClocklessCells(t *testing.T) {
 // its default, takes none); a registered lock, which plays every
 // version, and a program without such a story get no extra pass.
 func TestClockedPass(t *testing.T) {
-	var list []*scenarios.Scenario
-	for _, name := range []string{"etcd-member-clock-jump", "etcd-pause"} {
-		sc, err := scenarios.Find(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		list = append(list, sc)
-	}
+	list := catalogueStories(t, "etcd-member-clock-jump", "etcd-pause")
 	b, _ := backends.Lookup(clients.EtcdBackend)
 	want, err := b.(backends.ClockVersioned).ClockedVersion()
 	if err != nil {
@@ -683,4 +669,18 @@ func TestUnsteadyHunts(t *testing.T) {
 	if !b.Found || b.Unsteady != "" {
 		t.Errorf("2 of 3: found %v, unsteady %q; want a find", b.Found, b.Unsteady)
 	}
+}
+
+// catalogueStories are the catalogue's stories of these names.
+func catalogueStories(t *testing.T, names ...string) []*scenarios.Scenario {
+	t.Helper()
+	var list []*scenarios.Scenario
+	for _, name := range names {
+		sc, err := scenarios.Find(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, sc)
+	}
+	return list
 }
