@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/locksim/locksim/cellkind"
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/cost"
 )
@@ -152,13 +153,13 @@ type Hunt struct {
 
 // Kinds of cell that mean something about the subject.
 const (
-	kindFinding = "finding"
-	kindDiffers = "differs"
-	kindPeer    = "peer"
-	kindMatch   = "match"
-	kindNA      = "na"
-	kindError   = "error"
-	kindStory   = "story"
+	kindFinding = cellkind.Finding
+	kindDiffers = cellkind.Differs
+	kindPeer    = cellkind.Peer
+	kindMatch   = cellkind.Match
+	kindNA      = cellkind.NA
+	kindError   = cellkind.Error
+	kindStory   = cellkind.Story
 	// KindUnrealistic is a cell that would be a finding, from a story
 	// whose fault is a form no real machine has
 	// (scenarios.Scenario.Unrealistic): it teaches, and is not counted

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"maps"
 	"strings"
+
+	"github.com/locksim/locksim/cellkind"
 )
 
 // intro says what the page is and how it was made, for both renderings.
@@ -27,7 +30,9 @@ stands in for none is hunted as it is, and its find is named by the
 catalogue story whose faults it has ("the schedule of redis-clock-jump"),
 or said to be one no catalogue story tells. locksim's own etcd locks play
 every etcd version here (Debian's, the default, and those make test-deps
-builds), a client program the default; each row names its version, and a
+builds), a client program the default (and the newest build for the
+stories that move a member's clock, which Debian's etcd does not feel);
+each row names its version, and a
 story whose bug a later version fixed says so. Every cell and every hunt
 gives the command that plays it again.
 
@@ -104,8 +109,13 @@ func (s Subject) LoadWords() string {
 	return fmt.Sprintf(" at load %.1f (%d cores)", s.Load, s.Cores)
 }
 
-// marks are the Markdown's signs for a cell's kind, as sim matrix's.
-var marks = map[string]string{"match": "✅ ", "differs": "❌ ", "finding": "🔎 ", "peer": "⚖️ ", "story": "⚠️ ", "unknown": "❔ ", "error": "💥 ", "na": "", KindUnrealistic: "🎓 "}
+// marks are the Markdown's signs for a cell's kind: sim matrix's, and
+// one for a cell not counted.
+var marks = func() map[string]string {
+	m := maps.Clone(cellkind.Marks)
+	m[KindUnrealistic] = "🎓 "
+	return m
+}()
 
 // Word says a hunt's result in a few words, as the page's table and sim
 // findings' lines give it; detail adds what a finding was.
@@ -247,15 +257,15 @@ func (r *Report) HTML() ([]byte, error) {
 
 var page = template.Must(template.New("findings").Funcs(template.FuncMap{
 	"anchor": anchor, "hunt": huntSentence, "plain": func(s string) string { return strings.ReplaceAll(s, "`", "") }, "huntWord": huntWord, "huntOn": huntOn, "join": strings.Join,
-	"played": func(s Subject) int { return len(s.Cells) - s.Count(kindNA) },
+	"played":  func(s Subject) int { return len(s.Cells) - s.Count(kindNA) },
+	"cellCSS": func() template.CSS { return cellkind.CSS },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>locksim findings</title>
 <style>
 body { font: 16px/1.45 system-ui, sans-serif; max-width: 72em; margin: 2em auto; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; } td, th { border: 1px solid #ccc; padding: .3em .5em; vertical-align: top; text-align: left; }
 code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6; padding: .8em; overflow-x: auto; }
-.match { background: #e3f4e3; } .differs { background: #f9d6d5; } .finding { background: #fbe3c2; } .peer { background: #e4e8f8; }
-.story { background: #fff3c4; } .unknown { background: #eee; } .error { background: #f0c0c0; } .na { color: #888; }
+{{cellCSS}}
 </style></head><body>
 <h1>Findings: what the stories and the hunts show about each lock</h1>
 <p>Rebuilt by <code>{{.Command}}</code>; <code>bin/sim findings --only NAME</code> refreshes one lock. Seed {{.Seed}}. {{.Machine}}</p>

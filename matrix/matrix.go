@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locksim/locksim/cellkind"
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/runner"
@@ -323,16 +324,16 @@ func (m *Matrix) Failed() *Cell {
 
 // Kinds of cell, for the HTML page's colours and the legend.
 const (
-	KindMatch   = "match"
-	KindDiffers = "differs"
-	KindFinding = "finding"
+	KindMatch   = cellkind.Match
+	KindDiffers = cellkind.Differs
+	KindFinding = cellkind.Finding
 	// KindPeer is a reference lock that ended worse than the story's own
 	// lock, another reference (Cell.Peer): what that design adds.
-	KindPeer    = "peer"
-	KindStory   = "story"
-	KindUnknown = "unknown"
-	KindNA      = "na"
-	KindError   = "error"
+	KindPeer    = cellkind.Peer
+	KindStory   = cellkind.Story
+	KindUnknown = cellkind.Unknown
+	KindNA      = cellkind.NA
+	KindError   = cellkind.Error
 )
 
 // Kinds lists the kinds of cell, each with its words in the tally and

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/locksim/locksim/cellkind"
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/matrix"
 )
@@ -46,12 +47,11 @@ func MatrixMarkdown(m *matrix.Matrix) string {
 	b.WriteString("\n| --- | --- |")
 	b.WriteString(strings.Repeat(" --- |", len(m.Locks)))
 	b.WriteString("\n")
-	marks := map[string]string{matrix.KindMatch: "✅ ", matrix.KindDiffers: "❌ ", matrix.KindFinding: "🔎 ", matrix.KindPeer: "⚖️ ", matrix.KindStory: "⚠️ ", matrix.KindUnknown: "❔ ", matrix.KindError: "💥 ", matrix.KindNA: ""}
 	for _, sc := range m.Scenarios {
 		fmt.Fprintf(&b, "| %s | %s |", mdCell(sc.Name), sc.Expected)
 		for _, l := range m.Locks {
 			c := m.Cell(l, sc.Name)
-			fmt.Fprintf(&b, " %s%s |", marks[c.Kind()], mdCell(c.Text(0)))
+			fmt.Fprintf(&b, " %s%s |", cellkind.Marks[c.Kind()], mdCell(c.Text(0)))
 		}
 		b.WriteString("\n")
 	}
@@ -68,7 +68,7 @@ func mdCell(s string) string {
 
 // matrixPage is the HTML page: one self-contained file (inline CSS, no
 // script, nothing fetched).
-var matrixPage = template.Must(template.New("matrix").Parse(`<!DOCTYPE html>
+var matrixPage = template.Must(template.New("matrix").Funcs(template.FuncMap{"cellCSS": func() template.CSS { return cellkind.CSS }}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -80,14 +80,8 @@ th, td { border: 1px solid #ccc; padding: .35em .6em; vertical-align: top; }
 th { background: #f3f3f3; text-align: left; }
 td.scenario { font-family: ui-monospace, monospace; white-space: nowrap; }
 td a { color: inherit; }
-.match { background: #e3f4e3; }
-.differs { background: #f9d6d5; }
-.finding { background: #fbe3c2; }
-.peer { background: #e4e8f8; }
-.story { background: #fdf0c8; }
-.unknown { background: #e8e8f4; }
-.error { background: #f4c7f0; }
-.na { color: #999; text-align: center; }
+{{cellCSS}}
+.na { text-align: center; }
 .legend span { display: inline-block; padding: .1em .5em; margin-right: .5em; border: 1px solid #ccc; }
 </style>
 </head>
