@@ -181,6 +181,21 @@ func (e *Etcd) acquire(ctx context.Context, key string, ttl, wait time.Duration)
 		return Lease{}, fmt.Errorf("etcd acquire: %w", err)
 	}
 	rev := m.Header().Revision
+	if wait > 0 {
+		// Lock answers with the revision at which its turn came, not its
+		// key's: a waiter's key was put when it began to wait. Release
+		// and Extend compare the key's create revision, and the fence is it.
+		g, err := cli.Get(ctx, m.Key())
+		if err == nil && len(g.Kvs) == 0 {
+			err = Refuse(ErrNotAcquired, history.ReasonExpired, "the lock key is gone as the wait ended (its lease expired)")
+		}
+		if err != nil {
+			sess.Orphan()
+			e.revoke(cli, grant.ID)
+			return Lease{}, err
+		}
+		rev = g.Kvs[0].CreateRevision
+	}
 	e.held[m.Key()] = &etcdHold{sess: sess, mutex: m, rev: rev}
 	// Validity 0: the client believes it holds the lock until it releases
 	// it, as etcd's recipe has it; the session keeps the lease alive for as

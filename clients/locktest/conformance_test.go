@@ -56,6 +56,7 @@ var expectFail = map[string]map[string]string{
 		// acquire (Redlock deletes its key on every node when it fails):
 		// a rival's refused acquire deletes the holder's key.
 		"exclusive":      "b's refused acquire undoes with a plain DEL, deleting a's key: c is granted",
+		"wait-release":   "b's refused tries delete a's key with a plain DEL, and a's release (a plain DEL) deletes the key b was then granted: b's release is refused",
 		"stale-release":  "a plain DEL deletes whoever holds the key",
 		"forged-release": "a plain DEL deletes whoever holds the key",
 		"extend":         "b's refused acquire deletes a's key, so a's release of its extended lease is refused",

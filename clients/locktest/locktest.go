@@ -156,6 +156,7 @@ type check struct {
 var checks = []check{
 	{"exclusive", (*suite).exclusive},
 	{"release-frees", (*suite).releaseFrees},
+	{"wait-release", (*suite).waitRelease},
 	{"stale-release", (*suite).staleRelease},
 	{"forged-release", (*suite).forgedRelease},
 	{"extend", (*suite).extend},
@@ -468,6 +469,41 @@ func (s *suite) releaseFrees(t testing.TB) {
 	wantOK(t, b.Release(s.ctx(t), lb), "b's release")
 	la2 := s.acquire(t, a, k, s.o.TTL, "a again, after b's release")
 	wantOK(t, a.Release(s.ctx(t), la2), "a's second release")
+}
+
+// waitRelease: a lock whose acquire can wait (clients.Waiter) grants a
+// waiter once the holder releases, with a fence above the holder's, and
+// the waiter's lease is its own to release. (etcd's Mutex.Lock answers
+// with the revision at which its turn came, not its key's: a release
+// that compared the one with the key's found its own key "gone".)
+func (s *suite) waitRelease(t testing.TB) {
+	a, b := s.lock(t), s.lock(t)
+	w, ok := b.(clients.Waiter)
+	if !ok {
+		t.Skip("the lock does not wait (clients.Waiter)")
+	}
+	k := key(t)
+	la := s.acquire(t, a, k, s.o.TTL, "a")
+	type grant struct {
+		lease clients.Lease
+		err   error
+	}
+	got := make(chan grant, 1)
+	ctx := s.ctx(t)
+	go func() {
+		l, err := w.AcquireWait(ctx, k, s.o.TTL, s.o.Timeout/2)
+		got <- grant{l, err}
+	}()
+	time.Sleep(s.o.Timeout / 8) // b waits behind a
+	wantOK(t, a.Release(s.ctx(t), la), "a's release while b waits")
+	g := <-got
+	if g.err != nil {
+		t.Fatalf("b's waiting acquire, after a's release: %s", describe(g.err))
+	}
+	if la.Fence != 0 && g.lease.Fence <= la.Fence {
+		t.Errorf("b's fence %d after a's %d: want it above", g.lease.Fence, la.Fence)
+	}
+	wantOK(t, b.Release(s.ctx(t), g.lease), "b's release of the lease its wait was granted")
 }
 
 func (s *suite) staleRelease(t testing.TB) {
