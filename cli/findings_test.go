@@ -628,13 +628,25 @@ func TestFindingsJobs(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(markedProcs(mark)) < 5 && time.Now().Before(deadline) { // sim, two shards, their servers
+	// Each shard says how much it will play once it has read every
+	// program's hello and planned, just before it plays.
+	playing := func() bool {
+		for _, i := range []string{"1", "2"} {
+			log, _ := os.ReadFile(filepath.Join(tmp, "again-runs", "shard-"+i, "log"))
+			if !strings.Contains(string(log), "story run(s) and hunt(s)") {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !playing() && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if n := len(markedProcs(mark)); n < 5 {
+	time.Sleep(time.Second) // into their first stories
+	if n := len(markedProcs(mark)); !playing() || n < 3 {
 		cmd.Process.Kill()
-		t.Fatalf("%d processes running, want sim, its two shards and their servers:\n%s", n, strings.Join(markedProcs(mark), "\n"))
+		t.Fatalf("shards playing: %v; %d processes running, want sim and its two shards at least:\n%s", playing(), n, strings.Join(markedProcs(mark), "\n"))
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	err = cmd.Wait()
