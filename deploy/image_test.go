@@ -79,7 +79,7 @@ func TestImage(t *testing.T) {
 		t.Errorf("redlock-clock-jump in the image: verdict %q, expected %q; want unsafe (the clock shim at work)", r.Verdict, r.Expected)
 	}
 	code, out := inImage(t, runs, "sweep", "gen-pause", "--param", "pause=0.3ttl..3ttl", "--points", "2", "--trials", "2",
-		"--ttl", "100ms", "--duration", "120ms", "--seed", "5", "--locks", "redis,postgres-session", "-q", "--out", "/runs/sweep")
+		"--ttl", "300ms", "--duration", "360ms", "--seed", "5", "--locks", "redis,postgres-session", "-q", "--out", "/runs/sweep")
 	if code != 0 {
 		t.Fatalf("sim sweep in the image: exit %d\n%s", code, out)
 	}
