@@ -151,21 +151,11 @@ type Hunt struct {
 	Server string `json:"server,omitempty"`
 }
 
-// Kinds of cell that mean something about the subject.
-const (
-	kindFinding = cellkind.Finding
-	kindDiffers = cellkind.Differs
-	kindPeer    = cellkind.Peer
-	kindMatch   = cellkind.Match
-	kindNA      = cellkind.NA
-	kindError   = cellkind.Error
-	kindStory   = cellkind.Story
-	// KindUnrealistic is a cell that would be a finding, from a story
-	// whose fault is a form no real machine has
-	// (scenarios.Scenario.Unrealistic): it teaches, and is not counted
-	// against the library.
-	KindUnrealistic = "unrealistic"
-)
+// KindUnrealistic is a cell that would be a finding (cellkind.Finding),
+// from a story whose fault is a form no real machine has
+// (scenarios.Scenario.Unrealistic): it teaches, and is not counted against
+// the library.
+const KindUnrealistic = "unrealistic"
 
 // Count is how many of s's cells are of kind.
 func (s Subject) Count(kind string) int {
@@ -220,7 +210,7 @@ func (s Subject) ServersLine() string {
 func (s Subject) fixedSentences() []string {
 	var out []string
 	for _, c := range s.Cells {
-		if c.Fixed == "" || c.Kind != kindMatch || slices.ContainsFunc(out, func(o string) bool { return strings.HasPrefix(o, c.Story+"'s ") }) {
+		if c.Fixed == "" || c.Kind != cellkind.Match || slices.ContainsFunc(out, func(o string) bool { return strings.HasPrefix(o, c.Story+"'s ") }) {
 			continue
 		}
 		var shows, before []string
@@ -230,9 +220,9 @@ func (s Subject) fixedSentences() []string {
 			}
 			_, v, _ := strings.Cut(o.Server, " ")
 			switch {
-			case o.Fixed != "" && o.Kind == kindMatch:
+			case o.Fixed != "" && o.Kind == cellkind.Match:
 				shows = append(shows, v)
-			case o.Fixed == "" && o.Kind != kindNA:
+			case o.Fixed == "" && o.Kind != cellkind.NA:
 				before = append(before, o.verdictWord()+" on "+o.Server)
 			}
 		}
@@ -271,8 +261,8 @@ func AndList(xs []string) string {
 // the subject's users. It says only what the runs showed.
 func (s Subject) Meaning() string {
 	var b strings.Builder
-	played := len(s.Cells) - s.Count(kindNA)
-	worse := s.storiesOf(kindFinding)
+	played := len(s.Cells) - s.Count(cellkind.NA)
+	worse := s.storiesOf(cellkind.Finding)
 	on := ""
 	if line := s.ServersLine(); line != s.Servers {
 		on = " on " + line
@@ -283,7 +273,7 @@ func (s Subject) Meaning() string {
 	case len(worse) > 0:
 		fmt.Fprintf(&b, "Of %d stories played%s, it ended worse than the lock it stands in for on %d: %s. Each is a finding about it: the same faults leave the reference safe. ",
 			played, on, len(worse), strings.Join(worse, ", "))
-	case s.Program == nil && s.Count(kindMatch) == played:
+	case s.Program == nil && s.Count(cellkind.Match) == played:
 		fmt.Fprintf(&b, "Of %d stories played%s, every one ended as the story (or its reference) expects. ", played, on)
 	default:
 		fmt.Fprintf(&b, "Of %d stories played%s, none ended worse than the lock it stands in for. ", played, on)
@@ -295,13 +285,13 @@ func (s Subject) Meaning() string {
 		fmt.Fprintf(&b, "It also ended worse on %s, whose fault is a form no machine has (a client's wall clock drifting while its monotonic clock does not): that teaches, and is not counted. ",
 			strings.Join(u, ", "))
 	}
-	if p := s.storiesOf(kindPeer); len(p) > 0 {
+	if p := s.storiesOf(cellkind.Peer); len(p) > 0 {
 		fmt.Fprintf(&b, "It ended worse than the story's own lock, another of locksim's references, on %s: what that lock's design adds, not a finding about this one. ", strings.Join(p, ", "))
 	}
-	if d := s.storiesOf(kindDiffers); len(d) > 0 {
+	if d := s.storiesOf(cellkind.Differs); len(d) > 0 {
 		fmt.Fprintf(&b, "Its own stories ended otherwise than they tell on %s. ", strings.Join(d, ", "))
 	}
-	if na := s.Count(kindNA); na > 0 {
+	if na := s.Count(cellkind.NA); na > 0 {
 		fmt.Fprintf(&b, "%d stor%s could not be played with it (each cell says why). ", na, plural(na, "y", "ies"))
 	}
 	hunt := "The hunt"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/locksim/locksim/cellkind"
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/history"
 )
@@ -51,7 +52,7 @@ func (s Subject) Measures() []Measure {
 			m.Story, m.Notice = c.Story, c.Notice
 			if c.Notice == nil {
 				m.Why = c.Text
-				if c.Kind != kindNA && c.Kind != kindError && c.Kind != kindStory {
+				if c.Kind != cellkind.NA && c.Kind != cellkind.Error && c.Kind != cellkind.Story {
 					m.Why = "not measured when this cell was played"
 				}
 			}
@@ -66,7 +67,7 @@ func (s Subject) Measures() []Measure {
 func (s Subject) firstCell(stories []string, na bool) (Cell, bool) {
 	for _, story := range stories {
 		for _, c := range s.Cells {
-			if c.Story == story && (c.Kind == kindNA) == na {
+			if c.Story == story && (c.Kind == cellkind.NA) == na {
 				return c, true
 			}
 		}
