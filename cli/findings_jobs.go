@@ -40,7 +40,8 @@ func cmdFindingsJobs(ctx context.Context, o findingsOptions, stdout, stderr io.W
 	}
 	ctx, stop := untilStopped(ctx)
 	defer stop()
-	pages := make([]string, o.jobs)
+	pages := make([]string, o.jobs) // each shard's findings.md
+	jsons := make([]string, o.jobs) // and its findings.json
 	errs := make([]error, o.jobs)
 	var wg sync.WaitGroup
 	started := time.Now()
@@ -56,7 +57,7 @@ func cmdFindingsJobs(ctx context.Context, o findingsOptions, stdout, stderr io.W
 			return err
 		}
 		defer log.Close()
-		pages[i] = filepath.Join(sub.Path(), "findings.md")
+		pages[i], jsons[i] = filepath.Join(sub.Path(), "findings.md"), filepath.Join(sub.Path(), "findings.json")
 		args := append([]string{"findings", "--shard", shard, "--doc", pages[i], "--out", filepath.Join(sub.Path(), "runs")}, o.passed()...)
 		cmd := exec.CommandContext(ctx, self, args...)
 		cmd.Stdout, cmd.Stderr = log, log
@@ -94,15 +95,11 @@ func cmdFindingsJobs(ctx context.Context, o findingsOptions, stdout, stderr io.W
 		var x *exec.ExitError
 		switch {
 		case err == nil:
-		case errors.As(err, &x) && x.ExitCode() == exitHarness && exists(strings.TrimSuffix(pages[i], ".md")+".json"):
+		case errors.As(err, &x) && x.ExitCode() == exitHarness && exists(jsons[i]):
 			partial = append(partial, fmt.Sprintf("shard %d/%d", i+1, o.jobs))
 		default:
 			return fmt.Errorf("shard %d/%d: %v; nothing written to %s (its log: %s)", i+1, o.jobs, err, o.doc, filepath.Join(filepath.Dir(pages[i]), "log"))
 		}
-	}
-	var jsons []string
-	for _, p := range pages {
-		jsons = append(jsons, strings.TrimSuffix(p, ".md")+".json")
 	}
 	if err := cmdFindingsMerge(jsons, o.doc, stdout); err != nil {
 		return err
