@@ -124,7 +124,7 @@ to FILE).`,
 				return cmdFindingsReport(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			if o.jobs > 1 {
-				if err := checkFindings(o); err != nil {
+				if _, err := checkFindings(o); err != nil {
 					return err
 				}
 				return cmdFindingsJobs(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -292,38 +292,37 @@ func (o *findingsOptions) claimRuns() (*outdir.Dir, error) {
 	return claimOut(o.out, outdir.Runs, outID("sim findings"))
 }
 
-// checkFindings refuses flags of o that no run of it could take.
-func checkFindings(o findingsOptions) error {
+// checkFindings refuses flags of o that no run of it could take, and
+// returns the page --doc's .json holds (empty when there is none).
+func checkFindings(o findingsOptions) (*findings.Report, error) {
 	if o.huntBudget <= 0 || o.huntRuns < 1 {
-		return errors.New("--hunt-budget: expected a positive duration; --hunt-runs: expected 1 or more")
+		return nil, errors.New("--hunt-budget: expected a positive duration; --hunt-runs: expected 1 or more")
 	}
 	if o.jobs < 1 {
-		return fmt.Errorf("--jobs %d: expected 1 or more", o.jobs)
+		return nil, fmt.Errorf("--jobs %d: expected 1 or more", o.jobs)
 	}
 	if !strings.HasSuffix(o.doc, ".md") {
-		return fmt.Errorf("--doc %s: expected a Markdown file (.md); its .html and .json are written beside it", o.doc)
-	}
-	base := strings.TrimSuffix(o.doc, ".md")
-	if _, err := findings.Load(base + ".json"); err != nil {
-		return asFlag("--doc", err)
-	}
-	for _, p := range []string{o.doc, base + ".html"} {
-		if err := outdir.CheckFile(p); err != nil {
-			return asFlag("--doc", err)
-		}
-	}
-	return nil
-}
-
-func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Writer) error {
-	if err := checkFindings(o); err != nil {
-		return err
+		return nil, fmt.Errorf("--doc %s: expected a Markdown file (.md); its .html and .json are written beside it", o.doc)
 	}
 	base := strings.TrimSuffix(o.doc, ".md")
 	report, err := findings.Load(base + ".json")
 	if err != nil {
-		return asFlag("--doc", err)
+		return nil, asFlag("--doc", err)
 	}
+	for _, p := range []string{o.doc, base + ".html"} {
+		if err := outdir.CheckFile(p); err != nil {
+			return nil, asFlag("--doc", err)
+		}
+	}
+	return report, nil
+}
+
+func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Writer) error {
+	report, err := checkFindings(o)
+	if err != nil {
+		return err
+	}
+	base := strings.TrimSuffix(o.doc, ".md")
 	if o.shard, err = resolveShard(o.shard, o.shards, os.LookupEnv); err != nil {
 		return err
 	}
