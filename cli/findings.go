@@ -44,6 +44,9 @@ type findingsOptions struct {
 	seed       int64
 	shard      string
 	shards     int
+	// balance is the page (a findings .json) whose rows' times deal the
+	// locks to the shards ("": every Nth).
+	balance string
 	// jobs is how many shards of the run play at once on this machine.
 	jobs int
 	// report and repeat are --report's: the subject, and how many times
@@ -78,13 +81,15 @@ locksim image has no Node.js or Python).
 
 To spread it over N machines, run it on each with the same flags and
 --shard I/N (or auto, as sim sweep reads it) and a --doc of its own: each
-plays every Nth lock and writes only those. Then sim findings merge
-joins the shards' FILE.json into --doc. --jobs N does that on this
-machine: N shard processes at once, each into DIR/shard-I (its log
-there), then merged into --doc. A story's run is mostly waiting, so two
-at once take little more than one; each row records the load it played
-at, and a row played busier than the cores is not written over an idle
-one.
+plays every Nth lock (with --balance PAGE.json, the locks dealt out by
+their rows' times on that page, longest first) and writes only those.
+Then sim findings merge joins the shards' FILE.json into --doc. --jobs
+N does that on this machine: N shard processes at once, each into
+DIR/shard-I (its log there), the locks dealt out by the times on
+--doc's .json, then merged into --doc. A story's run is mostly
+waiting, so two at once take little more than one; each row records
+the load it played at, and a row played busier than the cores is not
+written over an idle one.
 
 --report NAME writes docs/findings/NAME.md (beside --doc; a client
 program gets a page for each of its servers: node-redlock-redis.md and
@@ -117,6 +122,7 @@ to FILE).`,
 				idleFlag{"shard", report, "with --report"},
 				idleFlag{"jobs", report, "with --report"},
 				idleFlag{"jobs", o.shard != "", "with --shard (a shard plays in one process)"},
+				idleFlag{"balance", report || (o.shard == "" && o.jobs <= 1), "without --shard or --jobs (one process plays every lock)"},
 				idleFlag{"repeat", !report, "without --report"}); err != nil {
 				return err
 			}
@@ -143,6 +149,7 @@ to FILE).`,
 	f.Int64Var(&o.seed, "seed", 1, "seed `S` of the hunts")
 	f.StringVar(&o.shard, "shard", "", "play only shard `I/N` of the locks, into a --doc of its own (sim findings merge joins them); auto: the index from "+sharding.EnvJobIndex+" (a Kubernetes Indexed Job) or "+sharding.EnvShardIndex+", both from 0")
 	f.IntVar(&o.jobs, "jobs", 1, "play the locks in `N` processes at once, each a shard of the run (as --shard I/N), and merge their pages into --doc")
+	f.StringVar(&o.balance, "balance", "", "deal the locks to the shards by their rows' times on the page `FILE` (a findings .json), longest first, so that the shards end about together (default: every Nth lock; --jobs: --doc's .json when it exists)")
 	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sharding.EnvShards+")")
 	f.StringVar(&o.report, "report", "", "write docs/findings/`NAME`.md instead of the page: each finding the page lists about lock NAME (and its hunt's), played again --repeat times beside its reference, as an issue its maintainer can act on")
 	f.IntVar(&o.repeat, "repeat", DefaultReportRepeat, "with --report: how many times each finding is played (`N`): the report says k of N")
@@ -271,16 +278,56 @@ func only(all []subject, names []string) ([]subject, error) {
 	return out, nil
 }
 
-// ofShard keeps the subjects shard plays: every Nth of the list, which
-// every shard computes alike (all of them for no shard).
-func ofShard(subs []subject, shard sharding.Shard) []subject {
+// ofShard keeps the subjects shard plays, which every shard computes
+// alike (all of them for no shard): with times (a row's seconds by its
+// name) the subjects are dealt out by them, longest first
+// (sharding.Balance; a subject without a time weighs their mean); with
+// none, every Nth of the list.
+func ofShard(subs []subject, shard sharding.Shard, times map[string]float64) []subject {
+	var of []int
+	if len(times) > 0 {
+		mean := 0.0
+		for _, t := range times {
+			mean += t / float64(len(times))
+		}
+		w := make([]float64, len(subs))
+		for i, s := range subs {
+			w[i] = mean
+			if t, ok := times[s.Name]; ok {
+				w[i] = t
+			}
+		}
+		of = sharding.Balance(w, shard.N)
+	}
 	var out []subject
 	for i, s := range subs {
-		if shard.Has(i) {
+		if (of == nil && shard.Has(i)) || (of != nil && of[i] == shard.I-1) {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// rowTimes reads the rows' times of the findings page path (.json), by
+// subject name, for --balance.
+func rowTimes(path string) (map[string]float64, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("--balance %s: %v", path, errors.Unwrap(err))
+	}
+	r, err := findings.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("--balance %s: not a findings .json locksim wrote", path)
+	}
+	times := map[string]float64{}
+	for _, s := range r.Subjects {
+		if s.Seconds > 0 {
+			times[s.Name] = s.Seconds
+		}
+	}
+	if len(times) == 0 {
+		return nil, fmt.Errorf("--balance %s: no row of it has a time (its rows' seconds): expected a page sim findings wrote", path)
+	}
+	return times, nil
 }
 
 // claimRuns claims o's --out, runs/findings-<time> when not given (and
@@ -337,6 +384,12 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		// A shard's page holds its locks only.
 		report.Subjects, report.Shard = nil, o.shard
 	}
+	var times map[string]float64
+	if o.balance != "" && shard.N > 1 {
+		if times, err = rowTimes(o.balance); err != nil {
+			return err
+		}
+	}
 	all, err := subjects(ctx, o.examples)
 	if err != nil {
 		return err
@@ -345,7 +398,7 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	subs = ofShard(subs, shard)
+	subs = ofShard(subs, shard, times)
 	var stories []*scenarios.Scenario
 	list, err := scenarios.Select(true, nil)
 	if err != nil {

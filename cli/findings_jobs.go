@@ -38,6 +38,15 @@ func cmdFindingsJobs(ctx context.Context, o findingsOptions, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	// The shards split the locks by the rows' times on --doc's page, when
+	// it has them: one shard of every Nth lock ended 5 minutes after the
+	// other (2026-12-06).
+	balance := ""
+	if json := strings.TrimSuffix(o.doc, ".md") + ".json"; o.balance == "" {
+		if _, err := rowTimes(json); err == nil {
+			balance = json
+		}
+	}
 	ctx, stop := untilStopped(ctx)
 	defer stop()
 	pages := make([]string, o.jobs) // each shard's findings.md
@@ -59,6 +68,9 @@ func cmdFindingsJobs(ctx context.Context, o findingsOptions, stdout, stderr io.W
 		defer log.Close()
 		pages[i], jsons[i] = filepath.Join(sub.Path(), "findings.md"), filepath.Join(sub.Path(), "findings.json")
 		args := append([]string{"findings", "--shard", shard, "--doc", pages[i], "--out", filepath.Join(sub.Path(), "runs")}, o.passed()...)
+		if balance != "" {
+			args = append(args, "--balance="+balance)
+		}
 		cmd := exec.CommandContext(ctx, self, args...)
 		cmd.Stdout, cmd.Stderr = log, log
 		// It dies with the harness, however the harness ends; told to
@@ -120,7 +132,7 @@ func exists(path string) bool {
 // passed are the flags of o a shard of its run is given as they were.
 func (o findingsOptions) passed() []string {
 	var args []string
-	for _, name := range []string{"only", "examples", "hunt-budget", "hunt-runs", "seed"} {
+	for _, name := range []string{"only", "examples", "hunt-budget", "hunt-runs", "seed", "balance"} {
 		if f := o.flags.Lookup(name); f != nil && f.Changed {
 			v := f.Value.String()
 			if name == "only" {

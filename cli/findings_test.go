@@ -53,6 +53,10 @@ func TestFindingsBadInput(t *testing.T) {
 		{[]string{"findings", "--report", "redsink", "--doc", filepath.Join(dir, "page.md")}, "--report redsink: the findings page has no lock of that name (redis); sim findings --only redsink plays it first"},
 		{[]string{"findings", "--report", "redis", "--only", "redis"}, "--only has no effect with --report"},
 		{[]string{"findings", "--repeat", "3"}, "--repeat has no effect without --report"},
+		{[]string{"findings", "--balance", filepath.Join(dir, "page.json")}, "--balance has no effect without --shard or --jobs"},
+		{[]string{"findings", "--shard", "1/2", "--doc", filepath.Join(dir, "s.md"), "--balance", filepath.Join(dir, "none.json")}, "--balance " + filepath.Join(dir, "none.json") + ": no such file or directory"},
+		{[]string{"findings", "--shard", "1/2", "--doc", filepath.Join(dir, "s.md"), "--balance", filepath.Join(dir, "notes.json")}, "not a findings .json locksim wrote"},
+		{[]string{"findings", "--shard", "1/2", "--doc", filepath.Join(dir, "s.md"), "--balance", filepath.Join(dir, "page.json")}, "no row of it has a time"},
 		{[]string{"findings", "--report", "redis", "--repeat", "0", "--doc", filepath.Join(dir, "page.md")}, "--repeat: expected 1 or more, got 0"},
 	} {
 		code, out, errb := sim(t, append(c.args, "--examples", examples, "--out", filepath.Join(t.TempDir(), "runs"))...)
@@ -105,20 +109,32 @@ func TestFindingsOfOneProgram(t *testing.T) {
 }
 
 // TestFindingsShardsSplitTheLocks: the shards of a split play every lock
-// once between them, each every Nth.
+// once between them: each every Nth, or, given the rows' times, the
+// longest first to the shard with the least so far (a lock without a
+// time weighing their mean).
 func TestFindingsShardsSplitTheLocks(t *testing.T) {
 	var all []subject
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
 		all = append(all, subject{Subject: findings.Subject{Name: n}})
 	}
-	var got []string
-	for i := 1; i <= 2; i++ {
-		for _, s := range ofShard(all, sharding.Shard{I: i, N: 2}) {
-			got = append(got, s.Name)
+	split := func(times map[string]float64) string {
+		var got []string
+		for i := 1; i <= 2; i++ {
+			for _, s := range ofShard(all, sharding.Shard{I: i, N: 2}, times) {
+				got = append(got, s.Name)
+			}
+			got = append(got, "|")
 		}
+		return strings.Join(got, "")
 	}
-	if strings.Join(got, "") != "acebd" || len(ofShard(all, sharding.Shard{})) != 5 {
+	if got := split(nil); got != "ace|bd|" || len(ofShard(all, sharding.Shard{}, nil)) != 5 {
 		t.Errorf("shards 1/2 then 2/2 play %v; want a c e, then b d", got)
+	}
+	// a and c are long: every 2nd would give both to shard 1. e has no
+	// time: it weighs the mean, 240.
+	times := map[string]float64{"a": 400, "b": 100, "c": 380, "d": 80}
+	if got := split(times); got != "abd|ce|" {
+		t.Errorf("by the rows' times, shards 1/2 then 2/2 play %v; want a b d (580), then c e (620: e weighs 240)", got)
 	}
 }
 

@@ -1,6 +1,8 @@
 package sharding
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,5 +60,47 @@ func TestShardsCoverEveryTrialOnce(t *testing.T) {
 	}
 	if !(Shard{}).Plays(2, 3, 4, 5, 6) {
 		t.Error("the zero Shard (the whole sweep) does not play every trial")
+	}
+}
+
+// TestBalance: every item goes to one shard; the shards' totals end
+// within the heaviest item of each other (the greedy's bound), where
+// every Nth item does not; the split is the same each time.
+func TestBalance(t *testing.T) {
+	// Rows of a findings page in the order it lists them: a few long
+	// ones among many short, the long ones one apart.
+	w := []float64{430, 20, 390, 25, 360, 30, 290, 40, 250, 45, 240, 60, 220, 80, 210, 85, 200, 90}
+	for _, n := range []int{1, 2, 3, 4} {
+		of := Balance(w, n)
+		total := make([]float64, n)
+		for i, s := range of {
+			if s < 0 || s >= n {
+				t.Fatalf("Balance(_, %d): item %d to shard %d", n, i, s)
+			}
+			total[s] += w[i]
+		}
+		lo, hi := slices.Min(total), slices.Max(total)
+		if hi-lo > slices.Max(w) {
+			t.Errorf("Balance(_, %d): shard totals %v differ by more than the heaviest item", n, total)
+		}
+		if !slices.Equal(of, Balance(w, n)) {
+			t.Errorf("Balance(_, %d) differs between two calls", n)
+		}
+		if n == 2 {
+			nth := make([]float64, 2)
+			for i := range w {
+				if (Shard{1, 2}).Has(i) {
+					nth[0] += w[i]
+				} else {
+					nth[1] += w[i]
+				}
+			}
+			if d := math.Abs(nth[0] - nth[1]); d <= hi-lo {
+				t.Errorf("every 2nd item is as even (%v) as Balance (%v): the case tests nothing", nth, total)
+			}
+		}
+	}
+	if of := Balance([]float64{5, 5, 5}, 3); !slices.Equal(of, []int{0, 1, 2}) {
+		t.Errorf("equal weights: %v, want the list's order dealt 0, 1, 2", of)
 	}
 }
