@@ -43,7 +43,7 @@ func TestBuild(t *testing.T) {
 		Conditions: Conditions{Lock: "redis", TTL: Duration{time.Second}, Storage: "plain", Watchdog: "token"},
 		Steps: []Step{
 			{Do: "acquire", Client: 1},
-			{Do: "pause", Params: pause, Cause: true, Say: "Client 1 stops."},
+			{Do: "pause", Params: pause, Say: "Client 1 stops."},
 			{Do: "acquire", Client: 2, Say: "Client 2 asks.", Counterfactual: &Step{Do: "sleep", For: Duration{time.Millisecond}, Say: "Client 2 asks."}},
 			{Do: "write", Client: 1, Work: Duration{100 * time.Millisecond}},
 			{Do: "heal"},
@@ -54,7 +54,7 @@ func TestBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := built.CounterfactualChanges(); len(got) != 3 || got[0] != "watchdog: token -> none" {
+	if got := built.CounterfactualChanges(); len(got) != 2 || got[0] != "watchdog: token -> none" {
 		t.Errorf("the counterfactual changes %q", got)
 	}
 	text, err := Marshal(built)

@@ -59,7 +59,8 @@ func TestEveryMutantHasItsScenario(t *testing.T) {
 }
 
 // TestCounterfactual builds a counterfactual story: cause steps out,
-// changed steps and fields in, no assertions, the flipped verdict.
+// changed steps in, no assertions, the flipped verdict. (A field it sets,
+// with no cause step: TestCounterfactualReplacesAnyCondition.)
 func TestCounterfactual(t *testing.T) {
 	sc, err := Parse("x.yaml", []byte(`name: t
 title: t
@@ -67,7 +68,6 @@ lock: redlock
 expected: unsafe
 counterfactual:
   change: without the jump
-  lock: redis
 steps:
   - do: acquire
     client: 1
@@ -89,12 +89,12 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cf.Expected != "safe" || cf.Lock != "redis" || len(cf.Steps) != 2 || cf.Steps[0].Expect != "" ||
+	if cf.Expected != "safe" || cf.Lock != "redlock" || len(cf.Steps) != 2 || cf.Steps[0].Expect != "" ||
 		cf.Steps[1].Do != "crash" || cf.Steps[1].For.Duration != 0 || !cf.IsCounterfactual {
 		t.Fatalf("counterfactual: %+v", cf)
 	}
-	if got := sc.CounterfactualChanges(); len(got) != 3 {
-		t.Fatalf("changes %q, want the lock, the removed step and the changed one", got)
+	if got := sc.CounterfactualChanges(); len(got) != 2 {
+		t.Fatalf("changes %q, want the removed step and the changed one", got)
 	}
 }
 
@@ -166,6 +166,7 @@ func TestParseErrors(t *testing.T) {
 		{"a step counterfactual's bad field", good + "  - do: pause\n    client: 1\n    for: 1s\n    counterfactual:\n      by: 1s\n", "x.yaml:12: steps[1].counterfactual.by: unknown field of pause"},
 		{"counterfactual of the story's text", good + "counterfactual:\n  change: x\n  title: other\n", "x.yaml:10: counterfactual.title: unknown field"},
 		{"counterfactual of a misspelt field", good + "counterfactual:\n  change: x\n  tll: 1s\n", "x.yaml:10: counterfactual.tll: unknown field; did you mean ttl?"},
+		{"counterfactual that leaves out a cause and sets a field", good + "  - do: pause\n    client: 1\n    for: 1s\n    cause: true\ncounterfactual:\n  change: x\n  lock: redis\n", "x.yaml:11: steps[1].cause: the counterfactual sets lock already, and a counterfactual changes one thing: drop cause, or the counterfactual's lock"},
 		{"counterfactual that does not flip", good + "counterfactual:\n  change: x\n  expected: unsafe\n  lock: redis\n", "counterfactual.expected: the counterfactual must flip the verdict"},
 	}
 	for _, c := range cases {

@@ -301,9 +301,21 @@ func (s *Scenario) validateCounterfactual() error {
 	if c.Expected == s.Expected {
 		return at("expected", "the counterfactual must flip the verdict: both say %s", c.Expected)
 	}
-	changed := len(c.overrides(s)) > 0
-	for _, st := range s.Steps {
+	fields := c.overrides(s)
+	changed := len(fields) > 0
+	for i, st := range s.Steps {
 		changed = changed || st.Cause || st.Counterfactual != nil
+		// A counterfactual changes one thing: a field set, or the cause
+		// steps left out, not both (the other would change the verdict
+		// too, and the run could not say which did).
+		if st.Cause && len(fields) > 0 {
+			line := st.givenAt["cause"]
+			if line == 0 {
+				line = st.Line
+			}
+			return &Error{File: s.File, Line: line, Field: fmt.Sprintf("steps[%d].cause", i),
+				Msg: fmt.Sprintf("the counterfactual sets %s already, and a counterfactual changes one thing: drop cause, or the counterfactual's %s", fields[0].name, fields[0].name)}
+		}
 	}
 	if !changed {
 		return at("change", "the counterfactual changes nothing: mark the cause steps with cause: true, or give the field to change")
