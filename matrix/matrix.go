@@ -412,7 +412,11 @@ func (c *Cell) Text(width int) string {
 		}
 	case KindMatch:
 		if c.AsCounterfactual != "" {
-			return string(c.Verdict) + ", as the story's counterfactual expects: " + c.AsCounterfactual
+			s = string(c.Verdict) + ", as the story's counterfactual expects: " + c.AsCounterfactual
+			if c.Fixed != "" {
+				s += "; " + c.FixedWords()
+			}
+			return s
 		}
 		if c.Ref != nil {
 			s = string(c.Verdict) + ", as good as the reference " + c.Ref.Lock + c.cfText()

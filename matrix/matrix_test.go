@@ -240,6 +240,14 @@ func TestFixedCell(t *testing.T) {
 	if c.Kind() != KindDiffers || c.Text(0) != "unsafe, NOT safe" {
 		t.Errorf("not fixed after all: %s %q", c.Kind(), c.Text(0))
 	}
+	// A lock played as the story's counterfactual, whose bug (the
+	// counterfactual's fixed_in) these servers have fixed.
+	fixed.Check.Verdict = "safe"
+	c = Cell{AsCounterfactual: "with etcd's Lock service instead"}
+	c.record(fixed, nil, false)
+	if want := "safe, as the story's counterfactual expects: with etcd's Lock service instead; fixed in etcd 3.5+, as the run on 3.7.3 shows"; c.Kind() != KindMatch || c.Text(0) != want {
+		t.Errorf("fixed counterfactual: %s %q, want %q", c.Kind(), c.Text(0), want)
+	}
 }
 
 // TestCounterfactualLockCell: a lock a story adds a defence to, played on

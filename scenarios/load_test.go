@@ -259,3 +259,29 @@ func TestCrashOnPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestCounterfactualFixedIn: a counterfactual's own fixed_in goes to the
+// counterfactual story (not the told one), changes nothing of the story
+// (it is no override), and is refused where the counterfactual ends safe.
+func TestCounterfactualFixedIn(t *testing.T) {
+	story := strings.Replace(good, "lock: redlock", "lock: etcd\nttl: 2s", 1) + "counterfactual:\n  change: the service\n  lock: etcd-lock-service\n  fixed_in:\n    etcd: \"3.5\"\n"
+	story = strings.Replace(story, "expected: unsafe", "expected: safe", 1)
+	sc, err := Parse("x.yaml", []byte(story))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := sc.CounterfactualScenario()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.FixedOn(map[string]string{"etcd": "3.7.3"}) != "" || cf.FixedOn(map[string]string{"etcd": "3.7.3"}) != "etcd 3.5" || cf.FixedOn(map[string]string{"etcd": "3.4.23"}) != "" {
+		t.Errorf("fixed: story %v, counterfactual %v", sc.FixedIn, cf.FixedIn)
+	}
+	if got := sc.CounterfactualChanges(); len(got) != 1 {
+		t.Errorf("changes %q, want the lock alone", got)
+	}
+	flipped := strings.Replace(strings.Replace(story, "expected: safe", "expected: unsafe", 1), "  change: the service", "  change: the service\n  expected: safe", 1)
+	if _, err := Parse("x.yaml", []byte(flipped)); err == nil || !strings.Contains(err.Error(), "ends safe: it has no bug to be fixed") {
+		t.Errorf("a counterfactual ending safe with a fixed_in: %v", err)
+	}
+}
