@@ -143,7 +143,8 @@ bench: deps
 # findings rebuilds docs/findings.md (.html, .json): every registered lock
 # and every client program under examples/ against the stories of its
 # servers and a hunt, in JOBS shard processes at once. About 52 minutes
-# on 2 cores with JOBS=2 (98 minutes of play; 2026-12-07); ONLY=name,...
+# on 2 cores with JOBS=2 (98 minutes of play; 2026-12-07); JOBS=3 took 37
+# but played most rows above load 2, which the page marks. ONLY=name,...
 # refreshes those locks alone (a library's new version).
 ONLY ?=
 JOBS ?= 2
