@@ -42,9 +42,9 @@ func cmdFindingsJobs(ctx context.Context, o findingsOptions, stdout, stderr io.W
 	// it has them: one shard of every Nth lock ended 5 minutes after the
 	// other (2026-12-06).
 	balance := ""
-	if json := strings.TrimSuffix(o.doc, ".md") + ".json"; o.balance == "" {
-		if _, err := rowTimes(json); err == nil {
-			balance = json
+	if page := strings.TrimSuffix(o.doc, ".md") + ".json"; o.balance == "" {
+		if _, err := rowTimes(page); err == nil {
+			balance = page
 		}
 	}
 	ctx, stop := untilStopped(ctx)

@@ -1,5 +1,6 @@
 // Package sharding splits one run over N machines: shard I of N plays
-// every Nth item of a list every shard numbers alike.
+// every Nth item of a list every shard numbers alike, or the items
+// Balance deals it by their weights.
 package sharding
 
 import (
