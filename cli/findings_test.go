@@ -634,12 +634,14 @@ func TestFindingsJobs(t *testing.T) {
 		}
 	}
 
-	// Interrupted while its shards play.
+	// Interrupted while its shards play; dealt the locks by the first
+	// run's rows' times (--balance): my-lock's row, the longer, to shard
+	// 1, where every 2nd lock gave shard 1 memcached.
 	b := make([]byte, 8)
 	rand.Read(b)
 	mark := "LOCKSIM_TEST_MARK=" + hex.EncodeToString(b)
 	doc2 := filepath.Join(tmp, "again", "findings.md")
-	cmd := exec.Command(os.Args[0], append(args, "--doc", doc2, "--out", filepath.Join(tmp, "again-runs"))...)
+	cmd := exec.Command(os.Args[0], append(args, "--doc", doc2, "--out", filepath.Join(tmp, "again-runs"), "--balance", filepath.Join(tmp, "findings.json"))...)
 	cmd.Env = append(os.Environ(), mark)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -660,6 +662,15 @@ func TestFindingsJobs(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second) // into their first stories
+	planned := func(i string) int {
+		log, _ := os.ReadFile(filepath.Join(tmp, "again-runs", "shard-"+i, "log"))
+		var locks, runs int
+		fmt.Sscanf(string(log), "sim findings: %d lock(s), %d story run(s)", &locks, &runs)
+		return runs
+	}
+	if one, two := planned("1"), planned("2"); one <= two || two == 0 {
+		t.Errorf("balanced shards plan %d and %d story runs; want shard 1 the longer (my-lock's row)", one, two)
+	}
 	if n := len(markedProcs(mark)); !playing() || n < 3 {
 		cmd.Process.Kill()
 		t.Fatalf("shards playing: %v; %d processes running, want sim and its two shards at least:\n%s", playing(), n, strings.Join(markedProcs(mark), "\n"))

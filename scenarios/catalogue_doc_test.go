@@ -3,6 +3,8 @@ package scenarios
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -41,5 +43,28 @@ func TestCatalogueDocListsEveryStory(t *testing.T) {
 	}
 	for name := range rows {
 		t.Errorf("docs/catalogue.md: a row for %s, which is no story of the catalogue", name)
+	}
+}
+
+// TestReadmeCountsTheStories: where the README gives the catalogue's
+// size ("the catalogue: N stories", "the N stories"), N is the
+// catalogue's (it said 71 when there were 84).
+func TestReadmeCountsTheStories(t *testing.T) {
+	all, err := Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := regexp.MustCompile(`the (?:catalogue: )?(\d+) stories`).FindAllStringSubmatch(string(b), -1)
+	if len(counts) == 0 {
+		t.Fatal("README.md gives the catalogue's size nowhere (\"the N stories\"): the test reads nothing")
+	}
+	for _, m := range counts {
+		if n, _ := strconv.Atoi(m[1]); n != len(all) {
+			t.Errorf("README.md: %q; the catalogue has %d", m[0], len(all))
+		}
 	}
 }
