@@ -168,6 +168,9 @@ func (s Subject) Count(kind string) int {
 	return n
 }
 
+// Played is how many of s's stories were played: its cells but the n/a.
+func (s Subject) Played() int { return len(s.Cells) - s.Count(cellkind.NA) }
+
 // storiesOf lists the stories of s's cells of kind, each with its server
 // where it names one ("etcd-pause on etcd 3.7.3").
 func (s Subject) storiesOf(kind string) []string {
@@ -261,7 +264,7 @@ func AndList(xs []string) string {
 // the subject's users. It says only what the runs showed.
 func (s Subject) Meaning() string {
 	var b strings.Builder
-	played := len(s.Cells) - s.Count(cellkind.NA)
+	played := s.Played()
 	worse := s.storiesOf(cellkind.Finding)
 	on := ""
 	if line := s.ServersLine(); line != s.Servers {

@@ -65,7 +65,7 @@ func (r *Report) Markdown() []byte {
 	b.WriteString("| lock | what it is | servers | stories played | worse than its reference | learns its lock was given away | both believed they held it | hunt | cost: acquire+release p50 / p99 (× floor), locks/s |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range r.Subjects {
 		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %d | %d | %s | %s | %s | %s |\n", s.Name, anchor(s.Name), md(s.About), s.ServersLine(),
-			len(s.Cells)-s.Count(cellkind.NA), s.Count(cellkind.Finding), mdLines(s.NoticeLines()), mdLines(s.OverlapLines()), md(huntWord(s.Hunt)), mdLines(r.CostCell(s)))
+			s.Played(), s.Count(cellkind.Finding), mdLines(s.NoticeLines()), mdLines(s.OverlapLines()), md(huntWord(s.Hunt)), mdLines(r.CostCell(s)))
 	}
 	if len(r.Modules) > 0 {
 		b.WriteString("\nThe Go locks are built with: " + strings.Join(wrapCode(r.Modules), ", ") + ".\n")
@@ -257,7 +257,7 @@ func (r *Report) HTML() ([]byte, error) {
 
 var page = template.Must(template.New("findings").Funcs(template.FuncMap{
 	"anchor": anchor, "hunt": huntSentence, "plain": func(s string) string { return strings.ReplaceAll(s, "`", "") }, "huntWord": huntWord, "huntOn": huntOn, "join": strings.Join,
-	"played":  func(s Subject) int { return len(s.Cells) - s.Count(cellkind.NA) },
+	"played":  Subject.Played,
 	"cellCSS": func() template.CSS { return cellkind.CSS },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>locksim findings</title>
