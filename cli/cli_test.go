@@ -235,6 +235,7 @@ func TestBadInputExits2WithOneLine(t *testing.T) {
 		{"unknown command", []string{"fly"}, `unknown command "fly"`},
 		{"generator flag on a story", []string{"run", "redlock-clock-jump", "--trials", "3"}, "apply to generator scenarios"},
 		{"bad trials", []string{"run", "gen-pause", "--trials", "-1"}, "--trials: expected 1 to 100000"},
+		{"bad tries", []string{"sweep", "gen-pause", "--tries", "0"}, "--tries: expected 1 to 10, got 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -585,16 +585,12 @@ func planFindings(lock string, stories []*scenarios.Scenario, out string, progra
 	return m, nil
 }
 
-// findingsTries is how many times sim findings plays a story whose cell
-// the timing guard leaves unknown before it writes it so, with its reason.
-const findingsTries = 3
-
-// replayUnknown plays again, up to findingsTries in all, every story of
+// replayUnknown plays again, up to runner.UnknownTries in all, every story of
 // m whose cell ended unknown (the machine too busy to trust its timing),
 // with its reference, each time into a folder of its own, and puts the
 // new cell in the old one's place.
 func replayUnknown(ctx context.Context, m *matrix.Matrix, dir string, s *subject, o runner.Options, bar *progress) error {
-	for try := 2; try <= findingsTries && ctx.Err() == nil; try++ {
+	for try := 2; try <= runner.UnknownTries && ctx.Err() == nil; try++ {
 		var again []*scenarios.Scenario
 		for _, c := range m.Ordered() {
 			if c.Kind() == matrix.KindUnknown {
@@ -605,7 +601,7 @@ func replayUnknown(ctx context.Context, m *matrix.Matrix, dir string, s *subject
 		if len(again) == 0 {
 			return nil
 		}
-		bar.say(fmt.Sprintf("%s: %d unknown cell(s), try %d of %d", s.Name, len(again), try, findingsTries))
+		bar.say(fmt.Sprintf("%s: %d unknown cell(s), try %d of %d", s.Name, len(again), try, runner.UnknownTries))
 		r, err := planFindings(s.Lock, again, filepath.Join(dir, fmt.Sprintf("try-%d", try)), s.problem())
 		if err != nil {
 			return err

@@ -27,14 +27,16 @@ type sweepOptions struct {
 	name           string
 	param          string
 	points, trials int
-	locks          string
-	seed           int64
-	ttl, duration  time.Duration
-	clients        int
-	out            string
-	quiet          bool
-	shard          string
-	shards         int
+	// tries is --tries: sweep.Options.Tries.
+	tries         int
+	locks         string
+	seed          int64
+	ttl, duration time.Duration
+	clients       int
+	out           string
+	quiet         bool
+	shard         string
+	shards        int
 	// x is the plots' x axis: planned or measured (reports.XAxis).
 	x       string
 	backend runner.Host
@@ -60,8 +62,10 @@ trials.csv (every trial: its seed, schedule and verdict), sweep.json
 and damage.png/.svg and violations.png/.svg, one line per lock with its
 interval as an error bar beside the other locks' and the legend outside the plot; a point where every trial was unknown has no rate
 (empty in sweep.csv, "no data" in the table, an open ring in the plots).
-It exits 1 when more than 10% of the trials ended unknown: rerun it on a
-quieter machine. --backend docker runs the servers in containers. A
+A trial the machine was too slow for is played again with its seed, up
+to --tries times in all, before it counts as unknown; it exits 1 when
+more than 10% of the trials still ended unknown: rerun it on a quieter
+machine. --backend docker runs the servers in containers. A
 bar (on a terminal) or a line every 10 s (otherwise) shows the progress
 and the time left.
 
@@ -94,6 +98,7 @@ redraws the plots.`,
 		" (rates like 1..3); a fault's size alone (--param pause) sweeps its kind's range; without it, one point")
 	f.IntVar(&o.points, "points", 5, "values `N` from FROM to TO")
 	f.IntVar(&o.trials, "trials", 10, "trials `M` per point and lock")
+	f.IntVar(&o.tries, "tries", runner.UnknownTries, "play a trial the machine was too slow for (unknown) up to `N` times in all, with its seed (1: never again)")
 	f.StringVar(&o.locks, "locks", "", "locks to compare, `a,b,c` (default: the scenario's); add +fenced for a PostgreSQL fencing token and fenced storage, e.g. redis,redis+fenced,redlock,postgres-session")
 	f.Int64Var(&o.seed, "seed", 0, "seed `N` of every schedule (default: the time)")
 	f.DurationVar(&o.ttl, "ttl", 0, "override the scenario's TTL (`D`)")
@@ -132,6 +137,8 @@ func checkSweep(o *sweepOptions) error {
 		return fmt.Errorf("--points: expected 1 to 1000, got %d", o.points)
 	case o.trials < 1 || o.trials > 100000:
 		return fmt.Errorf("--trials: expected 1 to 100000, got %d", o.trials)
+	case o.tries < 1 || o.tries > 10:
+		return fmt.Errorf("--tries: expected 1 to 10, got %d", o.tries)
 	case o.ttl < 0 || o.duration < 0:
 		return errors.New("--ttl, --duration: expected a positive duration")
 	case o.clients < 0 || o.clients > 64:
@@ -209,7 +216,7 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 	}
 	ctx, stop := untilStopped(ctx)
 	defer stop()
-	so := sweep.Options{Param: param, Points: o.points, Trials: o.trials, Locks: locks, Seed: o.seed,
+	so := sweep.Options{Param: param, Points: o.points, Trials: o.trials, Tries: o.tries, Locks: locks, Seed: o.seed,
 		TTL: o.ttl, Duration: o.duration, Clients: o.clients, Host: o.backend}
 	if o.shard != "" {
 		so.Shard, _ = sharding.Parse(o.shard) // checked by checkSweep
@@ -250,6 +257,9 @@ func cmdSweep(ctx context.Context, o sweepOptions, stdout, stderr io.Writer) err
 	reports.SweepTable(stdout, rows)
 	for _, u := range unknowns {
 		fmt.Fprintf(stderr, "  no verdict: %s\n", u)
+	}
+	if n := sweep.PlayedAgain(rows); n > 0 {
+		fmt.Fprintf(stderr, "  %d trial(s) played again: the machine was too slow for their first try (trials.csv's tries)\n", n)
 	}
 	_, trials, _ := sweep.Undecided(rows)
 	fmt.Fprintf(stdout, "%d trials in %v; %s\n", trials, time.Since(started).Round(time.Millisecond),

@@ -22,10 +22,12 @@ type Description struct {
 	Scenario string `json:"scenario"`
 	Seed     int64  `json:"seed"`
 	// Param is KEY=FROM..TO; empty, one point at the scenario's pause.
-	Param  string   `json:"param,omitempty"`
-	Points int      `json:"points"`
-	Trials int      `json:"trials"`
-	Locks  []string `json:"locks"`
+	Param  string `json:"param,omitempty"`
+	Points int    `json:"points"`
+	Trials int    `json:"trials"`
+	// Tries is how many times in all a trial left unknown was played.
+	Tries int      `json:"tries"`
+	Locks []string `json:"locks"`
 	// Servers says, for each lock in Locks' order, what it ran on.
 	Servers []Servers `json:"servers,omitempty"`
 	// TTL, Duration and Clients are the overrides ("" and 0: none).
@@ -61,7 +63,7 @@ type Servers struct {
 // as Run plays them.
 func Describe(sc *scenarios.Scenario, o Options) Description {
 	o, locks, _ := o.resolve(sc)
-	d := Description{Scenario: sc.Name, Seed: o.Seed, Points: o.Points, Trials: o.Trials, Locks: locks,
+	d := Description{Scenario: sc.Name, Seed: o.Seed, Points: o.Points, Trials: o.Trials, Tries: o.Tries, Locks: locks,
 		Clients: o.Clients, Backend: o.Host.Name, Shard: o.Shard.I, Shards: o.Shard.N}
 	for _, l := range locks {
 		if v, err := Variant(sc, l); err == nil {
@@ -127,7 +129,7 @@ func ReadDescription(path string) (Description, error) {
 func (d Description) sameSweep() [][2]string {
 	same := [][2]string{
 		{"scenario", d.Scenario}, {"seed", strconv.FormatInt(d.Seed, 10)}, {"param", d.Param},
-		{"points", strconv.Itoa(d.Points)}, {"trials", strconv.Itoa(d.Trials)}, {"locks", strings.Join(d.Locks, ",")},
+		{"points", strconv.Itoa(d.Points)}, {"trials", strconv.Itoa(d.Trials)}, {"tries", strconv.Itoa(d.Tries)}, {"locks", strings.Join(d.Locks, ",")},
 		{"ttl", d.TTL}, {"duration", d.Duration}, {"clients", strconv.Itoa(d.Clients)},
 		{"backend", d.Backend}, {"servers", d.serversLine()},
 	}

@@ -21,7 +21,7 @@ func trialOutcome(l, p, t int) Row {
 	h ^= h >> 29
 	o := Row{Trials: 1, CriticalSections: 20 + int(h%13), Injected: int(h>>8) % 3, Refused: int(h>>12) % 2}
 	each := Trial{Number: t + 1, Seed: h, Schedule: fmt.Sprintf("at %dms: pause 300ms of client %d during its critical section", h%50, 1+h%4),
-		Struck: o.Injected, Verdict: "safe", CriticalSections: o.CriticalSections, Summary: "a made-up trial, with a comma"}
+		Struck: o.Injected, Verdict: "safe", CriticalSections: o.CriticalSections, Summary: "a made-up trial, with a comma", Tries: 1 + int(h>>40)%3}
 	if h>>32%9 == 0 {
 		// The machine was too slow for this one: no verdict, no counts.
 		each.Verdict, each.Struck, each.CriticalSections = "unknown", 0, 0
@@ -239,8 +239,13 @@ func lines(t *testing.T, write func(io.Writer, []Row) error, rows []Row) []strin
 	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 }
 
+// bad is line with its field i (counted from the end when negative) set
+// to v.
 func bad(line string, i int, v string) string {
 	f := strings.Split(line, ",")
+	if i < 0 { // from the end
+		i += len(f)
+	}
 	f[i] = v
 	return strings.Join(f, ",")
 }
@@ -330,7 +335,9 @@ func TestReadTrialsCSVErrors(t *testing.T) {
 		want  string
 	}{
 		{"empty", nil, "line 1: empty file"},
-		{"old header", []string{strings.TrimSuffix(header, ",planned_ttl,struck_ttl,lead_ttl,overrun_ttl"), good[1]}, "line 1: header"},
+		{"old header", []string{strings.TrimSuffix(header, ",planned_ttl,struck_ttl,lead_ttl,overrun_ttl,tries"), good[1]}, "line 1: header"},
+		{"header without tries", []string{strings.TrimSuffix(header, ",tries"), good[1]}, "line 1: header"},
+		{"no try", []string{header, bad(good[1], -1, "0")}, `line 2: tries: expected 1 or more, got 0`},
 		{"bad struck", []string{header, bad(good[1], 13, "long")}, `_ttl: expected a multiple of the TTL or nothing, got "long"`},
 		{"no such row", []string{header, bad(good[1], 0, "zookeeper")}, "line 2: lock zookeeper at pause="},
 		{"bad seed", []string{header, good[1], bad(good[2], 4, "-1")}, `line 3: seed: expected an unsigned integer, got "-1"`},

@@ -47,8 +47,13 @@ type Options struct {
 	Shard sharding.Shard
 	// Host says where the servers run (runner.Host).
 	Host runner.Host
+	// Tries is how many times in all a trial that ends unknown is played,
+	// with its seed, before it counts as unknown (0:
+	// runner.UnknownTries; 1: never again).
+	Tries int
 	// Unknown, when not nil, is told of each trial that ended without a
-	// verdict, with its lock, point and why (the check's summary).
+	// verdict after its last try, with its lock, point and why (the
+	// check's summary).
 	Unknown func(lock, point string, trial int, why string)
 	// Row, when not nil, is told of each lock's row at a point once that
 	// point's trials are played (sim workshop draws the sweep live).
@@ -138,6 +143,19 @@ func Undecided(rows []Row) (unknown, trials int, tooMany bool) {
 		trials += r.Trials
 	}
 	return unknown, trials, float64(unknown) > MaxUnknown*float64(trials)
+}
+
+// PlayedAgain counts the rows' trials that took more than one try.
+func PlayedAgain(rows []Row) int {
+	n := 0
+	for _, r := range rows {
+		for _, t := range r.Each {
+			if t.Tries > 1 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Rate is Violated/Decided; DamageRate is Damaged/Decided.
@@ -291,13 +309,16 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 						return nil, fmt.Errorf("%s: %w", locks[li], err)
 					}
 				}
-				tr, err := t.Play(ctx, g, ttl, runner.TrialSeed(o.Seed, pi, ti))
+				tr, tries, err := playTries(ctx, o.Tries, func() (*runner.Trial, error) {
+					return t.Play(ctx, g, ttl, runner.TrialSeed(o.Seed, pi, ti))
+				})
 				if err != nil {
 					t.Close()
 					return nil, fmt.Errorf("%s, %s=%s, trial %d: %w", locks[li], param.Key, val.Format(param.Key), ti+1, err)
 				}
 				played := outcome(tr)
 				played.Each = []Trial{trialOf(tr, ti+1, ttl, played)}
+				played.Each[0].Tries = tries
 				row.add(played)
 				point := param.Key + "=" + val.Format(param.Key)
 				if tr.Check.Verdict == checker.Unknown && o.Unknown != nil {
@@ -322,6 +343,17 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 	return rows, nil
 }
 
+// playTries plays a trial until it ends with a verdict, up to tries times
+// in all, and returns its last play and how many it took.
+func playTries(ctx context.Context, tries int, play func() (*runner.Trial, error)) (*runner.Trial, int, error) {
+	for n := 1; ; n++ {
+		tr, err := play()
+		if err != nil || tr.Check.Verdict != checker.Unknown || n >= tries || ctx.Err() != nil {
+			return tr, n, err
+		}
+	}
+}
+
 // resolve fills in o's defaults as Run plays them: 5 points and 10
 // trials, the scenario's own lock, and without a parameter one point at
 // the scenario's pause.
@@ -331,6 +363,9 @@ func (o Options) resolve(sc *scenarios.Scenario) (Options, []string, *Param) {
 	}
 	if o.Trials <= 0 {
 		o.Trials = 10
+	}
+	if o.Tries <= 0 {
+		o.Tries = runner.UnknownTries
 	}
 	locks := o.Locks
 	if len(locks) == 0 {

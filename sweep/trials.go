@@ -40,6 +40,9 @@ type Trial struct {
 	CriticalSections int
 	// Summary is the check's one line.
 	Summary string
+	// Tries counts the times it was played: more than 1 when the timing
+	// guard left the first tries unknown (Options.Tries).
+	Tries int
 	// Measured is its first fault as it struck, in TTLs (runner.Struck):
 	// Planned the size it was to have, Struck the size it had, Lead how
 	// long its critical section had run when it struck, Overrun how far
@@ -84,7 +87,7 @@ func trialOf(tr *runner.Trial, n int, ttl time.Duration, o Row) Trial {
 
 // TrialsHeader is trials.csv's first line.
 var TrialsHeader = []string{"lock", "param", "value", "trial", "seed", "schedule", "faults_struck", "verdict",
-	"violated", "damaged", "critical_sections", "summary", "planned_ttl", "struck_ttl", "lead_ttl", "overrun_ttl"}
+	"violated", "damaged", "critical_sections", "summary", "planned_ttl", "struck_ttl", "lead_ttl", "overrun_ttl", "tries"}
 
 // ttlCell writes a multiple of the TTL, "" for NaN (not measured).
 func ttlCell(x float64) string {
@@ -120,7 +123,8 @@ func WriteTrialsCSV(w io.Writer, rows []Row) error {
 		for _, t := range r.Each {
 			rec := []string{r.Lock, r.Param, value, strconv.Itoa(t.Number), strconv.FormatUint(t.Seed, 10), t.Schedule,
 				strconv.Itoa(t.Struck), string(t.Verdict), b(t.Violated), b(t.Damaged), strconv.Itoa(t.CriticalSections), t.Summary,
-				ttlCell(t.Measured.Planned), ttlCell(t.Measured.Struck), ttlCell(t.Measured.Lead), ttlCell(t.Measured.Overrun)}
+				ttlCell(t.Measured.Planned), ttlCell(t.Measured.Struck), ttlCell(t.Measured.Lead), ttlCell(t.Measured.Overrun),
+				strconv.Itoa(t.Tries)}
 			if err := cw.Write(rec); err != nil {
 				return err
 			}
@@ -166,7 +170,7 @@ func ReadTrialsCSV(r io.Reader, rows []Row) error {
 		for _, c := range []struct {
 			name string
 			n    *int
-		}{{"trial", &t.Number}, {"faults_struck", &t.Struck}, {"critical_sections", &t.CriticalSections}} {
+		}{{"trial", &t.Number}, {"faults_struck", &t.Struck}, {"critical_sections", &t.CriticalSections}, {"tries", &t.Tries}} {
 			s := rec[slices.Index(TrialsHeader, c.name)]
 			if *c.n, err = strconv.Atoi(s); err != nil || *c.n < 0 {
 				return fmt.Errorf("line %d: %s: expected a count, got %q", line, c.name, s)
@@ -180,6 +184,9 @@ func ReadTrialsCSV(r io.Reader, rows []Row) error {
 			if *c.x, err = parseTTLCell(s); err != nil {
 				return fmt.Errorf("line %d: %s: expected a multiple of the TTL or nothing, got %q", line, c.name, s)
 			}
+		}
+		if t.Tries < 1 {
+			return fmt.Errorf("line %d: tries: expected 1 or more, got %d", line, t.Tries)
 		}
 		if t.Seed, err = strconv.ParseUint(rec[4], 10, 64); err != nil {
 			return fmt.Errorf("line %d: seed: expected an unsigned integer, got %q", line, rec[4])
