@@ -323,9 +323,10 @@ const (
 // phase's count, and in Unknown and ServersReused when it was. A run that
 // ends in a harness failure is counted in HarnessFailures, never judged,
 // and played again (harnessReplays); the hunt stops on the third failure
-// in a row.
+// in a row. A run the timing guard leaves unknown is counted in Unknown
+// and played again, up to runner.UnknownTries in all.
 func (h *hunter) run(ctx context.Context, s *Story) (Played, error) {
-	for {
+	for tries := 1; ; {
 		h.played++
 		h.res.StoryRuns++
 		if h.phase != nil {
@@ -354,6 +355,10 @@ func (h *hunter) run(ctx context.Context, s *Story) (Played, error) {
 		}
 		if f := h.o.Progress; f != nil && h.phase != nil {
 			f(Progress{Phase: h.phaseName(), Played: out, Candidates: h.res.Candidates, StoryRuns: h.res.StoryRuns, PhaseRuns: *h.phase})
+		}
+		if out.Verdict == checker.Unknown && tries < runner.UnknownTries && ctx.Err() == nil {
+			tries++
+			continue
 		}
 		return out, nil
 	}

@@ -412,8 +412,9 @@ func aimedAt(plan []Planned) map[int]bool {
 }
 
 // runGenerated is Run for a generator scenario: it plays the generator's
-// Trials trials on one environment and keeps, as the run's history, the
-// first trial whose verdict is not safe (else the last).
+// Trials trials on one environment, each left unknown played again up to
+// UnknownTries in all, and keeps, as the run's history, the first trial
+// whose verdict is not safe (else the last).
 func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, started time.Time) (*Outcome, error) {
 	dir, err := claimRunDir(sc, o)
 	if err != nil {
@@ -436,9 +437,14 @@ func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	defer t.Close()
 	var kept *Trial
 	for i := 0; i < sc.Generator.Trials; i++ {
-		tr, err := t.Play(ctx, *sc.Generator, sc.TTL.Duration, TrialSeed(o.Seed, 0, i))
+		tr, tries, err := PlayTries(ctx, UnknownTries, func() (*Trial, error) {
+			return t.Play(ctx, *sc.Generator, sc.TTL.Duration, TrialSeed(o.Seed, 0, i))
+		})
 		if err != nil {
 			return nil, err
+		}
+		if tries > 1 {
+			fmt.Fprintf(log, "  trial %d: played %d times: the machine was too slow for the first\n", i+1, tries)
 		}
 		for _, p := range tr.Plan {
 			fmt.Fprintf(log, "  trial %d: %s\n", i+1, p)

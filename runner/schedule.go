@@ -51,12 +51,6 @@ func (p Planned) String() string {
 	return fmt.Sprintf("at %v: %s %v of client %d during its critical section", p.At, p.Fault, p.Size, p.Client)
 }
 
-// UnknownTries is how many times in all a trial or a story that the
-// timing guard leaves unknown (the machine too slow to trust its timing)
-// is played, with the same seed, before it is written as unknown with its
-// reason. Sweeps and sim findings both play by it.
-const UnknownTries = 3
-
 // TrialSeed derives the seed of trial `trial` at sweep point `point` from
 // the run's seed (splitmix64), so every trial's draws are independent and
 // reproducible.

@@ -247,7 +247,8 @@ type Generator struct {
 	// sizeOf is the fault whose size the file gave ("" if none).
 	sizeOf string
 	// Trials is how many trials `sim run` plays (default 1); `sim sweep`
-	// sets its own with --trials.
+	// sets its own with --trials. A trial the machine was too slow for
+	// (unknown) is played again with its seed, up to 3 times in all.
 	Trials int `yaml:"trials"`
 
 	// givenAt is the set of fields the block gives, by yaml name, the

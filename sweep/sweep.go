@@ -309,7 +309,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 						return nil, fmt.Errorf("%s: %w", locks[li], err)
 					}
 				}
-				tr, tries, err := playTries(ctx, o.Tries, func() (*runner.Trial, error) {
+				tr, tries, err := runner.PlayTries(ctx, o.Tries, func() (*runner.Trial, error) {
 					return t.Play(ctx, g, ttl, runner.TrialSeed(o.Seed, pi, ti))
 				})
 				if err != nil {
@@ -341,17 +341,6 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 		o.Progress.Done()
 	}
 	return rows, nil
-}
-
-// playTries plays a trial until it ends with a verdict, up to tries times
-// in all, and returns its last play and how many it took.
-func playTries(ctx context.Context, tries int, play func() (*runner.Trial, error)) (*runner.Trial, int, error) {
-	for n := 1; ; n++ {
-		tr, err := play()
-		if err != nil || tr.Check.Verdict != checker.Unknown || n >= tries || ctx.Err() != nil {
-			return tr, n, err
-		}
-	}
 }
 
 // resolve fills in o's defaults as Run plays them: 5 points and 10

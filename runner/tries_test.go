@@ -1,4 +1,4 @@
-package sweep
+package runner
 
 import (
 	"context"
@@ -6,17 +6,16 @@ import (
 	"testing"
 
 	"github.com/locksim/locksim/checker"
-	"github.com/locksim/locksim/runner"
 )
 
 // TestPlayTries: a trial left unknown is played again until it has a
 // verdict, at most the tries given; a trial with a verdict, an error or a
 // stopped run is not played again.
 func TestPlayTries(t *testing.T) {
-	ended := func(v ...checker.Verdict) func() (*runner.Trial, error) {
+	ended := func(v ...checker.Verdict) func() (*Trial, error) {
 		i := 0
-		return func() (*runner.Trial, error) {
-			tr := &runner.Trial{Check: checker.Result{Verdict: v[min(i, len(v)-1)]}}
+		return func() (*Trial, error) {
+			tr := &Trial{Check: checker.Result{Verdict: v[min(i, len(v)-1)]}}
 			i++
 			return tr, nil
 		}
@@ -27,7 +26,7 @@ func TestPlayTries(t *testing.T) {
 		name    string
 		ctx     context.Context
 		tries   int
-		play    func() (*runner.Trial, error)
+		play    func() (*Trial, error)
 		want    checker.Verdict
 		wantN   int
 		wantErr bool
@@ -37,9 +36,9 @@ func TestPlayTries(t *testing.T) {
 		{"unknown every time", context.Background(), 3, ended(checker.Unknown), checker.Unknown, 3, false},
 		{"one try only", context.Background(), 1, ended(checker.Unknown, checker.Safe), checker.Unknown, 1, false},
 		{"stopped", stopped, 3, ended(checker.Unknown, checker.Safe), checker.Unknown, 1, false},
-		{"error", context.Background(), 3, func() (*runner.Trial, error) { return nil, errors.New("server gone") }, "", 1, true},
+		{"error", context.Background(), 3, func() (*Trial, error) { return nil, errors.New("server gone") }, "", 1, true},
 	} {
-		tr, n, err := playTries(c.ctx, c.tries, c.play)
+		tr, n, err := PlayTries(c.ctx, c.tries, c.play)
 		if (err != nil) != c.wantErr || n != c.wantN || (err == nil && tr.Check.Verdict != c.want) {
 			t.Errorf("%s: %v after %d tries (err %v), want %q after %d", c.name, tr, n, err, c.want, c.wantN)
 		}
