@@ -71,10 +71,9 @@ func (r *Result) NotReproduced() string {
 	return fmt.Sprintf("the shrunk story did not reproduce as it tells (in %d of %d runs, each by the same path): found.yaml is %s", MustBreak, Plays, r.FellBack)
 }
 
-// ReproducedLine says how many runs of the final story ended unsafe as
-// it tells, and how many more by another path.
 // Unsteady says, of a find's ReproducedLine, that its replays held it
-// fewer than MustBreak times: no finding.
+// fewer than MustBreak times: no finding. It reads the line, not a
+// Result, for a findings page keeps only the line.
 func Unsteady(reproducedLine string) bool {
 	var k, n int
 	if _, err := fmt.Sscanf(reproducedLine, "reproduced %d of %d", &k, &n); err != nil {
@@ -83,6 +82,8 @@ func Unsteady(reproducedLine string) bool {
 	return k < MustBreak
 }
 
+// ReproducedLine says how many runs of the final story ended unsafe as
+// it tells, and how many more by another path.
 func (r *Result) ReproducedLine() string {
 	s := fmt.Sprintf("reproduced %d of %d", r.Reproduced, r.ReproducedOf)
 	if r.OtherWay > 0 {
