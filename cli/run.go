@@ -447,8 +447,7 @@ func printVerdictAs(w io.Writer, r *runner.Outcome, name string) {
 		status = "NOT as expected (" + string(r.Expected) + ")"
 	}
 	if r.Fixed != "" {
-		b, _, _ := strings.Cut(r.Fixed, " ")
-		status += " (" + scenarios.FixedSentence(r.Fixed, r.Versions[b]) + ")"
+		status += " (" + scenarios.FixedSentence("story", r.Fixed, r.Versions) + ")"
 	}
 	fmt.Fprintf(w, "%s: %s\n", name, r.Check.Summary)
 	fmt.Fprintf(w, "  verdict %s, %s; %d violation(s); %v; run directory %s\n",

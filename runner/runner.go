@@ -211,8 +211,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 			// otherwise, with no bug for a counterfactual to take away.
 			o.Expected, o.Departures, o.Counterfactual = checker.Safe, true, false
 			if o.Log != nil {
-				b, _, _ := strings.Cut(fixed, " ")
-				fmt.Fprintf(o.Log, "%s: %s: expected safe\n", sc.Name, scenarios.FixedSentence(fixed, versions[b]))
+				fmt.Fprintf(o.Log, "%s: %s: expected safe\n", sc.Name, scenarios.FixedSentence("story", fixed, versions))
 			}
 		}
 	}
@@ -227,8 +226,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 		if cv, err := o.Host.versionsOf(cfs); err == nil {
 			if fixed := cfs.FixedOn(cv); fixed != "" {
 				if o.Log != nil {
-					b, _, _ := strings.Cut(fixed, " ")
-					fmt.Fprintf(o.Log, "%s: no counterfactual played: %s\n", sc.Name, strings.Replace(scenarios.FixedSentence(fixed, cv[b]), "the story's bug", "the counterfactual's bug", 1))
+					fmt.Fprintf(o.Log, "%s: no counterfactual played: %s\n", sc.Name, scenarios.FixedSentence("counterfactual", fixed, cv))
 				}
 				cfs = nil
 			}

@@ -65,9 +65,9 @@ func VersionAtLeast(v, min string) bool {
 }
 
 // FixedSentence says, for the narration and the verdict, that the run's
-// servers have the story's bug fixed: fixed is FixedOn's "etcd 3.5",
-// version the run's ("3.7.3").
-func FixedSentence(fixed, version string) string {
+// servers have the bug of whose ("story", "counterfactual") fixed: fixed
+// is FixedOn's "etcd 3.5", versions the run's servers' (etcd: "3.7.3").
+func FixedSentence(whose, fixed string, versions map[string]string) string {
 	b, v, _ := strings.Cut(fixed, " ")
-	return fmt.Sprintf("the story's bug is fixed in %s %s+, and this run's %s is %s", b, v, b, version)
+	return fmt.Sprintf("the %s's bug is fixed in %s %s+, and this run's %s is %s", whose, b, v, b, versions[b])
 }

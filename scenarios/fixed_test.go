@@ -76,3 +76,17 @@ steps:
 		}
 	}
 }
+
+// TestFixedSentence: the sentence names whose bug, the version that fixed
+// it and the run's own version of that server.
+func TestFixedSentence(t *testing.T) {
+	versions := map[string]string{"etcd": "3.7.3", "zookeeper": "3.8.4"}
+	for whose, want := range map[string]string{
+		"story":          "the story's bug is fixed in etcd 3.5+, and this run's etcd is 3.7.3",
+		"counterfactual": "the counterfactual's bug is fixed in etcd 3.5+, and this run's etcd is 3.7.3",
+	} {
+		if got := FixedSentence(whose, "etcd 3.5", versions); got != want {
+			t.Errorf("%s: %q, want %q", whose, got, want)
+		}
+	}
+}
