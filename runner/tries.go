@@ -9,7 +9,7 @@ import (
 // UnknownTries is how many times in all a trial or a story that the
 // timing guard leaves unknown (the machine too slow to trust its timing)
 // is played, with the same seed, before it is written as unknown with its
-// reason. Generator runs, sweeps and sim findings all play by it.
+// reason. Generator runs, sweeps, hunts and sim findings all play by it.
 const UnknownTries = 3
 
 // PlayTries plays a trial until it ends with a verdict, up to tries times

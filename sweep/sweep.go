@@ -317,8 +317,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 					return nil, fmt.Errorf("%s, %s=%s, trial %d: %w", locks[li], param.Key, val.Format(param.Key), ti+1, err)
 				}
 				played := outcome(tr)
-				played.Each = []Trial{trialOf(tr, ti+1, ttl, played)}
-				played.Each[0].Tries = tries
+				played.Each = []Trial{trialOf(tr, ti+1, tries, ttl, played)}
 				row.add(played)
 				point := param.Key + "=" + val.Format(param.Key)
 				if tr.Check.Verdict == checker.Unknown && o.Unknown != nil {

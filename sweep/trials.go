@@ -73,16 +73,16 @@ func measuredOf(tr *runner.Trial, ttl time.Duration) Measured {
 	return m
 }
 
-// trialOf is trial number n's line, from its play with lease ttl and its
-// outcome o.
-func trialOf(tr *runner.Trial, n int, ttl time.Duration, o Row) Trial {
+// trialOf is trial number n's line, from its last play of tries, with
+// lease ttl, and its outcome o.
+func trialOf(tr *runner.Trial, n, tries int, ttl time.Duration, o Row) Trial {
 	var plan []string
 	for _, p := range tr.Plan {
 		plan = append(plan, p.String())
 	}
 	return Trial{Number: n, Seed: tr.Seed, Schedule: strings.Join(plan, "; "), Struck: tr.Injected,
 		Verdict: tr.Check.Verdict, Violated: o.Violated > 0, Damaged: o.Damaged > 0,
-		CriticalSections: tr.Check.Mutex.Holds, Summary: tr.Check.Summary, Measured: measuredOf(tr, ttl)}
+		CriticalSections: tr.Check.Mutex.Holds, Summary: tr.Check.Summary, Tries: tries, Measured: measuredOf(tr, ttl)}
 }
 
 // TrialsHeader is trials.csv's first line.
