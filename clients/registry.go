@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/locksim/locksim/promise"
 )
 
 // Backend names a lock backend: the servers a lock runs on. Each is
@@ -212,6 +214,12 @@ type Spec struct {
 	// story was told with (scenarios.ReferenceFor). Empty: it stands in
 	// for no other.
 	Like string
+	// Promises are the properties the lock promises its users, each in
+	// the words of its library's docs (or, for locksim's references, of
+	// the published pattern it follows) with the address that says so.
+	// sim findings counts a story against the lock only where it promises
+	// what the story tests (scenarios.Scenario.Tests).
+	Promises promise.Set
 }
 
 var registry = map[string]Spec{}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/promise"
 )
 
 // Hello is the first line a client program prints on stdout, before it
@@ -56,6 +57,12 @@ type Hello struct {
 	// up to that long for a held lock, the way the client's library
 	// waits (a blocking call, its retries), instead of trying once.
 	AcquireWait bool `json:"acquire_wait,omitempty"`
+	// Promises (v2, optional) are the properties the program's library
+	// promises its users, each in the library's own words with the
+	// address that says so (promise.Promise; a promise's locks limit it to
+	// some of the program's locks). sim findings counts a story against
+	// the program only where its library promises what the story tests.
+	Promises promise.Set `json:"promises,omitempty"`
 }
 
 // OwnLock is a lock of a client program's own: its name, the catalogue
@@ -152,6 +159,22 @@ func (h Hello) CheckOwn() error {
 		}
 		if o.Servers != "" && o.Servers != string(spec.Backend) {
 			return fmt.Errorf("its hello's own lock %s runs on %s, but the lock it is like, %s, runs on %s: give like a lock of its servers (sim locks)", o.Name, o.Servers, o.Like, spec.Backend)
+		}
+	}
+	return nil
+}
+
+// CheckPromises checks the hello's promises: each of a known property,
+// with its quote and source, and limited only to locks the hello names.
+func (h Hello) CheckPromises() error {
+	for _, p := range h.Promises {
+		if err := p.Check(); err != nil {
+			return fmt.Errorf("its hello's promises: %v (docs/protocol.md)", err)
+		}
+		for _, l := range p.Locks {
+			if !slices.Contains(h.Locks, l) {
+				return fmt.Errorf("its hello's promise %s is limited to lock %s, which its hello does not name (%v)", p.Property, l, h.Locks)
+			}
 		}
 	}
 	return nil

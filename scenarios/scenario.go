@@ -16,6 +16,7 @@ import (
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/promise"
 	"github.com/locksim/locksim/storage"
 )
 
@@ -79,6 +80,12 @@ type Scenario struct {
 	Explain string `yaml:"explain"`
 	// Fault is a short description of the fault, for `sim list`.
 	Fault string `yaml:"fault"`
+	// Tests is the property the story tests (promise.Property: a
+	// token-checked release, validity checked at acquire, ...): sim
+	// findings counts the story against a lock only where the lock
+	// promises it. Empty: exclusion, mutual exclusion while the lease is
+	// valid, which every lock promises.
+	Tests promise.Property `yaml:"tests"`
 	// Conditions are what the story runs on and with: the lock, its
 	// servers, the clients, the storage and the timing. A counterfactual
 	// block may replace any of them.

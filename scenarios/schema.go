@@ -23,6 +23,7 @@ import (
 
 	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/promise"
 	"github.com/locksim/locksim/nemesis"
 )
 
@@ -217,6 +218,7 @@ func setEnum(s *jsonschema.Schema, name string, values []any) {
 func (Scenario) JSONSchemaExtend(s *jsonschema.Schema) {
 	s.Required = []string{"name", "title", "source", "explain", "lock", "expected"}
 	setEnum(s, "expected", enum(verdictNames()...))
+	setEnum(s, "tests", enum(promise.Names()...))
 	conditionValues(s)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/promise"
 )
 
 // errAt builds an Error for a top-level field.
@@ -74,6 +75,11 @@ func (s *Scenario) validate() error {
 	}
 	if err := s.validateSettings(); err != nil { // settings.go
 		return err
+	}
+	if s.Tests != "" {
+		if _, err := promise.Parse(string(s.Tests)); err != nil {
+			return s.errAt("tests", "%v", err)
+		}
 	}
 	if err := s.validateFixedIn(); err != nil { // fixed.go
 		return err

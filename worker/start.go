@@ -110,6 +110,9 @@ func launch(ctx context.Context, id int, stderr io.Writer, o StartOptions) (*lau
 	if err == nil {
 		err = hello.CheckOwn()
 	}
+	if err == nil {
+		err = hello.CheckPromises()
+	}
 	if err != nil {
 		_ = stdin.Close()
 		proc.Kill()
