@@ -66,9 +66,11 @@ type Redlock struct {
 	// that use the wall clock do, e.g. Date.now()); nil measures it on
 	// CLOCK_MONOTONIC, as the algorithm should.
 	wall func() time.Time
-	// noValidity skips the validity check (a mutant): a majority is
-	// held even when the acquire ate the whole TTL, with the lease still
-	// counted from before the requests (so it may be spent already).
+	// noValidity skips the validity check: a majority is held even when
+	// the acquire ate the whole TTL, with the lease still counted from
+	// before the requests (so it may be spent already). The mutant
+	// redlock-no-validity breaks Redlock so; the single-instance pattern
+	// (lock redis) never had the check.
 	noValidity bool
 	// fromReplies starts the lease's clock when the replies arrive, not
 	// before the requests (a mutant): the validity check then measures
@@ -87,15 +89,15 @@ const RedisBackend Backend = "redis"
 func init() {
 	Register(Spec{Name: "redlock", Backend: RedisBackend, PlainExpire: true, Nodes: 5, Waits: true, Doc: "Redlock over the scenario's Redis nodes (majority of N); an acquire that waits retries every 200ms ± 100ms",
 		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
-	Register(Spec{Name: "redis", Backend: RedisBackend, PlainExpire: true, Waits: true, Doc: "single Redis: SET NX PX with a random token, token-checked Lua release",
-		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
+	Register(Spec{Name: "redis", Backend: RedisBackend, PlainExpire: true, Waits: true, Doc: "single Redis, the Redis page's single-instance pattern: SET NX PX with a random token, token-checked Lua release; no validity check at acquire (that is Redlock's step 3)",
+		New: func(cfg Config) (Lock, error) { return NewSingleRedis(cfg, false) }})
 	Register(Spec{Name: "redis-plain-del", Backend: RedisBackend, PlainExpire: true, Mutant: "the token-checked release", MutantOf: "redis",
 		Doc: "single Redis, released with a plain DEL (deletes whoever holds it)",
-		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, true) }})
+		New: func(cfg Config) (Lock, error) { return NewSingleRedis(cfg, true) }})
 	Register(Spec{Name: "redis-extend-reset", Backend: RedisBackend, PlainExpire: true, Mutant: "an extend that renews only a key that still holds the lease's token", MutantOf: "redis",
 		Doc: "single Redis, extended as redlock-rb 0.1.6 did: SET key token PX ttl if the key is this token or absent, so an extend after the lease ran out succeeds",
 		New: func(cfg Config) (Lock, error) {
-			r, err := NewRedlock(cfg, false)
+			r, err := NewSingleRedis(cfg, false)
 			if err == nil {
 				r.extendReset = true
 			}
@@ -146,11 +148,30 @@ func NewRedlock(cfg Config, plainDel bool) (*Redlock, error) {
 	return r, nil
 }
 
+// NewSingleRedis is the Redis page's single-instance lock on the one
+// node in cfg (lock redis): Redlock's SET NX PX with a random token and
+// its token-checked release, without Redlock's step 3. The page's
+// single-instance pattern grants the lock when SET NX succeeds, however
+// long the request took; the lease is still counted from before the
+// request, so a late grant's lease may be spent already, as it is for a
+// library that follows the pattern.
+func NewSingleRedis(cfg Config, plainDel bool) (*Redlock, error) {
+	if n := len(cfg.Servers[RedisBackend]); n != 1 {
+		return nil, fmt.Errorf("redis: the single-instance lock takes one Redis node, got %d", n)
+	}
+	r, err := NewRedlock(cfg, plainDel)
+	if err == nil {
+		r.noValidity = true
+	}
+	return r, err
+}
+
 // NewRedisClient makes a go-redis client with every timeout set to
 // timeout and no retries: a lock must not silently retry a SET NX.
 func NewRedisClient(addr string, timeout time.Duration) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr:                  addr,
+		Dialer:                dialReadsArrived,
 		DialTimeout:           timeout,
 		ReadTimeout:           timeout,
 		WriteTimeout:          timeout,

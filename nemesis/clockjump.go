@@ -56,7 +56,8 @@ type ClockJumpParams struct {
 
 func init() {
 	Register(Spec[ClockJumpParams]{Name: "clock-jump", Doc: "move the node's or the client's wall clock by `by`",
-		Effect: history.EffectClock, Shape: Shape{ClientsToo: true},
+		Realistic: "any size: CLOCK_REALTIME \"is affected by discontinuous jumps in the system time (e.g., if the system administrator manually changes the clock)\" (Linux man-pages 6.03, clock_gettime(2), https://man7.org/linux/man-pages/man2/clock_gettime.2.html, CLOCK_REALTIME); an NTP step or a VM resumed from a snapshot moves it by any amount",
+		Effect:    history.EffectClock, Shape: Shape{ClientsToo: true},
 		Needs: []string{"by"},
 		Check: func(p *ClockJumpParams, f Facts) *ParamError {
 			return firstRefusal(p.exactlyOne("clock-jump"), noNodeClock(p.Node, f))

@@ -172,7 +172,8 @@ type CrashParams struct {
 
 func init() {
 	Register(Spec[CrashParams]{Name: "crash", Doc: "kill -9 the node; it restarts after `for` (at once if not given)",
-		Effect: history.EffectDown, Available: lockNodes, OnPostgres: true,
+		Realistic: "any time, any restart delay: a process killed by the kernel's OOM killer or a kill -9 is restarted by its supervisor at once or later",
+		Effect:    history.EffectDown, Available: lockNodes, OnPostgres: true,
 		Needs: []string{"node"},
 		Check: func(p *CrashParams, _ Facts) *ParamError {
 			if p.NodeClock && p.For == 0 {

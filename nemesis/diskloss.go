@@ -73,8 +73,9 @@ func diskNodes(s Setup) string {
 
 func init() {
 	Register(Spec[DiskLossParams]{Name: "disk-loss",
-		Doc:    "kill -9 a Redis node, a ZooKeeper or an etcd member and empty its data dir (a replaced disk); it restarts at once (an etcd member replaced: removed and added again)",
-		Effect: history.EffectDown, Available: diskNodes,
+		Realistic: "any time: a member whose disk is lost is removed and added again (etcd documentation, \"Runtime reconfiguration\", https://etcd.io/docs/v3.4/op-guide/runtime-configuration/, \"Replace a failed machine\")",
+		Doc:       "kill -9 a Redis node, a ZooKeeper or an etcd member and empty its data dir (a replaced disk); it restarts at once (an etcd member replaced: removed and added again)",
+		Effect:    history.EffectDown, Available: diskNodes,
 		Needs: []string{"node"},
 		New:   func(p *DiskLossParams) Breaker { return &DiskLoss{Node: p.Node} }})
 }

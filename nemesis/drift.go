@@ -60,6 +60,12 @@ func (f *ClockDrift) Inject(ctx context.Context, t *Target) error {
 
 func (f *ClockDrift) Heal(ctx context.Context, t *Target) error { return f.heal(ctx) }
 
+// MaxDriftPPM is the most a real machine's clock runs off real speed, in
+// parts per million: NTP slews at most this much, and an oscillator's error
+// is smaller (the kind's Realistic says the sources). A drift past it is a
+// story that teaches, and sim findings does not count it.
+const MaxDriftPPM = 500
+
 // ClockDriftParams are a clock-drift step's fields.
 type ClockDriftParams struct {
 	ClientOrNode `yaml:",inline"`
@@ -70,7 +76,8 @@ type ClockDriftParams struct {
 
 func init() {
 	Register(Spec[ClockDriftParams]{Name: "clock-drift", Doc: "run the node's or the client's clocks (wall and monotonic) at `rate` times real speed",
-		Effect: history.EffectClock, Available: nodeClock,
+		Realistic: "within 500 ppm of real speed: a quartz oscillator is off by tens to hundreds of ppm (Kleppmann, Designing Data-Intensive Applications, 2017, chapter 8, \"Unreliable Clocks\": Google assumes 200 ppm), and NTP slews a clock by at most 500 ppm (ntpd's documentation, https://www.ntp.org/documentation/4.2.8-series/ntpd/, option -x)",
+		Effect:    history.EffectClock, Available: nodeClock,
 		Needs: []string{"rate"},
 		Check: func(p *ClockDriftParams, f Facts) *ParamError {
 			if err := firstRefusal(p.exactlyOne("clock-drift"), noNodeClock(p.Node, f)); err != nil {
@@ -82,6 +89,12 @@ func init() {
 			return nil
 		},
 		New: func(p *ClockDriftParams) Breaker { return &ClockDrift{Node: p.Node, Client: p.Client, Rate: p.Rate} },
+		Unrealistic: func(p *ClockDriftParams) string {
+			if ppm := math.Abs(p.Rate-1) * 1e6; ppm > MaxDriftPPM {
+				return fmt.Sprintf("a clock at x%g runs %.0f ppm off real speed, where an oscillator is off by tens to hundreds of ppm and NTP slews at most %d ppm", p.Rate, ppm, MaxDriftPPM)
+			}
+			return ""
+		},
 		Draw: &Draw[ClockDriftParams]{
 			Generated: Generated{Drawn: Drawn{Name: "drift", Unit: UnitRate, Doc: "rate of the clock-drift fault (a number: 1.5 runs the clock 50% fast)",
 				What: "the clock drift", Range: [2]float64{1, 3}, Classic: 3},

@@ -39,8 +39,9 @@ func (f *ConnDrop) Heal(ctx context.Context, t *Target) error { return f.heal(ct
 
 func init() {
 	Register(Spec[ClientLinks]{Name: "drop", Doc: "close the client's connections to the nodes at once, both sides",
-		Needs:  []string{"client", "links"},
-		Effect: history.EffectNetwork, Shape: Shape{Links: true}, Available: clientLinks, Place: onLinks,
+		Realistic: "any time: a proxy, a pooler or a load balancer closes connections when it restarts or times them out",
+		Needs:     []string{"client", "links"},
+		Effect:    history.EffectNetwork, Shape: Shape{Links: true}, Available: clientLinks, Place: onLinks,
 		New: func(p *ClientLinks) Breaker { return &ConnDrop{Client: p.Client, Nodes: p.Links} }})
 }
 

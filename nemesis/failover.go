@@ -111,7 +111,8 @@ func (f *Failover) Heal(ctx context.Context, t *Target) error { return f.heal(ct
 
 func init() {
 	Register(Spec[OneNode]{Name: "failover", Doc: "kill -9 the node and promote its replica; clients are moved over",
-		Needs: []string{"node"}, Check: func(_ *OneNode, f Facts) *ParamError { return needsReplicas("failover", f) },
+		Realistic: "any time: a primary lost before its asynchronous replica has its writes (Redis documentation, \"Redis replication\", https://redis.io/docs/latest/operate/oss_and_stack/management/replication/)",
+		Needs:     []string{"node"}, Check: func(_ *OneNode, f Facts) *ParamError { return needsReplicas("failover", f) },
 		New:    func(p *OneNode) Breaker { return &Failover{Node: p.Node} },
 		Effect: history.EffectDown, Shape: Shape{Replicas: true}, Available: redisReplicas, Place: onNode,
 		Lasting: "the replica it promoted stays the primary, and the clients' links lead to it"})

@@ -94,8 +94,9 @@ type LatencyParams struct {
 
 func init() {
 	Register(Spec[LatencyParams]{Name: "latency", Doc: "delay the client's traffic to the nodes by `delay` (± `jitter`)",
-		Needs:  []string{"client", "links", "delay"},
-		Effect: history.EffectNetwork, Shape: Shape{Links: true, Delays: true}, Available: clientLinks,
+		Realistic: "any delay: a packet may be held for any time, and a network does not say how long (Kleppmann, \"How to do distributed locking\", 2016, section \"Breaking Redlock with bad timings\")",
+		Needs:     []string{"client", "links", "delay"},
+		Effect:    history.EffectNetwork, Shape: Shape{Links: true, Delays: true}, Available: clientLinks,
 		Check: func(p *LatencyParams, _ Facts) *ParamError {
 			switch p.Stream {
 			case "", "upstream", "downstream", "both":

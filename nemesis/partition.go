@@ -46,9 +46,10 @@ var bothStreams = []string{"upstream", "downstream"}
 
 func init() {
 	Register(Spec[ClientLinks]{Name: "partition", Doc: "cut the client's links to the nodes (packets dropped, no reply, no close passed on)",
-		Needs:  []string{"client", "links"},
-		New:    func(p *ClientLinks) Breaker { return &Partition{Client: p.Client, Nodes: p.Links} },
-		Effect: history.EffectNetwork, Shape: Shape{LockLinks: true, Silences: true}, Place: onLinks,
+		Realistic: "any length: a dead link or a firewall dropping packets lasts until someone mends it",
+		Needs:     []string{"client", "links"},
+		New:       func(p *ClientLinks) Breaker { return &Partition{Client: p.Client, Nodes: p.Links} },
+		Effect:    history.EffectNetwork, Shape: Shape{LockLinks: true, Silences: true}, Place: onLinks,
 		Available: func(s Setup) string {
 			if s.Backend != clients.RedisBackend {
 				// Only a Redis-family client bounds every call by its
@@ -59,7 +60,8 @@ func init() {
 			return clientLinks(s)
 		}})
 	Register(Spec[OneNode]{Name: "replication-lag", Doc: "hold back the node's replication link, so writes do not reach its replica",
-		Needs: []string{"node"}, Check: func(_ *OneNode, f Facts) *ParamError { return needsReplicas("replication-lag", f) },
+		Realistic: "any length: an asynchronous replica lags its primary by whatever its link and load allow (Redis documentation, \"Redis replication\", https://redis.io/docs/latest/operate/oss_and_stack/management/replication/)",
+		Needs:     []string{"node"}, Check: func(_ *OneNode, f Facts) *ParamError { return needsReplicas("replication-lag", f) },
 		New:    func(p *OneNode) Breaker { return &ReplicationLag{Partition{Client: 0, Nodes: []string{p.Node}}} },
 		Effect: history.EffectNetwork, Shape: Shape{Replicas: true, Silences: true}, Available: redisReplicas, Place: onNode})
 }

@@ -137,7 +137,8 @@ type PauseParams struct {
 
 func init() {
 	Register(Spec[PauseParams]{Name: "pause", Doc: "SIGSTOP the client or the node; SIGCONT after `for`, or at resume or heal",
-		Effect: history.EffectPause,
+		Realistic: "any length up to minutes: stop-the-world GC pauses and a paused VM last seconds to minutes (Kleppmann, \"How to do distributed locking\", 2016, https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html, section \"Protecting a resource with a lock\")",
+		Effect:    history.EffectPause,
 		Check: func(p *PauseParams, _ Facts) *ParamError {
 			return firstRefusal(p.exactlyOne("pause"), nonNegative("for", p.For))
 		},

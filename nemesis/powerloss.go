@@ -78,8 +78,9 @@ type PowerLossParams struct {
 
 func init() {
 	Register(Spec[PowerLossParams]{Name: "power-loss",
-		Doc:    "cut a Redis node's power: kill -9, and its files lose what no fsync reached; it restarts after `for` (at once if not given)",
-		Effect: history.EffectDown, Available: redisNodes,
+		Realistic: "any time: a machine loses power with its page cache (fsync(2), Linux man-pages 6.03, https://man7.org/linux/man-pages/man2/fsync.2.html)",
+		Doc:       "cut a Redis node's power: kill -9, and its files lose what no fsync reached; it restarts after `for` (at once if not given)",
+		Effect:    history.EffectDown, Available: redisNodes,
 		Needs: []string{"node"},
 		Check: func(p *PowerLossParams, f Facts) *ParamError {
 			if !f.Persistent {

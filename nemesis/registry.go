@@ -115,6 +115,11 @@ type Spec[P any] struct {
 	// docs/faults.md). A story may play it to teach a point; sim findings
 	// never counts it against a library.
 	Unrealistic func(p *P) string
+	// Realistic says what size of this fault real machines have, with
+	// the source that says so ("any size: ..."; "within 500 ppm: ...").
+	// Every kind that builds faults states it; a kind whose range is
+	// bounded also says, by Unrealistic, when a fault is outside it.
+	Realistic string
 }
 
 // Draw says how a generator draws a kind: what it aims at and the one
@@ -155,6 +160,8 @@ type Kind struct {
 	// Unrealistic is the Spec's, on what Params made (nil: every fault of
 	// the kind is one a machine has).
 	Unrealistic func(p any) string
+	// Realistic is the Spec's: the size real machines have, and its source.
+	Realistic string
 }
 
 // Unit is what a drawn parameter measures.
@@ -272,11 +279,14 @@ func Register[P any](s Spec[P]) {
 	if (s.New == nil) != (s.Effect == "") {
 		panic(fmt.Sprintf("nemesis: fault kind %q: a kind that builds faults says their Effect, and only one", s.Name))
 	}
+	if s.New != nil && s.Realistic == "" {
+		panic(fmt.Sprintf("nemesis: fault kind %q: say what size of it real machines have (Realistic), with a source", s.Name))
+	}
 	if s.Place != nil && s.New == nil {
 		panic(fmt.Sprintf("nemesis: fault kind %q places a fault it cannot build", s.Name))
 	}
 	k := Kind{Name: s.Name, Doc: s.Doc, Effect: s.Effect, Shape: s.Shape, OnPostgres: s.OnPostgres, Available: s.Available, Needs: s.Needs,
-		Params: func() any { return new(P) }, Lasting: s.Lasting}
+		Params: func() any { return new(P) }, Lasting: s.Lasting, Realistic: s.Realistic}
 	if s.Place != nil {
 		k.Place = func(a Aim) any { p := s.Place(a); return &p }
 	}

@@ -169,3 +169,21 @@ func TestKindsRecordTheirStepName(t *testing.T) {
 		}
 	}
 }
+
+// TestKindsSayTheirRealisticSize: every kind that builds faults says what
+// size of it real machines have, and a drift past NTP's slew limit is
+// outside it while one within it is not.
+func TestKindsSayTheirRealisticSize(t *testing.T) {
+	for _, k := range Kinds() {
+		if k.New != nil && k.Realistic == "" {
+			t.Errorf("%s says no realistic size", k.Name)
+		}
+	}
+	k, _ := LookupKind("clock-drift")
+	for rate, outside := range map[float64]bool{1.5: true, 0.5: true, 1.1: true, 1.0004: false, 0.9996: false} {
+		p := &ClockDriftParams{ClientOrNode: ClientOrNode{Node: "A"}, Rate: rate}
+		if got := k.Unrealistic(p) != ""; got != outside {
+			t.Errorf("drift x%g: outside the realistic range = %v, want %v (%q)", rate, got, outside, k.Unrealistic(p))
+		}
+	}
+}

@@ -41,8 +41,9 @@ func (f *ConnReset) Heal(ctx context.Context, t *Target) error { return f.heal(c
 
 func init() {
 	Register(Spec[ClientLinks]{Name: "reset", Doc: "TCP RST on the client's connections to the nodes when data next flows",
-		Needs:  []string{"client", "links"},
-		Effect: history.EffectNetwork, Shape: Shape{Links: true}, Available: clientLinks, Place: onLinks,
+		Realistic: "any time: a middlebox that lost a connection's state answers it with an RST",
+		Needs:     []string{"client", "links"},
+		Effect:    history.EffectNetwork, Shape: Shape{Links: true}, Available: clientLinks, Place: onLinks,
 		New: func(p *ClientLinks) Breaker { return &ConnReset{Client: p.Client, Nodes: p.Links} }})
 }
 
