@@ -189,7 +189,7 @@ func subjects(ctx context.Context, dir string) ([]subject, error) {
 		if s.Mutant != "" || strings.HasPrefix(n, "test-") {
 			continue
 		}
-		out = append(out, subject{Subject: findings.Subject{Name: n, Lock: n, About: s.Doc, Servers: string(s.Backend)}, backend: s.Backend})
+		out = append(out, subject{Subject: findings.Subject{Name: n, Lock: n, About: s.Doc, Servers: string(s.Backend), Promises: s.Promises}, backend: s.Backend})
 	}
 	if dir == "" {
 		return out, nil // --examples '': no client program
@@ -218,7 +218,7 @@ func subjects(ctx context.Context, dir string) ([]subject, error) {
 			if own := h.OwnName(l); own != "" {
 				about = fmt.Sprintf("%s: its own lock %s, like %s", h.Name, own, l)
 			}
-			out = append(out, subject{Subject: findings.Subject{Name: name, Lock: l, Program: argv, About: about, Servers: string(spec.Backend)}, backend: spec.Backend, hello: &h})
+			out = append(out, subject{Subject: findings.Subject{Name: name, Lock: l, Program: argv, About: about, Servers: string(spec.Backend), Promises: h.Promises}, backend: spec.Backend, hello: &h})
 		}
 	}
 	return out, nil
@@ -632,10 +632,10 @@ func findingsCells(s findings.Subject, m *matrix.Matrix, server string, other bo
 }
 
 // writeFindings writes the report's Markdown, HTML and JSON, every
-// subject's cells counted as notCounted says.
+// subject's cells judged (judge: findings.Report.Judge).
 func writeFindings(r *findings.Report, doc, base string, stdout io.Writer) error {
-	notCounted(r)
 	unsteadyHunts(r)
+	judge(r)
 	if err := tellers(r); err != nil {
 		return err
 	}
@@ -688,27 +688,23 @@ func tellers(r *findings.Report) error {
 	return nil
 }
 
-// findStory finds a cell's story for notCounted (a test replaces it).
+// findStory finds a cell's story for the judge (a test replaces it).
 var findStory = scenarios.Find
 
-// notCounted keeps off the count a finding from a story whose fault is a
-// form no real machine has (scenarios.Scenario.Unrealistic): the cell
-// says so and why, in every subject, refreshed or not.
-func notCounted(r *findings.Report) {
+// judge refreshes each registered lock's promises from its Spec (the
+// binary's own words for them) and judges every subject's cells and hunt
+// (findings.Report.Judge), refreshed or not.
+func judge(r *findings.Report) {
 	for i := range r.Subjects {
-		for j := range r.Subjects[i].Cells {
-			c := &r.Subjects[i].Cells[j]
-			if c.Kind != matrix.KindFinding {
-				continue
-			}
-			if sc, err := findStory(c.Story); err == nil {
-				if why := sc.Unrealistic(); why != "" {
-					c.Kind = findings.KindUnrealistic
-					c.Text = "not counted: the story's fault is a form no machine has (" + why + "); " + c.Text
-				}
-			}
+		s := &r.Subjects[i]
+		if s.Program != nil {
+			continue // a program's promises are its hello's, as last played
+		}
+		if spec, err := clients.Lookup(s.Lock); err == nil {
+			s.Promises = spec.Promises
 		}
 	}
+	r.Judge(findStory)
 }
 
 // unsteadyHunts makes a hunt's find whose replays did not hold it

@@ -20,7 +20,6 @@ import (
 	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/hunt"
 	"github.com/locksim/locksim/matrix"
-	"github.com/locksim/locksim/nemesis"
 	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/sharding"
 )
@@ -231,71 +230,6 @@ func TestFindingsCost(t *testing.T) {
 		if code != exitHarness || !strings.Contains(errb, c.want) || strings.Count(errb, "\n") != 1 || out != "" {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2 and one line with %q", c.arg, code, out, errb, c.want)
 		}
-	}
-}
-
-// wallOnlyParams are the parameters of wall-only-drift, a fault kind
-// registered for TestNotCounted alone: a client's wall clock drifting
-// while its monotonic clock runs at real speed, the form of clock-drift
-// no machine has (clock-drift now moves both).
-type wallOnlyParams struct {
-	nemesis.ClientOrNode `yaml:",inline"`
-}
-
-func init() {
-	nemesis.Register(nemesis.Spec[wallOnlyParams]{Name: "wall-only-drift", Doc: "test only: a client's wall clock drifting alone",
-		Effect: history.EffectClock,
-		New:    func(p *wallOnlyParams) nemesis.Breaker { return &nemesis.ClockDrift{Client: p.Client, Rate: 0.5} },
-		Unrealistic: func(p *wallOnlyParams) string {
-			return fmt.Sprintf("it runs client %d's wall clock at x0.5 and leaves its CLOCK_MONOTONIC at real speed", p.Client)
-		}})
-}
-
-// TestNotCounted: on the page, a finding from a story whose fault no
-// machine has (here a client's wall clock drifting alone, a kind
-// registered for this test) is not counted against the library, and says
-// why; a finding from a fault machines have stays one.
-func TestNotCounted(t *testing.T) {
-	sc, err := scenarios.Find("redlock-client-clock-slow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The story with its drift of both clocks played as a drift of the
-	// wall clock alone.
-	wallOnly := *sc
-	wallOnly.Name = "wall-only"
-	wallOnly.Steps = append([]scenarios.Step(nil), sc.Steps...)
-	wallOnly.Steps[0] = scenarios.Step{Do: "wall-only-drift", Params: &wallOnlyParams{nemesis.ClientOrNode{Client: 1}}}
-	if wallOnly.Unrealistic() == "" {
-		t.Fatal("the wall-only story is not marked unrealistic")
-	}
-	old := findStory
-	findStory = func(name string) (*scenarios.Scenario, error) {
-		if name == wallOnly.Name {
-			return &wallOnly, nil
-		}
-		return old(name)
-	}
-	t.Cleanup(func() { findStory = old })
-	path := wallOnly.Name
-	r := &findings.Report{Subjects: []findings.Subject{{Name: "node-redlock (redlock)", Cells: []findings.Cell{
-		{Story: path, Kind: "finding", Text: "finding: lock redlock of the client program ended unsafe where the reference redlock ended safe"},
-		{Story: "redlock-pause-during-acquire", Kind: "finding", Text: "finding: ..."},
-		{Story: "redlock-client-clock-slow", Kind: "finding", Text: "finding: ..."},
-	}}}}
-	notCounted(r)
-	notCounted(r) // written again: said once
-	s := r.Subjects[0]
-	if c := s.Cells[0]; c.Kind != findings.KindUnrealistic || strings.Count(c.Text, "not counted") != 1 || !strings.Contains(c.Text, "CLOCK_MONOTONIC") {
-		t.Errorf("the wall-only drift's cell: %s %q", c.Kind, c.Text)
-	}
-	for _, c := range s.Cells[1:] { // a pause, and a drift of both clocks
-		if c.Kind != "finding" {
-			t.Errorf("%s's cell: %s %q", c.Story, c.Kind, c.Text)
-		}
-	}
-	if m := s.Meaning(); !strings.Contains(m, "worse than the lock it stands in for on 2: redlock-pause-during-acquire, redlock-client-clock-slow.") || !strings.Contains(m, path+", whose fault is a form no machine has") {
-		t.Errorf("meaning: %s", m)
 	}
 }
 

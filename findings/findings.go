@@ -18,6 +18,7 @@ import (
 	"github.com/locksim/locksim/cellkind"
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/cost"
+	"github.com/locksim/locksim/promise"
 )
 
 // WrittenBy marks a findings.json locksim wrote, so that a refresh never
@@ -43,6 +44,9 @@ type Report struct {
 	// line (sim findings cost DIR), as its cost.json holds them, without
 	// its chart's marks; nil: none.
 	Cost *cost.Result `json:"cost,omitempty"`
+	// defects are the report's defects as Judge last grouped them, which
+	// the page opens with.
+	defects []Defect
 }
 
 // Subject is one lock: a registered lock, or a client program's lock.
@@ -64,6 +68,10 @@ type Subject struct {
 	Hunt  *Hunt  `json:"hunt,omitempty"`
 	// Seconds is how long its stories and its hunt took.
 	Seconds float64 `json:"seconds"`
+	// Promises are the properties its lock promises, in its library's
+	// own words (clients.Spec.Promises, or the program's hello): a story
+	// counts against it only where it promises what the story tests.
+	Promises promise.Set `json:"promises,omitempty"`
 	// Load is the highest 1-minute load average seen while it played,
 	// on a machine of Cores cores (0: not recorded).
 	Load  float64 `json:"load,omitempty"`
@@ -104,6 +112,10 @@ type Cell struct {
 	// Fixed says the server has the story's bug fixed ("etcd 3.5": the
 	// story's fixed_in), and the cell was expected to end safe.
 	Fixed string `json:"fixed,omitempty"`
+	// WasKind and WasText are the cell as it was played, when Judge put
+	// another kind in its place (KindUnrealistic, KindUnpromised).
+	WasKind string `json:"was_kind,omitempty"`
+	WasText string `json:"was_text,omitempty"`
 }
 
 // Hunt is what sim hunt found against the subject.
@@ -149,6 +161,11 @@ type Hunt struct {
 	// Server is the server and version it hunted on ("etcd 3.4.23"), as
 	// Cell.Server.
 	Server string `json:"server,omitempty"`
+	// NotCounted says why a find does not count against the subject
+	// (Judge: its shrunk story tests a property the lock does not
+	// promise, or its fault is outside what real machines have); "" when
+	// it counts, or found nothing.
+	NotCounted string `json:"not_counted,omitempty"`
 }
 
 // KindUnrealistic is a cell that would be a finding (cellkind.Finding),
@@ -285,7 +302,11 @@ func (s Subject) Meaning() string {
 		b.WriteString(f)
 	}
 	if u := s.storiesOf(KindUnrealistic); len(u) > 0 {
-		fmt.Fprintf(&b, "It also ended worse on %s, whose fault is a form no machine has (a client's wall clock drifting while its monotonic clock does not): that teaches, and is not counted. ",
+		fmt.Fprintf(&b, "It also ended worse on %s, whose fault is outside what real machines have (each cell says how): that teaches, and is not counted. ",
+			strings.Join(u, ", "))
+	}
+	if u := s.storiesOf(KindUnpromised); len(u) > 0 {
+		fmt.Fprintf(&b, "It ended worse on %s, each testing a property it does not promise (each cell says which): shown, and not counted. ",
 			strings.Join(u, ", "))
 	}
 	if p := s.storiesOf(cellkind.Peer); len(p) > 0 {
@@ -305,6 +326,8 @@ func (s Subject) Meaning() string {
 	case h == nil:
 	case h.Error != "":
 		fmt.Fprintf(&b, "%s could not run: %s.", hunt, h.Error)
+	case h.Found && h.Baseline != "" && h.NotCounted != "":
+		fmt.Fprintf(&b, "%s, with %s (the lock it stands in for) as its baseline, found a schedule on which it ends worse than that lock in %d candidate(s): %s. Not counted: %s.", hunt, h.Baseline, h.Runs, h.Summary, h.NotCounted)
 	case h.Found && h.Baseline != "":
 		fmt.Fprintf(&b, "%s, with %s (the lock it stands in for) as its baseline, found a schedule on which it ends worse than that lock in %d candidate(s): %s.", hunt, h.Baseline, h.Runs, h.Summary)
 	case h.Found && h.Trap != "":

@@ -58,6 +58,8 @@ func (r *Report) Markdown() []byte {
 	var b bytes.Buffer
 	b.WriteString("# Findings: what the stories and the hunts show about each lock\n\n")
 	fmt.Fprintf(&b, "Rebuilt by `%s`; `bin/sim findings --only NAME` refreshes one lock, when its library\nreleases a new version. Seed %d. %s\n\n", r.Command, r.Seed, r.Machine)
+	r.defectsMarkdown(&b)
+	b.WriteString("## Every lock, story by story\n\n")
 	b.WriteString(intro + "\n\n")
 	if src := r.CostSource(); src != "" {
 		fmt.Fprintf(&b, "Cost figures from %s.\n\n", src)
@@ -96,6 +98,35 @@ func (r *Report) Markdown() []byte {
 	return b.Bytes()
 }
 
+// defectsIntro says what the defects table holds.
+const defectsIntro = `Each line is one defect: a promise the library makes, in its own words,
+that a story or a hunt shows broken, where the lock it stands in for (locksim's
+reference, which keeps that promise and no other) held on the same faults. A
+story that tests a property the library never promised is shown in its row below
+as "does not promise", and is not counted; nor is a story whose fault is outside
+what real machines have (docs/faults.md).`
+
+// defectsMarkdown writes the page's opening table: one line a defect.
+func (r *Report) defectsMarkdown(b *bytes.Buffer) {
+	b.WriteString("## Defects\n\n" + defectsIntro + "\n\n")
+	if len(r.defects) == 0 {
+		b.WriteString("No defect: no lock ended worse than its reference on a story that tests what it promises.\n\n")
+		return
+	}
+	b.WriteString("| library | the promise it breaks | in its words | shown by |\n| --- | --- | --- | --- |\n")
+	for _, d := range r.defects {
+		words := "(it declares no words for it)"
+		if d.Promise.Quote != "" {
+			words = fmt.Sprintf("\"%s\" ([source](%s))", md(d.Promise.Quote), d.Promise.Source)
+		}
+		fmt.Fprintf(b, "| [%s](#%s) | %s | %s | %s |\n", d.Library, anchor(d.Shown[0].Subject), d.Property.Says(), words, md(d.ShownLine()))
+	}
+	b.WriteString("\n")
+}
+
+// Defects are the report's defects as Judge last grouped them.
+func (r *Report) DefectList() []Defect { return r.defects }
+
 // LoadWords says the machine's load while the subject played, and marks
 // a busy one: " at load 0.4 (2 cores)", " at load 7.9 on 2 cores: BUSY,
 // its timings are not an idle machine's"; "" when not recorded.
@@ -114,6 +145,7 @@ func (s Subject) LoadWords() string {
 var marks = func() map[string]string {
 	m := maps.Clone(cellkind.Marks)
 	m[KindUnrealistic] = "🎓 "
+	m[KindUnpromised] = "➖ "
 	return m
 }()
 
@@ -123,6 +155,9 @@ func (h *Hunt) Word(detail bool) string {
 	w := h.word(detail)
 	if h != nil && h.Found && h.Error == "" && h.Reproduced != "" {
 		w += "; " + h.Reproduced
+	}
+	if h != nil && h.NotCounted != "" {
+		w += " (not counted: " + h.NotCounted + ")"
 	}
 	return w
 }
@@ -249,9 +284,10 @@ func (r *Report) HTML() ([]byte, error) {
 	var b bytes.Buffer
 	err := page.Execute(&b, struct {
 		*Report
-		Intro      string
-		CostSource string
-	}{r, strings.ReplaceAll(strings.ReplaceAll(intro, "**", ""), "`", ""), strings.ReplaceAll(r.CostSource(), "`", "")})
+		Intro        string
+		DefectsIntro string
+		CostSource   string
+	}{r, strings.ReplaceAll(defectsIntro, "\n", " "), strings.ReplaceAll(strings.ReplaceAll(intro, "**", ""), "`", ""), strings.ReplaceAll(r.CostSource(), "`", "")})
 	return b.Bytes(), err
 }
 
@@ -269,6 +305,12 @@ code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6;
 </style></head><body>
 <h1>Findings: what the stories and the hunts show about each lock</h1>
 <p>Rebuilt by <code>{{.Command}}</code>; <code>bin/sim findings --only NAME</code> refreshes one lock. Seed {{.Seed}}. {{.Machine}}</p>
+<h2>Defects</h2>
+<p>{{.DefectsIntro}}</p>
+{{if .DefectList}}<table><tr><th>library</th><th>the promise it breaks</th><th>in its words</th><th>shown by</th></tr>
+{{range .DefectList}}<tr><td><a href="#{{anchor (index .Shown 0).Subject}}">{{.Library}}</a></td><td>{{.Property.Says}}</td><td>{{with .Promise.Quote}}“{{.}}” {{end}}{{with .Promise.Source}}(<a href="{{.}}">source</a>){{end}}</td><td>{{.ShownLine}}</td></tr>
+{{end}}</table>{{else}}<p>No defect: no lock ended worse than its reference on a story that tests what it promises.</p>{{end}}
+<h2>Every lock, story by story</h2>
 <p>{{.Intro}}</p>
 {{if .CostSource}}<p>Cost figures from {{.CostSource}}.</p>{{end}}
 <table><tr><th>lock</th><th>what it is</th><th>servers</th><th>stories played</th><th>worse than its reference</th><th>learns its lock was given away</th><th>both believed they held it</th><th>hunt</th><th>cost: acquire+release p50 / p99 (× floor), locks/s</th></tr>

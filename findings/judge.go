@@ -1,0 +1,95 @@
+// judge.go decides which of a subject's cells and which hunt count as
+// findings about it: a story whose fault no real machine has teaches and
+// is not counted; a story that tests a property the lock never promised
+// shows that it "does not promise" it, and is not counted either.
+
+package findings
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/locksim/locksim/cellkind"
+	"github.com/locksim/locksim/promise"
+	"github.com/locksim/locksim/scenarios"
+)
+
+// KindUnpromised is a cell that would be a finding (cellkind.Finding),
+// from a story that tests a property the lock does not promise
+// (scenarios.Scenario.Tests, Subject.Promises): it is shown, and not
+// counted against the library.
+const KindUnpromised = "unpromised"
+
+// legacyUnrealistic opens the text of a cell an earlier locksim judged
+// unrealistic, before cells kept what they were played as (WasKind).
+const legacyUnrealistic = "not counted: the story's fault is a form no machine has ("
+
+// StoryFinder finds a story by its name or file (scenarios.Find).
+type StoryFinder func(name string) (*scenarios.Scenario, error)
+
+// Judge decides, for every subject of the report, refreshed or not, which
+// of its cells count: each cell is first put back as it was played, then
+// a finding whose story's fault is outside what real machines have
+// becomes KindUnrealistic, and one whose story tests a property the
+// subject does not promise becomes KindUnpromised, each saying why. A
+// hunt's find is judged by its shrunk story alike (Hunt.NotCounted).
+func (r *Report) Judge(find StoryFinder) {
+	defer func() { r.defects = r.Defects(find) }()
+	for i := range r.Subjects {
+		s := &r.Subjects[i]
+		for j := range s.Cells {
+			c := &s.Cells[j]
+			c.restore()
+			if c.Kind != cellkind.Finding {
+				continue
+			}
+			sc, err := find(c.Story)
+			if err != nil {
+				continue // a story this locksim no longer has: counted as played
+			}
+			if kind, why := s.uncounted(sc); kind != "" {
+				c.WasKind, c.WasText = c.Kind, c.Text
+				c.Kind, c.Text = kind, "not counted: "+why+"; "+c.Text
+			}
+		}
+		if h := s.Hunt; h != nil {
+			h.NotCounted = ""
+			if h.Found && h.Baseline != "" && h.Story != "" {
+				if sc, err := scenarios.Parse("found.yaml", []byte(h.Story)); err == nil {
+					_, h.NotCounted = s.uncounted(sc)
+				}
+			}
+		}
+	}
+}
+
+// uncounted says why a story's finding does not count against s, and as
+// what kind of cell: "" when it counts.
+func (s Subject) uncounted(sc *scenarios.Scenario) (kind, why string) {
+	if w := sc.Unrealistic(); w != "" {
+		return KindUnrealistic, "the story's fault is outside what real machines have (" + w + ")"
+	}
+	p := sc.Tests
+	if p == "" {
+		p = promise.Exclusion
+	}
+	if _, ok := s.Promises.Of(p, s.Lock); !ok {
+		if len(s.Promises) == 0 {
+			return KindUnpromised, fmt.Sprintf("%s declares no promises, so not %s, which the story tests (%s)", s.Name, p.Says(), p)
+		}
+		return KindUnpromised, fmt.Sprintf("%s does not promise %s, which the story tests (%s)", s.Name, p.Says(), p)
+	}
+	return "", ""
+}
+
+// restore puts a cell back as it was played, before any judging.
+func (c *Cell) restore() {
+	switch {
+	case c.WasKind != "":
+		c.Kind, c.Text, c.WasKind, c.WasText = c.WasKind, c.WasText, "", ""
+	case c.Kind == KindUnrealistic && strings.HasPrefix(c.Text, legacyUnrealistic):
+		if _, rest, ok := strings.Cut(c.Text[len(legacyUnrealistic):], "); "); ok {
+			c.Kind, c.Text = cellkind.Finding, rest
+		}
+	}
+}

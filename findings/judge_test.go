@@ -1,0 +1,123 @@
+package findings
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/locksim/locksim/cellkind"
+	"github.com/locksim/locksim/promise"
+	"github.com/locksim/locksim/scenarios"
+)
+
+// stories finds the catalogue's stories, and two made here: one that
+// tests a token-checked release and one that tests renewal, both with a
+// fault machines have.
+func stories(t *testing.T) StoryFinder {
+	t.Helper()
+	late, err := scenarios.Find("redis-late-release") // tests: token-release
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(name string) (*scenarios.Scenario, error) {
+		switch name {
+		case "release-a", "release-b":
+			sc := *late
+			sc.Name = name
+			return &sc, nil
+		case "renew":
+			sc := *late
+			sc.Name, sc.Tests = name, promise.Renewal
+			return &sc, nil
+		}
+		return scenarios.Find(name)
+	}
+}
+
+var tokenRelease = promise.Promise{Property: promise.TokenRelease, Quote: "deletes the key only if it holds our value", Source: "https://example.org/README.md#release"}
+var exclusion = promise.Promise{Property: promise.Exclusion, Quote: "a distributed lock", Source: "https://example.org/README.md"}
+
+func finding(story string) Cell {
+	return Cell{Story: story, Kind: cellkind.Finding, Text: "finding: ended unsafe where the reference ended safe", Command: "bin/sim run " + story}
+}
+
+// TestJudge: a finding counts only where the lock promises what its
+// story tests; one on a property it never promised says "does not
+// promise" and is not counted; one whose fault is outside what machines
+// have (a 50% fast clock) teaches and is not counted; judging twice says
+// it once, and a promise added later makes the cell count again.
+func TestJudge(t *testing.T) {
+	find := stories(t)
+	r := &Report{Subjects: []Subject{{Name: "lib", Lock: "redis", Program: []string{"node", "examples/lib/client.js"},
+		Promises: promise.Set{exclusion, tokenRelease},
+		Cells: []Cell{finding("release-a"), finding("renew"), finding("redlock-clock-drift"), {Story: "redis-ttl-expiry", Kind: cellkind.Match, Text: "as its reference"}}}}}
+	r.Judge(find)
+	r.Judge(find) // written again: said once
+	c := r.Subjects[0].Cells
+	if c[0].Kind != cellkind.Finding {
+		t.Errorf("a promised property's finding: %s %q", c[0].Kind, c[0].Text)
+	}
+	if c[1].Kind != KindUnpromised || strings.Count(c[1].Text, "not counted") != 1 || !strings.Contains(c[1].Text, "does not promise renewal while the lock is held") {
+		t.Errorf("an unpromised property's finding: %s %q", c[1].Kind, c[1].Text)
+	}
+	if c[2].Kind != KindUnrealistic || strings.Count(c[2].Text, "not counted") != 1 || !strings.Contains(c[2].Text, "ppm") {
+		t.Errorf("a 50%% fast clock's finding: %s %q", c[2].Kind, c[2].Text)
+	}
+	if c[3].Kind != cellkind.Match {
+		t.Errorf("a match was judged: %s", c[3].Kind)
+	}
+	if s := r.Subjects[0]; s.Count(cellkind.Finding) != 1 || !strings.Contains(s.Meaning(), "renew, each testing a property it does not promise") {
+		t.Errorf("counted %d; meaning: %s", s.Count(cellkind.Finding), s.Meaning())
+	}
+	// The library promises renewal after all: the cell counts again.
+	r.Subjects[0].Promises = append(r.Subjects[0].Promises, promise.Promise{Property: promise.Renewal, Quote: "renews", Source: "x"})
+	r.Judge(find)
+	if c := r.Subjects[0].Cells[1]; c.Kind != cellkind.Finding || strings.Contains(c.Text, "not counted") {
+		t.Errorf("after the promise: %s %q", c.Kind, c.Text)
+	}
+	// A cell an earlier locksim judged unrealistic is read back as played.
+	old := Cell{Story: "renew", Kind: KindUnrealistic, Text: legacyUnrealistic + "it runs client 1's wall clock at x0.5); finding: ended unsafe"}
+	old.restore()
+	if old.Kind != cellkind.Finding || old.Text != "finding: ended unsafe" {
+		t.Errorf("legacy cell restored as %s %q", old.Kind, old.Text)
+	}
+}
+
+// TestDefects: two stories that show one broken promise of one library,
+// on two of its locks, are one defect; its hunt's find counts under the
+// exclusion it promises, as a defect of its own (its shrunk story says no
+// other property); a lock that declares no promises has every finding
+// shown and none counted.
+func TestDefects(t *testing.T) {
+	find := stories(t)
+	prog := []string{"node", "examples/lib/client.js"}
+	r := &Report{Subjects: []Subject{
+		{Name: "lib (redis)", Lock: "redis", Program: prog, Promises: promise.Set{exclusion, tokenRelease},
+			Cells: []Cell{finding("release-a")},
+			Hunt:  &Hunt{Found: true, Baseline: "redis", Reproduced: "reproduced 3 of 3", Command: "bin/sim hunt ...", Story: "name: found\n"}},
+		{Name: "lib (redlock)", Lock: "redlock", Program: prog, Promises: promise.Set{exclusion, tokenRelease},
+			Cells: []Cell{finding("release-b")}},
+		{Name: "quiet", Lock: "redis", Program: []string{"node", "examples/quiet/client.js"},
+			Cells: []Cell{finding("release-a")}},
+	}}
+	r.Judge(find)
+	d := r.DefectList()
+	if len(d) != 2 {
+		t.Fatalf("%d defects, want 2: %+v", len(d), d)
+	}
+	if d[1].Library != "lib" || d[1].Property != promise.TokenRelease || len(d[1].Shown) != 2 || d[1].Promise.Quote != tokenRelease.Quote {
+		t.Errorf("defect: %+v", d[1])
+	}
+	if d[0].Property != promise.Exclusion || len(d[0].Shown) != 1 || d[0].Shown[0].Count != "reproduced 3 of 3" {
+		t.Errorf("the hunt's defect: %+v", d[0])
+	}
+	if c := r.Subjects[2].Cells[0]; c.Kind != KindUnpromised || !strings.Contains(c.Text, "declares no promises") {
+		t.Errorf("a lock with no promises: %s %q", c.Kind, c.Text)
+	}
+	md := string(r.Markdown())
+	if !strings.Contains(md, "## Defects") || strings.Index(md, "## Defects") > strings.Index(md, "| lock | what it is") {
+		t.Error("the page does not open with its defects")
+	}
+	if !strings.Contains(md, "| [lib](#lib-redis) | a release checked against its own token |") {
+		t.Errorf("the defect's line is not on the page:\n%s", md[:min(len(md), 2000)])
+	}
+}
