@@ -41,6 +41,45 @@ const hello = {
   locks: L.PROTOCOL >= 2 ? [OWN] : ["etcd"],
   ops: L.PROTOCOL >= 2 ? ["acquire", "release", "write"] : ["acquire", "release"],
 };
+// What etcd3's Lock promises its users, each in the library's own words
+// at 1.1.2 (its doc comments), word for word (markdown's backticks left
+// out), with the address that says so (README.md, "What the library
+// promises"). Not that the holder is
+// told of a lost lease: the Lock's comment warns that "the caller may lose
+// the lock while operations may still be running".
+const SRC = "https://github.com/microsoft/etcd3/blob/v1.1.2/src";
+hello.promises = [
+  {
+    property: "exclusion",
+    quote: "A Lock can be used for distributed locking to create atomic operations across multiple systems.",
+    source: `${SRC}/lock.ts#L13-L16`,
+  },
+  {
+    property: "expiry",
+    quote: "If the server the lock is running on dies, or the network is disconnected, etcd will time out the lock.",
+    source: `${SRC}/lock.ts#L18-L20`,
+  },
+  {
+    property: "renewal",
+    quote: "Configures whether the lease is kept alive automatically. Defaults to true.",
+    source: `${SRC}/lease.ts#L70-L73`,
+  },
+  {
+    property: "token-release",
+    quote: "Revoke frees the lease from etcd. Keys that the lease owns will be evicted.",
+    source: `${SRC}/lease.ts#L169-L172`,
+  },
+  {
+    property: "prompt-release",
+    quote: "Release frees the lock.",
+    source: `${SRC}/lock.ts#L105-L114`,
+  },
+  {
+    property: "bounded-calls",
+    quote: "this will set a 10 second timeout on all calls which are not streams",
+    source: `${SRC}/options.ts#L70-L99`,
+  },
+];
 if (L.PROTOCOL >= 2) Object.assign(hello, { storage_modes: L.STORAGE_MODES, fences: ["postgres"] });
 
 // ---- state ------------------------------------------------------------------

@@ -24,6 +24,51 @@ const [Redis, redlock, pg] = L.load("node-redlock", __dirname, ["ioredis", "redl
 // is not among its exports, so it is read from the file).
 const versionOf = (pkg) => L.versionOf(__dirname, pkg);
 
+// What redlock promises its users (the hello's promises), each in its own
+// words at 5.0.0-beta.2, word for word (markdown's backticks left out),
+// with the address that says so (README.md, "What the library
+// promises"). The hello is built by
+// serveRedlock (../node-common/redlock.js, shared with the fork, whose
+// promises are its own): they are added to it as it is printed.
+const SRC = "https://github.com/mike-marcacci/node-redlock/blob/v5.0.0-beta.2";
+const PROMISES = [
+  {
+    property: "exclusion",
+    quote:
+      "The purpose of redlock is to provide exclusivity guarantees on a resource over a duration of time, and is not designed to report the ownership status of a resource.",
+    source: `${SRC}/README.md#how-do-i-check-if-something-is-locked`,
+  },
+  {
+    property: "token-release",
+    quote: "Only remove entries for *this* lock value.",
+    source: `${SRC}/src/index.ts#L46-L58`,
+  },
+  {
+    property: "renewal",
+    quote:
+      "The using method wraps and executes a routine in the context of an auto-extending lock, returning a promise of the routine's value.",
+    source: `${SRC}/README.md#usage`,
+  },
+  {
+    property: "loss-notice",
+    quote:
+      "In the case that auto-extension fails, an AbortSignal will be updated to indicate that abortion of the routine is in order, and to pass along the encountered error.",
+    source: `${SRC}/README.md#usage`,
+  },
+  {
+    property: "prompt-release",
+    quote: "This method unlocks the provided lock from all servers still persisting it.",
+    source: `${SRC}/src/index.ts#L343-L349`,
+  },
+  {
+    property: "expiry",
+    quote: "It is safe to re-attempt a release or to ignore the error, as the lock will automatically expire after its timeout.",
+    source: `${SRC}/src/index.ts#L343-L349`,
+  },
+];
+const serve = L.serve;
+L.serve = (prog, hello, ops, close) => serve(prog, { ...hello, promises: PROMISES }, ops, close);
+
 serveRedlock({
   prog: "node-redlock",
   name: `node-redlock: redlock ${versionOf("redlock")}, ioredis ${versionOf("ioredis")}, pg ${versionOf("pg")}, Node ${process.version}`,

@@ -40,6 +40,38 @@ const hello = {
   locks: ["redlock", "redis"], // Redlock over N nodes; N = 1 is the single-node lock
   ops: L.PROTOCOL >= 2 ? ["acquire", "release", "extend", "write"] : ["acquire", "release", "extend"],
 };
+// What redlock 4.2.0 promises its users, each in its own words at that
+// version, word for word (markdown's links left out), with the address that
+// says so (README.md, "What the library promises").
+const SRC = "https://github.com/mike-marcacci/node-redlock/blob/v4.2.0";
+hello.promises = [
+  {
+    property: "exclusion",
+    quote:
+      "This is a node.js implementation of the redlock algorithm for distributed redis locks. It provides strong guarantees in both single-redis and multi-redis environments, and provides fault tolerance through use of multiple independent redis instances or clusters.",
+    source: `${SRC}/README.md#redlock`,
+  },
+  {
+    property: "token-release",
+    quote: "Only remove entries for *this* lock value.",
+    source: `${SRC}/redlock.js#L26-L38`,
+  },
+  {
+    property: "validity-at-acquire",
+    quote: "SUCCESS: there is concensus and the lock is not expired",
+    source: `${SRC}/redlock.js#L413-L420`,
+  },
+  {
+    property: "prompt-release",
+    quote: "This method unlocks the provided lock from all servers still persisting it.",
+    source: `${SRC}/redlock.js#L225-L230`,
+  },
+  {
+    property: "expiry",
+    quote: "It is safe to re-attempt an unlock or to ignore the error, as the lock will automatically expire after its timeout.",
+    source: `${SRC}/redlock.js#L225-L230`,
+  },
+];
 if (L.PROTOCOL >= 2) {
   Object.assign(hello, {
     storage_modes: L.STORAGE_MODES,

@@ -37,6 +37,40 @@ const hello = {
   locks: L.PROTOCOL >= 2 ? [{ name: "redis-lock", like: "redis", servers: "redis" }] : ["redis"],
   ops: L.PROTOCOL >= 2 ? ["acquire", "release", "write"] : ["acquire", "release"],
 };
+// What redis-lock promises its users, each in its own words at 1.0.0,
+// word for word (markdown's backticks left out), with the address that
+// says so (README.md, "What the library promises"). The repository has no tags: the address is the
+// commit that made 1.0.0 ("semver major bump").
+const SRC = "https://github.com/errorception/redis-lock/blob/89b6acfc1fca2c5d5ae3e2313227976ce5cf85dc/README.md";
+hello.promises = [
+  {
+    property: "exclusion",
+    quote: "It's not possible for two functions to acquire the same lock at any point in time, except if the timeout is breached.",
+    source: `${SRC}#details`,
+  },
+  {
+    property: "token-release",
+    quote: "Returns a done async function which releases the lock (or do nothing if timeout has already released it)",
+    source: `${SRC}#locklockname-timeout--5000-done`,
+  },
+  {
+    property: "expiry",
+    quote: "The maximum time (in ms) to hold the lock for. If this time is exceeded, the lock is automatically released to prevent deadlocks.",
+    source: `${SRC}#locklockname-timeout--5000-done`,
+  },
+  {
+    property: "prompt-release",
+    quote:
+      "If two functions happen to ask for a lock simultaneously, the execution of the second function is deferred until the first function has released its lock or has timed out.",
+    source: `${SRC}#details`,
+  },
+  {
+    property: "progress",
+    quote:
+      "If two functions happen to ask for a lock simultaneously, the execution of the second function is deferred until the first function has released its lock or has timed out.",
+    source: `${SRC}#details`,
+  },
+];
 if (L.PROTOCOL >= 2) {
   Object.assign(hello, {
     storage_modes: L.STORAGE_MODES,

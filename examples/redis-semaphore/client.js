@@ -39,6 +39,39 @@ const hello = {
   locks: ["redis", "redlock"],
   ops: L.PROTOCOL >= 2 ? ["acquire", "release", "write"] : ["acquire", "release"],
 };
+// What redis-semaphore promises its users, for its Mutex (lock redis) and
+// RedlockMutex (lock redlock, "Distributed `Mutex` version", with the
+// Mutex's options), each in its own words at 5.8.0, word for word
+// (markdown's links and backticks left out), with the address that says
+// so (README.md, "What the library promises").
+const SRC = "https://github.com/swarthy/redis-semaphore/blob/v5.8.0/README.md";
+hello.promises = [
+  {
+    property: "exclusion",
+    quote: "Mutex and Semaphore implementations based on Redis ready for distributed systems",
+    source: `${SRC}#redis-semaphore`,
+  },
+  {
+    property: "token-release",
+    quote: "It's safe to always call release, because if lock is no longer belongs to this mutex, .release() will have no effect",
+    source: `${SRC}#example-with-lost-lock-handling`,
+  },
+  {
+    property: "renewal",
+    quote: "auto-refresh interval; to disable auto-refresh behaviour set 0",
+    source: `${SRC}#mutex`,
+  },
+  {
+    property: "loss-notice",
+    quote: "called when lock loss is detected due refresh cycle; default onLockLost throws unhandled LostLockError",
+    source: `${SRC}#mutex`,
+  },
+  {
+    property: "expiry",
+    quote: "time after mutex will be auto released (expired)",
+    source: `${SRC}#mutex`,
+  },
+];
 if (L.PROTOCOL >= 2) {
   Object.assign(hello, {
     storage_modes: L.STORAGE_MODES,

@@ -38,6 +38,45 @@ const hello = {
   locks: L.PROTOCOL >= 2 ? [OWN] : ["redis"],
   ops: L.PROTOCOL >= 2 ? ["acquire", "release", "write"] : ["acquire", "release"],
 };
+// What simple-redis-mutex promises its users, each in its own words at
+// 3.0.0, word for word (markdown's links and backticks left out), with the address that
+// says so (README.md, "What the library promises"). Not the validity of a
+// lease at acquire: "Application logic should not depend on lock timeout".
+const SRC = "https://github.com/AmrSaber/simple-redis-mutex/blob/v3.0.0/readme.md";
+hello.promises = [
+  {
+    property: "exclusion",
+    quote: "Implements distributed mutex lock using redis as described in redis docs.",
+    source: `${SRC}#simple-redis-mutex`,
+  },
+  {
+    property: "token-release",
+    quote:
+      "It's also taken into consideration that an expired lock cannot be released so it does not release the lock from another holder.",
+    source: `${SRC}#double-releasing`,
+  },
+  {
+    property: "fencing-token",
+    quote:
+      "A fencing token is an increasing number that is used to identify the order at which locks are acquired, and is used for further safety with writes in distributed systems.",
+    source: `${SRC}#fencing-token`,
+  },
+  {
+    property: "expiry",
+    quote: "Lock timeout is used to expire the lock if it's not been released before timeout. This is to prevent crashed processes holding the lock indefinitely.",
+    source: `${SRC}#lock`,
+  },
+  {
+    property: "prompt-release",
+    quote: "Also, Redis Pub/Sub is used so that released lock can be immediately acquired by another waiting process instead of depending on polling.",
+    source: `${SRC}#simple-redis-mutex`,
+  },
+  {
+    property: "progress",
+    quote: "lock: which attempts to acquire the lock in a blocking way, if lock is already acquired, it blocks until lock is available.",
+    source: `${SRC}#usage`,
+  },
+];
 if (L.PROTOCOL >= 2) {
   Object.assign(hello, {
     storage_modes: L.STORAGE_MODES,
