@@ -34,8 +34,9 @@ func init() {
 	// timeout (1s by default, so 1.5s), rounded up to whole seconds: a
 	// lease asked for 1s lasts 2s (etcd's lessor, minLeaseTTL).
 	Register(Spec{Name: "etcd", Backend: EtcdBackend, Fences: true, NoExpiry: true, MinTTL: 2 * time.Second, Waits: true,
-		Doc: "etcd clientv3 concurrency.Mutex (TryLock; Lock when the acquire waits) on a session lease kept alive in the background; the lock key's revision is its fencing token",
-		New: func(cfg Config) (Lock, error) { return NewEtcd(cfg) }})
+		Promises: etcdPromises,
+		Doc:      "etcd clientv3 concurrency.Mutex (TryLock; Lock when the acquire waits) on a session lease kept alive in the background; the lock key's revision is its fencing token",
+		New:      func(cfg Config) (Lock, error) { return NewEtcd(cfg) }})
 }
 
 // EtcdPrefix is where the lock keys live.

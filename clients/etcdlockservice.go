@@ -36,7 +36,8 @@ import (
 
 func init() {
 	Register(Spec{Name: "etcd-lock-service", Like: "etcd", Backend: EtcdBackend, Fences: true, NoExpiry: true, MinTTL: 2 * time.Second, Waits: true,
-		Doc: "etcd's own Lock service (the server's v3lock gRPC API) on a lease the client keeps alive; its acquire tries for the node timeout, or waits; the lock key's create revision is its fencing token",
+		Promises: etcdLockServicePromises,
+		Doc:      "etcd's own Lock service (the server's v3lock gRPC API) on a lease the client keeps alive; its acquire tries for the node timeout, or waits; the lock key's create revision is its fencing token",
 		New: func(cfg Config) (Lock, error) {
 			e, err := NewEtcd(cfg)
 			if err != nil {

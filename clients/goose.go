@@ -21,9 +21,10 @@ import (
 
 func init() {
 	Register(Spec{Name: "goose", Like: "postgres-session", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
-		OneLock: "goose's session locker takes the fixed advisory key 4097083626, one migration run at a time per database",
-		Doc:     "pressly/goose v3.30.1's lock.NewPostgresSessionLocker (library defaults): pg_try_advisory_lock(4097083626) on a connection of the client's *sql.DB",
-		New:     func(cfg Config) (Lock, error) { return NewGoose(cfg) }})
+		Promises: goosePromises,
+		OneLock:  "goose's session locker takes the fixed advisory key 4097083626, one migration run at a time per database",
+		Doc:      "pressly/goose v3.30.1's lock.NewPostgresSessionLocker (library defaults): pg_try_advisory_lock(4097083626) on a connection of the client's *sql.DB",
+		New:      func(cfg Config) (Lock, error) { return NewGoose(cfg) }})
 }
 
 // errGooseTried and errGooseUntried are the causes of the deadline an

@@ -31,8 +31,9 @@ const memcachedTick = time.Second
 
 func init() {
 	Register(Spec{Name: "memcached", Backend: MemcachedBackend, MinTTL: 2 * memcachedTick,
-		Doc: "memcached: add with an expiry, release and extend compare the token's CAS (meta protocol); the lease counts one second less than the TTL",
-		New: func(cfg Config) (Lock, error) { return NewMemcached(cfg) }})
+		Promises: memcachedPromises,
+		Doc:      "memcached: add with an expiry, release and extend compare the token's CAS (meta protocol); the lease counts one second less than the TTL",
+		New:      func(cfg Config) (Lock, error) { return NewMemcached(cfg) }})
 }
 
 // Memcached is the reference memcached lock, on its config's first

@@ -23,9 +23,10 @@ import (
 
 func init() {
 	Register(Spec{Name: "migrate", Like: "postgres-session", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
-		OneLock: "golang-migrate keys its lock by the database, schema and migrations table, one migration run at a time per database",
-		Doc:     "golang-migrate/migrate v4.20.1's postgres driver Lock/Unlock: pg_advisory_lock (it waits) on the driver's one connection, keyed by database, schema and migrations table",
-		New:     func(cfg Config) (Lock, error) { return NewMigrate(cfg) }})
+		Promises: migratePromises,
+		OneLock:  "golang-migrate keys its lock by the database, schema and migrations table, one migration run at a time per database",
+		Doc:      "golang-migrate/migrate v4.20.1's postgres driver Lock/Unlock: pg_advisory_lock (it waits) on the driver's one connection, keyed by database, schema and migrations table",
+		New:      func(cfg Config) (Lock, error) { return NewMigrate(cfg) }})
 }
 
 // migrateWait is how long, at least, Migrate lets the library's

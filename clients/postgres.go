@@ -26,8 +26,9 @@ const PostgresBackend Backend = "postgres"
 
 func init() {
 	Register(Spec{Name: "postgres-session", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true, Waits: true,
-		Doc: "PostgreSQL pg_try_advisory_lock on one dedicated connection (pg_advisory_lock under lock_timeout when an acquire waits), pg_advisory_unlock on the same one",
-		New: func(cfg Config) (Lock, error) { return NewPGSession(cfg) }})
+		Promises: postgresSessionPromises,
+		Doc:      "PostgreSQL pg_try_advisory_lock on one dedicated connection (pg_advisory_lock under lock_timeout when an acquire waits), pg_advisory_unlock on the same one",
+		New:      func(cfg Config) (Lock, error) { return NewPGSession(cfg) }})
 	Register(Spec{Name: "postgres-shared", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true, Mutant: "the lock's exclusive mode", MutantOf: "postgres-session",
 		Doc: "pg_try_advisory_lock_shared by mistake: every session is granted the shared lock at once",
 		New: func(cfg Config) (Lock, error) {
@@ -38,7 +39,8 @@ func init() {
 			return s, err
 		}})
 	Register(Spec{Name: "postgres-hashtext", Like: "postgres-session", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
-		Doc: "PostgreSQL session lock keyed by hashtext(name), a 32-bit hash: unrelated names can share one lock",
+		Promises: postgresHashtextPromises,
+		Doc:      "PostgreSQL session lock keyed by hashtext(name), a 32-bit hash: unrelated names can share one lock",
 		New: func(cfg Config) (Lock, error) {
 			s, err := NewPGSession(cfg)
 			if err == nil {
@@ -47,11 +49,13 @@ func init() {
 			return s, err
 		}})
 	Register(Spec{Name: "postgres-pooled", Like: "postgres-session", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
-		Doc: "PostgreSQL session lock through a pool: unlock lands on another connection and is ignored (leaks)",
-		New: func(cfg Config) (Lock, error) { return NewPGPooled(cfg) }})
+		Promises: postgresPooledPromises,
+		Doc:      "PostgreSQL session lock through a pool: unlock lands on another connection and is ignored (leaks)",
+		New:      func(cfg Config) (Lock, error) { return NewPGPooled(cfg) }})
 	Register(Spec{Name: "postgres-xact", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true,
-		Doc: "PostgreSQL pg_try_advisory_xact_lock; the protected write runs in the lock's transaction, commit releases",
-		New: func(cfg Config) (Lock, error) { return NewPGXact(cfg) }})
+		Promises: postgresXactPromises,
+		Doc:      "PostgreSQL pg_try_advisory_xact_lock; the protected write runs in the lock's transaction, commit releases",
+		New:      func(cfg Config) (Lock, error) { return NewPGXact(cfg) }})
 	Register(Spec{Name: "postgres-xact-outside", Backend: PostgresBackend, NoExpiry: true, LocalExtend: true, Mutant: "writing inside the lock's transaction", MutantOf: "postgres-xact",
 		Doc: "pg_try_advisory_xact_lock, but the protected write runs on its own connection, outside the lock's transaction",
 		New: func(cfg Config) (Lock, error) {

@@ -18,8 +18,9 @@ import (
 
 func init() {
 	Register(Spec{Name: "redislock", Like: "redis", Backend: RedisBackend,
-		Doc: "bsm/redislock on one Redis node (library defaults: no retry, random token)",
-		New: func(cfg Config) (Lock, error) { return NewRedislock(cfg) }})
+		Promises: redislockPromises,
+		Doc:      "bsm/redislock on one Redis node (library defaults: no retry, random token)",
+		New:      func(cfg Config) (Lock, error) { return NewRedislock(cfg) }})
 }
 
 // Redislock is a thin adapter over bsm/redislock on the first Redis node

@@ -88,9 +88,11 @@ const RedisBackend Backend = "redis"
 
 func init() {
 	Register(Spec{Name: "redlock", Backend: RedisBackend, PlainExpire: true, Nodes: 5, Waits: true, Doc: "Redlock over the scenario's Redis nodes (majority of N); an acquire that waits retries every 200ms ± 100ms",
-		New: func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
+		Promises: redlockPromises,
+		New:      func(cfg Config) (Lock, error) { return NewRedlock(cfg, false) }})
 	Register(Spec{Name: "redis", Backend: RedisBackend, PlainExpire: true, Waits: true, Doc: "single Redis, the Redis page's single-instance pattern: SET NX PX with a random token, token-checked Lua release; no validity check at acquire (that is Redlock's step 3)",
-		New: func(cfg Config) (Lock, error) { return NewSingleRedis(cfg, false) }})
+		Promises: redisPromises,
+		New:      func(cfg Config) (Lock, error) { return NewSingleRedis(cfg, false) }})
 	Register(Spec{Name: "redis-plain-del", Backend: RedisBackend, PlainExpire: true, Mutant: "the token-checked release", MutantOf: "redis",
 		Doc: "single Redis, released with a plain DEL (deletes whoever holds it)",
 		New: func(cfg Config) (Lock, error) { return NewSingleRedis(cfg, true) }})

@@ -19,8 +19,9 @@ import (
 
 func init() {
 	Register(Spec{Name: "redsync", Like: "redlock", Backend: RedisBackend, Nodes: 5,
-		Doc: "go-redsync/redsync v4 (Redlock, library defaults, one try) over the scenario's Redis nodes",
-		New: func(cfg Config) (Lock, error) { return NewRedsync(cfg) }})
+		Promises: redsyncPromises,
+		Doc:      "go-redsync/redsync v4 (Redlock, library defaults, one try) over the scenario's Redis nodes",
+		New:      func(cfg Config) (Lock, error) { return NewRedsync(cfg) }})
 }
 
 // Redsync is a thin adapter over redsync's Mutex. The library keeps its

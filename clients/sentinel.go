@@ -19,11 +19,12 @@ const SentinelMaster = "locksim"
 
 func init() {
 	Register(Spec{Name: "redis-sentinel", Backend: SentinelBackend, PlainExpire: true,
-		Doc: "single Redis found through Redis Sentinel (go-redis's failover client): SET NX PX on whichever node the sentinels name primary",
-		New: func(cfg Config) (Lock, error) { return NewSentinelLock(cfg) }})
+		Promises: redisSentinelPromises,
+		Doc:      "single Redis found through Redis Sentinel (go-redis's failover client): SET NX PX on whichever node the sentinels name primary",
+		New:      func(cfg Config) (Lock, error) { return NewSentinelLock(cfg) }})
 }
 
-// NewSentinelLock is the single-node Redis lock on the primary the
+// NewSentinelLock is the single-node Redis lock (NewSingleRedis) on the primary the
 // sentinels name: go-redis's failover client asks the sentinels (through
 // this client's proxies to them) for the primary, and dials it through
 // this client's proxy to that node, so faults on a client's links reach
@@ -52,7 +53,11 @@ func NewSentinelLock(cfg Config) (*Redlock, error) {
 			if p, ok := proxy[addr]; ok {
 				addr = p
 			}
-			return d.DialContext(ctx, network, addr)
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return arrivedConn{c}, nil
 		},
 		DialTimeout:           timeout,
 		ReadTimeout:           timeout,
@@ -63,5 +68,7 @@ func NewSentinelLock(cfg Config) (*Redlock, error) {
 		DisableIdentity:       true,
 		ContextTimeoutEnabled: true,
 	})
-	return &Redlock{timeout: timeout, nodes: []redisNode{{name: "A", client: client}}}, nil
+	// The single-instance pattern, as lock redis: no validity check at
+	// acquire.
+	return &Redlock{timeout: timeout, nodes: []redisNode{{name: "A", client: client}}, noValidity: true}, nil
 }

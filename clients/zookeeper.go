@@ -78,7 +78,8 @@ const ZooKeeperMinTTL = 400 * time.Millisecond
 
 func init() {
 	Register(Spec{Name: "zookeeper", Backend: ZooKeeperBackend, Fences: true, NoExpiry: true, MinTTL: ZooKeeperMinTTL,
-		Doc: "ZooKeeper's lock recipe tried once (ephemeral sequential znode, lowest wins) on a session per lease; the znode's czxid is its fencing token",
+		Promises: zookeeperPromises,
+		Doc:      "ZooKeeper's lock recipe tried once (ephemeral sequential znode, lowest wins) on a session per lease; the znode's czxid is its fencing token",
 		New: func(cfg Config) (Lock, error) {
 			return NewZooKeeperLock(ZooKeeperConfig{Members: cfg.Servers[ZooKeeperBackend], NodeTimeout: cfg.NodeTimeout, ClientID: cfg.ClientID})
 		}})

@@ -42,7 +42,8 @@ const DefaultLockDelay = 3 * time.Second
 
 func init() {
 	Register(Spec{Name: "zookeeper-lock-delay", Backend: ZooKeeperBackend, Fences: true, NoExpiry: true, MinTTL: ZooKeeperMinTTL,
-		Doc: "the zookeeper lock with Chubby's lock-delay: a holder whose session ends (it failed) keeps the lock taken 3s longer, on a second session the ensemble expires; a release frees it at once",
+		Promises: zookeeperLockDelayPromises,
+		Doc:      "the zookeeper lock with Chubby's lock-delay: a holder whose session ends (it failed) keeps the lock taken 3s longer, on a second session the ensemble expires; a release frees it at once",
 		New: func(cfg Config) (Lock, error) {
 			return NewZooKeeperLock(ZooKeeperConfig{Members: cfg.Servers[ZooKeeperBackend], NodeTimeout: cfg.NodeTimeout, ClientID: cfg.ClientID,
 				LockDelay: DefaultLockDelay})
