@@ -33,6 +33,29 @@ OPS = ["acquire", "release", "write"]
 FENCES = ["postgres"]  # and, without init's fence, the znode's czxid (the lock's own)
 ROOT = "/locksim/lock"  # the locks' parent znode, as clients/zookeeper.go has it
 DEFAULT_SESSION = 2.0  # seconds: the session timeout when acquire's ttl is 0
+# What Kazoo's Lock promises its users (sim findings counts a story against
+# it only where it promises what the story tests): each quote is Kazoo's
+# own words at 2.8.0, copied word for word from kazoo/recipe/lock.py and
+# docs/basic_usage.rst. README.md, "What the library promises", says what
+# was left out and why.
+KAZOO = "https://github.com/python-zk/kazoo/blob/2.8.0"
+PROMISES = [
+    {"property": "exclusion",
+     "quote": "This is an exclusive lock.",
+     "source": f"{KAZOO}/kazoo/recipe/lock.py#L74"},
+    {"property": "loss-notice",
+     "quote": "It's highly recommended to add a state listener with :meth:`~KazooClient.add_listener` and watch for "
+              ":attr:`~KazooState.LOST` and :attr:`~KazooState.SUSPENDED` state changes and re-act appropriately. "
+              "In the event that a :attr:`~KazooState.LOST` state occurs, its certain that the lock and/or the lease has been lost.",
+     "source": f"{KAZOO}/kazoo/recipe/lock.py#L9-L14"},
+    {"property": "prompt-release",
+     "quote": "Release the lock immediately.",
+     "source": f"{KAZOO}/kazoo/recipe/lock.py#L345"},
+    {"property": "expiry",
+     "quote": "When a connection transitions to `LOST`, any ephemeral nodes that have been created will be removed by "
+              "Zookeeper. This affects all recipes that create ephemeral nodes, such as the Lock recipe.",
+     "source": f"{KAZOO}/docs/basic_usage.rst?plain=1#L115-L117"},
+]
 
 
 def log(msg):
@@ -250,7 +273,7 @@ def close():
 def main():
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kazoo: %(name)s: %(levelname)s: %(message)s")
     hello = w.hello(f"kazoo: kazoo {kazoo.version.__version__}", LOCKS, OPS, fences=FENCES, check_lease=True, client_clock=True,
-                    acquire_wait=True)
+                    acquire_wait=True, promises=PROMISES)
     w.serve(hello, init, {"acquire": acquire, "release": release, "write": write}, close)
 
 

@@ -27,6 +27,16 @@ with w.debian_python("my-lock", "python3-redis"):
 
 LOCK = {"name": "my-lock", "like": "redis", "servers": "redis"}
 OPS = ["acquire", "release", "extend", "write"]
+# What my-lock promises its users: its own words, this file's docstring
+# (lines 1-4), copied word for word. It calls itself a lock, so it promises
+# exclusion, and nothing more: the same docstring says its release does not
+# check the token (README.md, "What the library promises").
+PROMISES = [
+    {"property": "exclusion",
+     "quote": "Your own lock, as a team writes it by hand: a Redis lock in a few lines of redis-py, SET NX PX with a "
+              "random token to take it and a plain DEL to give it back.",
+     "source": "examples/my-lock/client.py#L1-L4"},
+]
 
 node = None  # (name, redis.Redis)
 store = None
@@ -119,7 +129,7 @@ def close():
 
 
 def main():
-    hello = w.hello(f"my-lock: a hand-written Redis lock, redis-py {redis.__version__}", [LOCK], OPS, fences=[])
+    hello = w.hello(f"my-lock: a hand-written Redis lock, redis-py {redis.__version__}", [LOCK], OPS, fences=[], promises=PROMISES)
     w.serve(hello, init, {"acquire": acquire, "release": release, "extend": extend, "write": write}, close)
 
 

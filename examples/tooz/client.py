@@ -130,6 +130,59 @@ TTL_LOCKS = (REDIS["name"], ETCD3["name"], MEMCACHED["name"], ETCD3GW["name"])  
 ETCDS = (ETCD3["name"], ETCD3GW["name"])
 OPS = ["acquire", "release", "extend", "write"]
 FENCES = ["postgres"]  # and, for the etcd drivers without init's fence, the lock key's revision
+# What tooz promises its users, per driver (sim findings counts a story
+# against a driver's lock only where it promises what the story tests):
+# each quote is tooz's own words at 3.1.0, copied word for word; its
+# coordination API's (locking.py, coordination.py, the tutorial) stand for
+# every driver whose own docs do not say otherwise. Each entry names the
+# drivers it holds for; the hello limits it to their locks (promises()).
+# README.md, "What the library promises", says what was left out and why.
+TOOZ_SRC = "https://opendev.org/openstack/tooz/src/tag/3.1.0"
+TIMEOUT_QUOTE = "Default socket/lock/member/leader timeout used when none is provided."
+REQUIRES_BEATING = ("Usage requirement that if true requires that the :py:meth:`~.heartbeat` be called periodically "
+                    "(at a given rate) to avoid locks, sessions and other from being automatically closed/discarded "
+                    "by the coordinators backing store.")
+BEATING = (REDIS, ETCD3, ETCD3GW, MEMCACHED, ZOOKEEPER)  # drivers whose heartbeat() tooz's heart calls (requires_beating)
+PROMISES = [
+    (ALL_DRIVERS, {"property": "exclusion",
+                   "quote": "Tooz provides distributed locks. A lock is identified by a name, and a lock can only be "
+                            "acquired by one coordinator at a time.",
+                   "source": f"{TOOZ_SRC}/doc/source/user/tutorial/lock.rst?display=source#L5-L6"}),
+    (ALL_DRIVERS, {"property": "prompt-release",
+                   "quote": "Attempts to release the lock, returns true if released.",
+                   "source": f"{TOOZ_SRC}/tooz/locking.py#L70"}),
+    # Not memcached: its release's comment says it "has the potential to
+    # delete others locks" (tooz/drivers/memcached.py lines 120-145).
+    ((REDIS, PGSQL, ETCD3, ETCD3GW, ZOOKEEPER),
+     {"property": "token-release",
+      "quote": "Releasing should be successful for objects that believe they hold the lock but do not have the lock "
+               "anymore. However, they should be careful not to re-break the lock by releasing it, since they may not "
+               "be the holder anymore.",
+      "source": f"{TOOZ_SRC}/tooz/locking.py#L86-L89"}),
+    ((REDIS, ETCD3, ETCD3GW, ZOOKEEPER), {"property": "renewal", "quote": REQUIRES_BEATING,
+                                          "source": f"{TOOZ_SRC}/tooz/coordination.py#L234-L238"}),
+    ((MEMCACHED,), {"property": "renewal", "quote": "Keep the lock alive.",
+                    "source": f"{TOOZ_SRC}/tooz/drivers/memcached.py#L167"}),
+    (BEATING, {"property": "expiry", "quote": REQUIRES_BEATING,
+               "source": f"{TOOZ_SRC}/tooz/coordination.py#L234-L238"}),
+    ((REDIS,), {"property": "bounded-calls", "quote": "Default socket timeout to use when none is provided.",
+                "source": f"{TOOZ_SRC}/tooz/drivers/redis.py#L294"}),
+    ((ETCD3,), {"property": "bounded-calls", "quote": TIMEOUT_QUOTE, "source": f"{TOOZ_SRC}/tooz/drivers/etcd3.py#L137"}),
+    ((ETCD3GW,), {"property": "bounded-calls", "quote": TIMEOUT_QUOTE, "source": f"{TOOZ_SRC}/tooz/drivers/etcd3gw.py#L193"}),
+    ((MEMCACHED,), {"property": "bounded-calls", "quote": TIMEOUT_QUOTE, "source": f"{TOOZ_SRC}/tooz/drivers/memcached.py#L246"}),
+]
+
+
+def promises(drivers):
+    """The hello's promises for the drivers offered: each limited to the
+    locks (their catalogue names, as the hello's locks give them) of the
+    offered drivers it holds for."""
+    out = []
+    for holds, p in PROMISES:
+        locks = [d["like"] for d in drivers if d in holds]
+        if locks:
+            out.append(dict(p, locks=locks))
+    return out
 TRANSACTION_STATUS = {pgext.TRANSACTION_STATUS_IDLE: "no transaction open",
                       pgext.TRANSACTION_STATUS_INTRANS: "its transaction left open"}
 
@@ -577,7 +630,7 @@ def main():
     hello = w.hello(f"tooz: tooz {TOOZ}, redis {redis.__version__}, etcd3 {version('etcd3')}, etcd3gw {ETCD3GW_VERSION}, pymemcache {version('pymemcache')}, "
                     f"kazoo {kazoo.version.__version__}",
                     DRIVERS, OPS,
-                    fences=FENCES, check_lease=True, client_clock=True, acquire_wait=True)
+                    fences=FENCES, check_lease=True, client_clock=True, acquire_wait=True, promises=promises(DRIVERS))
     w.serve(hello, init, {"acquire": acquire, "release": release, "extend": extend, "write": write}, close)
 
 

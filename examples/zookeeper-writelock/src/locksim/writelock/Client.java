@@ -43,6 +43,28 @@ public final class Client {
     static final String ROOT = "/locksim/writelock";
     /** The dir of init's warm-up lock: not a key's (keys live under ROOT). */
     static final String WARM_UP = "/locksim/writelock-warm-up";
+    /** Where WriteLock's source is, at the release Debian's jar was built from. */
+    static final String RECIPE = "https://github.com/apache/zookeeper/blob/release-3.8.0-1/zookeeper-recipes/zookeeper-recipes-lock/"
+            + "src/main/java/org/apache/zookeeper/recipes/lock/WriteLock.java";
+    /**
+     * What WriteLock promises its users (sim findings counts a story against
+     * it only where it promises what the story tests): each quote is the
+     * recipe's own words in ZooKeeper 3.8.0's WriteLock.java, copied word for
+     * word (the javadoc's link markup and comment stars left out). README.md,
+     * "What the library promises", says what was left out and why.
+     */
+    static final List<Map<String, Object>> PROMISES = List.of(
+            Json.obj("property", "exclusion",
+                    "quote", "A protocol to implement an exclusive write lock or to elect a leader.",
+                    "source", RECIPE + "#L35-L37"),
+            Json.obj("property", "prompt-release",
+                    "quote", "Removes the lock or associated znode if you no longer require the lock. this also removes "
+                            + "your request in the queue for locking in case you do not already hold the lock.",
+                    "source", RECIPE + "#L110-L114"),
+            Json.obj("property", "expiry",
+                    "quote", "we don't need to retry this operation in the case of failure as ZK will remove ephemeral "
+                            + "files and we don't wanna hang this process when closing if we cannot reconnect to ZK",
+                    "source", RECIPE + "#L122-L124"));
     static final long DEFAULT_SESSION = 2_000_000_000L;
     static final long DEFAULT_NODE_TIMEOUT = 200_000_000L;
 
@@ -531,6 +553,7 @@ public final class Client {
         if (PROTOCOL >= 2) {
             hello.put("storage_modes", List.of("plain", "fenced", "fenced-write", "token-cas", "idempotent"));
             hello.put("fences", List.of("postgres"));
+            hello.put("promises", PROMISES);
         }
         send(hello);
         Thread stalls = new Thread(Client::watchStalls, "stalls");
