@@ -154,7 +154,7 @@ to FILE).`,
 	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sharding.EnvShards+")")
 	f.StringVar(&o.report, "report", "", "write docs/findings/`NAME`.md instead of the page: each finding the page lists about lock NAME (and its hunt's), played again --repeat times beside its reference, as an issue its maintainer can act on")
 	f.IntVar(&o.repeat, "repeat", DefaultReportRepeat, "with --report: how many times each finding is played (`N`): the report says k of N")
-	cmd.AddCommand(findingsMergeCmd(), findingsCostCmd())
+	cmd.AddCommand(findingsMergeCmd(), findingsCostCmd(), findingsJudgeCmd())
 	return cmd
 }
 
@@ -218,7 +218,7 @@ func subjects(ctx context.Context, dir string) ([]subject, error) {
 			if own := h.OwnName(l); own != "" {
 				about = fmt.Sprintf("%s: its own lock %s, like %s", h.Name, own, l)
 			}
-			out = append(out, subject{Subject: findings.Subject{Name: name, Lock: l, Program: argv, About: about, Servers: string(spec.Backend), Promises: h.Promises}, backend: spec.Backend, hello: &h})
+			out = append(out, subject{Subject: findings.Subject{Name: name, Lock: l, Program: argv, About: about, Servers: string(spec.Backend), Promises: h.Promises, Patched: h.Patched}, backend: spec.Backend, hello: &h})
 		}
 	}
 	return out, nil
@@ -400,6 +400,19 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 		return err
 	}
 	subs = ofShard(subs, shard, times)
+	// A subject whose program cannot start is not played, and its row is
+	// never written over with an empty one: the run says how to mend it
+	// and exits 2, at once when it plays nothing else.
+	var unplayable []string
+	subs = slices.DeleteFunc(subs, func(s subject) bool {
+		if s.err != nil {
+			unplayable = append(unplayable, s.Name+": "+mendHint(s.Program, s.err))
+		}
+		return s.err != nil
+	})
+	if len(unplayable) > 0 && len(subs) == 0 {
+		return fmt.Errorf("nothing played, %s left as it was: %s", o.doc, strings.Join(unplayable, "; "))
+	}
 	var stories []*scenarios.Scenario
 	list, err := scenarios.Select(true, nil)
 	if err != nil {
@@ -548,9 +561,6 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	bar.done()
 	var done []findings.Subject
 	for _, s := range subs {
-		if s.err != nil {
-			s.Hunt = &findings.Hunt{Error: s.err.Error()}
-		}
 		done = append(done, s.Subject)
 	}
 	for _, k := range report.Replace(done) {
@@ -563,10 +573,28 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	if err := writeFindings(report, o.doc, base, stdout); err != nil {
 		return err
 	}
+	if len(unplayable) > 0 {
+		return fmt.Errorf("written, but not these lock(s), whose rows are left as they were: %s", strings.Join(unplayable, "; "))
+	}
 	if len(failed) > 0 {
 		return fmt.Errorf("written, but the harness could not run %d cell(s) (each says why): %s", len(failed), strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// mendHint says why a client program could not start, and how to mend
+// it where the cure is known: a Node.js program whose folder has a
+// package.json but no node_modules needs its packages installed.
+func mendHint(argv []string, err error) string {
+	if len(argv) > 0 {
+		dir := filepath.Dir(argv[len(argv)-1])
+		_, pkg := os.Stat(filepath.Join(dir, "package.json"))
+		_, mods := os.Stat(filepath.Join(dir, "node_modules"))
+		if pkg == nil && mods != nil {
+			return fmt.Sprintf("its npm packages are not installed: run npm ci --prefix %s (or make test-deps)", dir)
+		}
+	}
+	return fmt.Sprintf("its program could not start (%v)", err)
 }
 
 // planFindings plans lock's matrix of stories into out, as sim findings
@@ -688,23 +716,31 @@ func tellers(r *findings.Report) error {
 	return nil
 }
 
-// findStory finds a cell's story for the judge (a test replaces it).
-var findStory = scenarios.Find
-
 // judge refreshes each registered lock's promises from its Spec (the
 // binary's own words for them) and judges every subject's cells and hunt
-// (findings.Report.Judge), refreshed or not.
+// (findings.Report.Judge), refreshed or not. A cell's story is the
+// catalogue's, or one its program's folder keeps (programStories).
 func judge(r *findings.Report) {
+	own := map[string]*scenarios.Scenario{}
 	for i := range r.Subjects {
 		s := &r.Subjects[i]
-		if s.Program != nil {
-			continue // a program's promises are its hello's, as last played
+		if s.Program != nil { // a program's promises are its hello's, as last played
+			stories, _ := programStories(s.Program) // a folder gone: its cells are judged by the catalogue alone
+			for _, sc := range stories {
+				own[sc.Name] = sc
+			}
+			continue
 		}
 		if spec, err := clients.Lookup(s.Lock); err == nil {
 			s.Promises = spec.Promises
 		}
 	}
-	r.Judge(findStory)
+	r.Judge(func(name string) (*scenarios.Scenario, error) {
+		if sc, ok := own[name]; ok {
+			return sc, nil
+		}
+		return scenarios.Find(name)
+	})
 }
 
 // unsteadyHunts makes a hunt's find whose replays did not hold it

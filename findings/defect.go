@@ -60,10 +60,13 @@ func (s Subject) library() string {
 func (r *Report) Defects(find StoryFinder) []Defect {
 	var out []Defect
 	add := func(s Subject, p promise.Property, sh Shown) {
+		// One promise of one library: its words, where a library gives
+		// its locks different words for one property (tooz's drivers),
+		// part its defects.
 		lib := s.library()
-		i := slices.IndexFunc(out, func(d Defect) bool { return d.Library == lib && d.Property == p })
+		q, _ := s.Promises.Of(p, s.Lock)
+		i := slices.IndexFunc(out, func(d Defect) bool { return d.Library == lib && d.Property == p && d.Promise.Source == q.Source })
 		if i < 0 {
-			q, _ := s.Promises.Of(p, s.Lock)
 			out = append(out, Defect{Library: lib, About: s.About, Property: p, Promise: q})
 			i = len(out) - 1
 		}
@@ -75,15 +78,15 @@ func (r *Report) Defects(find StoryFinder) []Defect {
 				continue
 			}
 			p := promise.Exclusion
-			if sc, err := find(c.Story); err == nil && sc.Tests != "" {
-				p = sc.Tests
+			if sc, err := find(c.Story); err == nil {
+				p = testsOf(sc)
 			}
 			add(s, p, Shown{Subject: s.Name, What: c.Where(), Count: "1 of 1 in this run", Command: c.Command})
 		}
 		if h := s.Hunt; h != nil && h.Found && h.Baseline != "" && h.NotCounted == "" {
 			p := promise.Exclusion
-			if sc, err := scenarios.Parse("found.yaml", []byte(h.Story)); err == nil && sc.Tests != "" {
-				p = sc.Tests
+			if sc, err := scenarios.Parse("found.yaml", []byte(h.Story)); err == nil {
+				p = testsOf(sc)
 			}
 			add(s, p, Shown{Subject: s.Name, What: "its hunt (worse than " + h.Baseline + ")", Count: h.Reproduced, Command: h.Command})
 		}

@@ -72,6 +72,9 @@ type Subject struct {
 	// own words (clients.Spec.Promises, or the program's hello): a story
 	// counts against it only where it promises what the story tests.
 	Promises promise.Set `json:"promises,omitempty"`
+	// Patched says how the program plays its library as no release
+	// installs it (its hello's patched): nothing of it is counted.
+	Patched string `json:"patched,omitempty"`
 	// Load is the highest 1-minute load average seen while it played,
 	// on a machine of Cores cores (0: not recorded).
 	Load  float64 `json:"load,omitempty"`

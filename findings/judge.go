@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/locksim/locksim/cellkind"
+	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/promise"
 	"github.com/locksim/locksim/scenarios"
 )
@@ -66,13 +67,13 @@ func (r *Report) Judge(find StoryFinder) {
 // uncounted says why a story's finding does not count against s, and as
 // what kind of cell: "" when it counts.
 func (s Subject) uncounted(sc *scenarios.Scenario) (kind, why string) {
+	if s.Patched != "" {
+		return KindUnpromised, "the library is played as no release installs it (" + s.Patched + ")"
+	}
 	if w := sc.Unrealistic(); w != "" {
 		return KindUnrealistic, "the story's fault is outside what real machines have (" + w + ")"
 	}
-	p := sc.Tests
-	if p == "" {
-		p = promise.Exclusion
-	}
+	p := testsOf(sc)
 	if _, ok := s.Promises.Of(p, s.Lock); !ok {
 		if len(s.Promises) == 0 {
 			return KindUnpromised, fmt.Sprintf("%s declares no promises, so not %s, which the story tests (%s)", s.Name, p.Says(), p)
@@ -80,6 +81,20 @@ func (s Subject) uncounted(sc *scenarios.Scenario) (kind, why string) {
 		return KindUnpromised, fmt.Sprintf("%s does not promise %s, which the story tests (%s)", s.Name, p.Says(), p)
 	}
 	return "", ""
+}
+
+// testsOf is the property a story tests: its own tests:, or, for a story
+// that says none (a hunt's shrunk story), what its verdict breaks: a lock
+// held after its holder let it go (leaked) breaks a release that frees it
+// at once, anything else mutual exclusion.
+func testsOf(sc *scenarios.Scenario) promise.Property {
+	switch {
+	case sc.Tests != "":
+		return sc.Tests
+	case sc.Expected == checker.Leaked:
+		return promise.PromptRelease
+	}
+	return promise.Exclusion
 }
 
 // restore puts a cell back as it was played, before any judging.

@@ -63,6 +63,11 @@ type Hello struct {
 	// some of the program's locks). sim findings counts a story against
 	// the program only where its library promises what the story tests.
 	Promises promise.Set `json:"promises,omitempty"`
+	// Patched (v2, optional) says, when the program plays its library as
+	// no release installs it (a package patched to start at all), how:
+	// sim findings then counts nothing against the library, for a
+	// combination nobody runs is no finding about it.
+	Patched string `json:"patched,omitempty"`
 }
 
 // OwnLock is a lock of a client program's own: its name, the catalogue
