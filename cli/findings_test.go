@@ -373,7 +373,7 @@ func TestHuntTrap(t *testing.T) {
 		}
 	}
 	h := &findings.Hunt{Found: true, Runs: 2, Trap: "the pause past the TTL"}
-	if w := h.Word(false); !strings.Contains(w, "which every lock without fencing shares") || strings.HasPrefix(w, "found") {
+	if w := h.Word(false); !strings.Contains(w, "which every lock whose holder trusts its lease shares") || strings.HasPrefix(w, "found") {
 		t.Errorf("the page's hunt word %q", w)
 	}
 }

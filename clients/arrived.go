@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -37,6 +38,17 @@ func dialReadsArrived(ctx context.Context, network, addr string) (net.Conn, erro
 // answer, never one whose answer waited in the buffer while its client
 // was stopped.
 type arrivedConn struct{ net.Conn }
+
+// SyscallConn is the TCP connection's own: go-redis checks a pooled
+// connection's health through it before it reuses one (a node that
+// restarted closed it), and takes a connection without it for healthy.
+func (c arrivedConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
+}
 
 func (c arrivedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -44,6 +45,13 @@ func TestArrivedReplyIsRead(t *testing.T) {
 		defer c.Close()
 		if wrap {
 			c = arrivedConn{c}
+			// go-redis checks a pooled connection's health through its
+			// syscall.Conn; a wrapper without one is taken for healthy.
+			if sc, ok := c.(syscall.Conn); !ok {
+				t.Fatal("arrivedConn is no syscall.Conn")
+			} else if _, err := sc.SyscallConn(); err != nil {
+				t.Fatalf("SyscallConn: %v", err)
+			}
 		}
 		if _, err := c.Write([]byte(ask)); err != nil {
 			t.Fatal(err)

@@ -334,7 +334,7 @@ func (s Subject) Meaning() string {
 	case h.Found && h.Baseline != "":
 		fmt.Fprintf(&b, "%s, with %s (the lock it stands in for) as its baseline, found a schedule on which it ends worse than that lock in %d candidate(s): %s.", hunt, h.Baseline, h.Runs, h.Summary)
 	case h.Found && h.Trap != "":
-		fmt.Fprintf(&b, "%s found %s in %d candidate(s): every lock without fencing shares it, so it says nothing about this lock in particular (%s).", hunt, h.Trap, h.Runs, h.Summary)
+		fmt.Fprintf(&b, "%s found %s in %d candidate(s): every lock whose holder trusts its lease shares it, so it says nothing about this lock in particular; a fencing token protects the data from it, not the exclusion (%s).", hunt, h.Trap, h.Runs, h.Summary)
 	case h.Found && h.ToldBy != "":
 		fmt.Fprintf(&b, "%s found, in %d candidate(s), the schedule the catalogue story %s tells: %s.", hunt, h.Runs, h.ToldBy, h.Summary)
 	case h.Found && h.Untold:

@@ -12,38 +12,44 @@ import (
 
 // intro says what the page is and how it was made, for both renderings.
 const intro = `Each lock below plays every story of its servers, as ` + "`sim matrix`" + ` plays
-them. A lock that stands in for another (a library's lock, such as
-redislock for redis, or a client program's lock, by its ` + "`like`" + `) is judged
-against that lock, played on the same story by locksim's own worker,
-whatever lock the story was told with: **finding** when it ended unsafe or
-leaked where that lock did not. A lock that a story's counterfactual
-plays (zookeeper on zookeeper-lock-delay, the story's defence taken away)
-plays that counterfactual, and is judged by its verdict. A story whose fault is a form no machine
-has (a client's wall clock drifting alone: docs/faults.md) teaches, and
-is **not counted**. Then ` + "`sim hunt`" + ` searches fault schedules against it,
-told nothing but its name; a lock that stands in for another is hunted
-with that lock as its baseline, so that what the hunt finds is what it
-does worse, not the TTL trap every lock without fencing shares. The first
-schedule it finds is shrunk to a story and played again: "reproduced k
-of n" counts the runs that ended unsafe as the story tells. A lock that
-stands in for none is hunted as it is, and its find is named by the
-catalogue story whose faults it has ("the schedule of redis-clock-jump"),
-or said to be one no catalogue story tells. locksim's own etcd locks play
-every etcd version here (Debian's, the default, and those make test-deps
-builds), a client program the default (and the newest build for the
-stories that move a member's clock, which Debian's etcd does not feel);
-each row names its version, and a
-story whose bug a later version fixed says so. Every cell and every hunt
-gives the command that plays it again.
+them. A library's lock (redislock for redis, or a client program's lock, by
+its ` + "`like`" + `) is judged against locksim's reference for it, played on the same
+story by locksim's own worker: **finding** when it ended unsafe or leaked where
+the reference did not. A reference keeps the promises it is compared on and no
+others: ` + "`redis`" + ` is the Redis page's single-instance pattern (SET NX PX with a
+random token, a token-checked Lua release, no validity check at acquire),
+` + "`redlock`" + ` the same page's Redlock (its step 3 checks the validity), and each
+registered lock's promises are listed with their sources in clients/promises.go.
 
-Two columns measure what users ask of a lock library most: on a story
-whose holder is paused (SIGSTOP) past its lease, and on one whose holder
-is cut off from its servers, how long after the servers gave its lock to
-another client the holder learned it (by its lease check, its watchdog's
-renewal, or a command refused; or never, within the story), and how long
-two clients both believed they held the lock. A holder that learns only
-at its next call learns when the story makes one: the figure says how,
-and the story names the timing.
+A finding counts only where the lock promises what the story tests, in its
+library's own words (each story's ` + "`tests:`" + `; each library's promises, quoted
+with their addresses, in its program's hello and README): a lock that does
+worse on a property it never promised shows ➖ "does not promise", and is not
+counted. A story whose fault is outside what real machines have (a clock drift
+past 500 ppm, where NTP slews at most 500 ppm: docs/faults.md) teaches, shows
+🎓, and is not counted. A program that plays its library as no release installs
+it is shown, and nothing of it counted.
+
+Then ` + "`sim hunt`" + ` searches fault schedules against each lock, told nothing but its
+name; a library's lock is hunted with its reference as the baseline, so that
+what the hunt finds is what it does worse, not the lease trap every lock whose
+holder trusts its lease shares (a fencing token protects the data from it, not
+the exclusion). The first schedule it finds is shrunk to a story and played
+again: "reproduced k of n" counts the runs that ended as the story tells. A
+reference is hunted as it is, and its find is named by the catalogue story
+that ends the same way under the same faults, or said to be one no catalogue
+story tells. locksim's own etcd locks play every etcd version here (Debian's,
+the default, and those make test-deps builds), a client program the default
+(and the newest build for the stories that move a member's clock); each row
+names its version, and a story whose bug a later version fixed says so. Every
+cell and every hunt gives the command that plays it again.
+
+Two columns measure what users ask of a lock library most: on a story whose
+holder is paused (SIGSTOP) past its lease, and on one whose holder is cut off
+from its servers, how long after the servers gave its lock to another client
+the holder learned it (by its lease check, its watchdog's renewal, or a command
+refused; or never, within the story), and how long two clients both believed
+they held the lock.
 
 The cost column is one ` + "`sim cost`" + ` run's (docs/cost.md), named above the
 table: each lock's acquire plus release with one client, p50 / p99 in µs,
@@ -173,7 +179,7 @@ func (h *Hunt) word(detail bool) string {
 	case h.Found && h.Baseline != "":
 		return fmt.Sprintf("worse than %s: %s (%d candidates)", h.Baseline, h.worseLine(), h.Runs)
 	case h.Found && h.Trap != "":
-		return fmt.Sprintf("%s, which every lock without fencing shares (%d candidates)", h.Trap, h.Runs)
+		return fmt.Sprintf("%s, which every lock whose holder trusts its lease shares (%d candidates)", h.Trap, h.Runs)
 	case h.Found && h.ToldBy != "" && h.Schedule != "":
 		return fmt.Sprintf("the schedule of %s: %s (%d candidates)", h.ToldBy, h.Schedule, h.Runs)
 	case h.Found && h.Untold && h.Schedule != "":

@@ -7,6 +7,7 @@ package hunt
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -78,9 +79,18 @@ func (h *hunter) meta(name string, p Plan) Meta {
 	if sp.Baseline != "" {
 		baseline, unlike = " --baseline "+sp.Baseline, ", which "+sp.Baseline+" survives"
 	}
+	hunted := sp.Lock
+	if n := len(sp.ClientCmd); n > 0 {
+		// A program's lock goes by the catalogue's name: say whose it is,
+		// and that the baseline is locksim's own.
+		hunted = fmt.Sprintf("the client program %s's %s", filepath.Base(filepath.Dir(sp.ClientCmd[n-1])), sp.Lock)
+		if sp.Baseline != "" {
+			unlike = ", which locksim's " + sp.Baseline + " survives"
+		}
+	}
 	return Meta{
 		Name:  "hunt-" + sp.Lock + "-" + name,
-		Title: fmt.Sprintf("Found by sim hunt: %s breaks %s (%s)%s", what, sp.Lock, storage, unlike),
+		Title: fmt.Sprintf("Found by sim hunt: %s breaks %s (%s)%s", what, hunted, storage, unlike),
 		Source: fmt.Sprintf("sim hunt %s --storage %s --faults %s --clients %d --ttl %v%s --seed %d: found after %d candidate(s) (%d run(s))",
 			sp.Lock, sp.Storage, faults, sp.Clients, sp.TTL, baseline, h.o.Seed, h.res.Candidates, h.res.CandidateRuns),
 		Explain: explain(p, sp, h.res.Thresholds),
