@@ -26,7 +26,8 @@ One program, one tooz lock API, a driver per lock: init's lock picks it.
 - tooz-zookeeper, like zookeeper: tooz's ZooKeeperLock
   (tooz/drivers/zookeeper.py), Kazoo's Lock recipe on the coordinator's
   one Kazoo session, whose timeout is the driver's timeout option in
-  whole seconds; no TTL of its own, no heartbeat;
+  whole seconds; no TTL of its own, no heartbeat of the lock (the
+  coordinator's heart reads a znode; Kazoo's pings keep the session);
 - tooz-etcd3gw, like etcd: tooz's other etcd driver's Etcd3Lock
   (tooz/drivers/etcd3gw.py), over etcd3gw's HTTP client of etcd's JSON
   gateway: a lease of lock_timeout whole seconds and a create-if-absent
@@ -37,6 +38,15 @@ One program, one tooz lock API, a driver per lock: init's lock picks it.
 --drivers NAME,... offers those drivers alone; the default is every
 driver but tooz-etcd3gw.
 
+Each coordinator is started with its heart (start(start_heart=True)), as
+tooz's docs ask: for every driver whose coordinator has a heartbeat()
+(requires_beating: all but tooz-pgsql), tooz's heart thread calls it
+every half of min(lock_timeout, membership_timeout), and it beats every
+lock held. The program reports each beat of a lock it holds as a renew
+note of the acquire's command (docs/protocol.md, "The watchdog"), and an
+acquire granted by those drivers has no lease_end: the holder believes
+it holds the lock until it releases it, as tooz tells it.
+
 stdout carries protocol lines only; logs go to stderr.
 """
 
@@ -46,6 +56,7 @@ import math
 import os
 import socket
 import sys
+import threading
 import urllib.parse
 import uuid
 
@@ -189,10 +200,14 @@ TRANSACTION_STATUS = {pgext.TRANSACTION_STATUS_IDLE: "no transaction open",
 
 class Lease:
     """A lock held: tooz's Lock, its token, its fencing token and, for a
-    lock with a TTL, the instant it runs out (None: none)."""
+    lock with a TTL, the instant it runs out as the last renewal tooz said
+    succeeded set it (None: none), that TTL in whole seconds (the lock's
+    lock_timeout), and the acquire's command id while tooz's heart's beats
+    of it are reported (None: no longer)."""
 
-    def __init__(self, lock, token, fence, end):
+    def __init__(self, lock, token, fence, end, ttl=0, cid=None):
         self.lock, self.token, self.fence, self.end = lock, token, fence, end
+        self.ttl, self.cid = ttl, cid
 
 
 cfg = {}
@@ -292,6 +307,14 @@ def init(i):
         # tooz's driver connects with the URL's host, port, user, password
         # and database only: the URL's query is left out, as tooz does.
         url = urllib.parse.urlunsplit(("postgresql", u.netloc, u.path, "", ""))
+    if lock in TTL_LOCKS:
+        # The heart sleeps half of what its last beat returned,
+        # min(lock_timeout, membership_timeout), and the story's ttl is
+        # known only at the first acquire (which sets lock_timeout): until
+        # then lock_timeout is 1 s, the least tooz reads, so that the
+        # heart's first beat after that acquire comes within 0.5 s, not
+        # half of a longer node timeout later.
+        url += "&lock_timeout=1"
     coord = start(url)
     if lock == ETCD3["name"]:
         # tooz's Etcd3Lock gives no fencing token either.
@@ -304,10 +327,11 @@ def init(i):
 def start(url):
     c = coordination.get_coordinator(url, member)
     try:
-        # No heart: the extend command is its beat. The memcached driver's
-        # start beats once (its member key), which opens the connection;
-        # the ZooKeeper driver's opens its Kazoo session.
-        c.start(start_heart=False)
+        # With its heart, as tooz's docs ask (a no-op for tooz-pgsql,
+        # whose coordinator has no heartbeat). The memcached driver's
+        # start beats once itself (its member key), which opens the
+        # connection; the ZooKeeper driver's opens its Kazoo session.
+        c.start(start_heart=True)
     except Exception as err:
         raise RuntimeError(f"{detail(err)}: {url}") from err
     return c
@@ -386,12 +410,18 @@ def acquire(cid, cmd):
             undo = w.undo_grant(lock.release, "the lock")
             return w.event(cid, dict(fail, detail=f"fencing token: {err} ({undo})"))
     end = start + granted * 1_000_000_000 if granted else None
-    leases[key] = Lease(lock, token, fence, end)
-    # lease_end: tooz-redis's key lives lock_timeout from before the SET
-    # was sent, unless an extend renews it; tooz-pgsql's lock lasts as
-    # long as its connection, with no TTL.
+    lease = Lease(lock, token, fence, end, ttl=whole_seconds(ttl) if granted else 0)
+    leases[key] = lease
+    # No lease_end: the lock's key lives lock_timeout from before the
+    # SET (the add, the lease's grant) was sent, and tooz's heart renews
+    # it for as long as the lock is held, each beat reported as a renew
+    # note; the holder believes it holds the lock until it releases it.
+    # tooz-pgsql's lock lasts as long as its connection, and
+    # tooz-zookeeper's as its session, with no TTL either.
     w.event(cid, {"type": "ok", "op": "acquire", "key": key, "token": token, "ttl": granted * 1_000_000_000 or None,
-                  "lease_end": end, "nodes": nodes(), "fence": fence or None, "detail": about(lock)})
+                  "nodes": nodes(), "fence": fence or None, "detail": about(lock)})
+    if granted:
+        watch_heart(cid, key, lease)
 
 
 def token_of(lock):
@@ -473,6 +503,8 @@ def request(cid, op, key, call, **invoke):
 
 def release(cid, cmd):
     key = cmd["key"]
+    if key in leases:
+        leases[key].cid = None  # a beat still under way is tooz's, not a renewal to report
     done, lease, ok = request(cid, "release", key, lambda lock: lock.release())
     leases.pop(key, None)
     if done is None:
@@ -500,8 +532,10 @@ def extend(cid, cmd):
     # does not read; tooz-etcd3gw, etcd3gw's Lease.refresh (one keepalive
     # through the gateway), whose answer tooz does not read either;
     # tooz-memcached, a touch of the key, whoever holds it.
-    # The ttl asked for cannot change either.
-    done, lease, ok = request(cid, "extend", key, lambda lock: lock.heartbeat(), t=start, ttl=cmd.get("ttl"))
+    # The ttl asked for cannot change either. The lock's class's method:
+    # the instance's is watch_heart's, which reports the heart's beats.
+    keepalive_ttl[0] = None
+    done, lease, ok = request(cid, "extend", key, lambda lock: type(lock).heartbeat(lock), t=start, ttl=cmd.get("ttl"))
     if done is None:
         return
     if not ok:
@@ -510,17 +544,98 @@ def extend(cid, cmd):
     # What the client believes: the library said the lease was renewed,
     # for lock_timeout from now.
     lease.end = start + coord.lock_timeout * 1_000_000_000
-    said = ""
-    if cfg["lock"] in ETCDS:
-        said = f"tooz: Etcd3Lock.heartbeat returned True; etcd's keepalive answered TTL {keepalive_ttl[0]}"
-        if keepalive_ttl[0] is not None and keepalive_ttl[0] <= 0:
-            said += " (the lease is gone)"
-    w.event(cid, dict(done, type="ok", ttl=coord.lock_timeout * 1_000_000_000, lease_end=lease.end, nodes=[node], detail=said or None))
+    said = f"tooz: Etcd3Lock.heartbeat returned True{etcd_answer()}" if cfg["lock"] in ETCDS else None
+    w.event(cid, dict(done, type="ok", ttl=coord.lock_timeout * 1_000_000_000, lease_end=lease.end, nodes=[node], detail=said))
 
 
-keepalive_ttl = [None]  # the TTL etcd's latest keepalive answered (tap_refresh, tap_gateway)
-txn_rev = [0]  # the revision of the latest transaction's answer (w.note_txn_revision, tap_gateway)
-grant_ttl = [0]  # the TTL etcd's latest lease grant answered (tap_gateway)
+def etcd_answer():
+    """For the etcd drivers' renewals, the TTL etcd's keepalive answered
+    (in this thread: the extend's, or the heart's), as a detail's tail."""
+    said = f"; etcd's keepalive answered TTL {keepalive_ttl[0]}"
+    if keepalive_ttl[0] is not None and keepalive_ttl[0] <= 0:
+        said += " (the lease is gone)"
+    return said
+
+
+HEART_SAYS = {
+    REDIS["name"]: "redis-py's reacquire: the key's TTL set to {}s again where it holds this token",
+    ETCD3["name"]: "python-etcd3's refresh: one LeaseKeepAlive of the lock's lease, of {}s",
+    ETCD3GW["name"]: "etcd3gw's Lease.refresh: one keepalive of the lock's lease, of {}s, through the gateway",
+    MEMCACHED["name"]: "a touch of the key for {}s, whoever holds it",
+}
+
+
+def watch_heart(cid, key, lease):
+    """Reports each beat tooz's heart gives lease's lock, as a renew note
+    of the acquire's command cid (docs/protocol.md, "The watchdog"). The
+    heart thread calls the driver's heartbeat(), which calls heartbeat()
+    on every lock the coordinator holds: the lock's own is wrapped here,
+    and tooz's answer passed on untouched. A beat that returned True
+    renews the client's belief as tooz tells it (the lease's end, for the
+    etcd drivers' lease check): a note with the lock's TTL. tooz tells
+    the holder nothing else: a beat that returned False (tooz-memcached's
+    touch finding no key) or raised (tooz-redis's reacquire finding
+    another's token; a timeout) is logged by tooz, which beats again at
+    the next beat, and the holder keeps the lock it believes it holds. Its
+    note has no TTL, and the reason timeout for a timeout, none otherwise:
+    the protocol's not-held would end the holder's belief, which tooz does
+    not. No note once the lease is released or forgotten."""
+    lock = lease.lock
+    beat = lock.heartbeat
+    name = type(lock).__name__
+    lease.cid = cid
+
+    def beat_reported():
+        start = w.mono()
+        keepalive_ttl[0] = None
+        err, ok = None, False
+        try:
+            ok = beat()
+            return ok
+        except Exception as e:
+            err = e
+            raise
+        finally:
+            if lease.cid is not None and leases.get(key) is lease:
+                report(start, ok, err)
+
+    def report(start, ok, err):
+        note = {"type": "note", "op": "renew", "key": key, "token": lease.token}
+        does = HEART_SAYS[cfg["lock"]].format(lease.ttl)
+        if err is not None:
+            note.update(reason="timeout" if reason_of(err) == "timeout" else None,
+                        detail=f"tooz's heart: {name}.heartbeat ({does}) raised {detail(err)}; tooz logs it and beats "
+                               f"again, the holder is not told")
+        elif not ok:
+            note.update(detail=f"tooz's heart: {name}.heartbeat ({does}) returned False; tooz logs it and beats again, "
+                               f"the holder is not told")
+        else:
+            lease.end = start + lease.ttl * 1_000_000_000
+            said = etcd_answer() if cfg["lock"] in ETCDS else ""
+            note.update(ttl=lease.ttl * 1_000_000_000, nodes=[node],
+                        detail=f"tooz's heart: {name}.heartbeat ({does}) returned True{said}")
+        w.event(lease.cid, note)
+    lock.heartbeat = beat_reported
+
+
+class PerThread(threading.local):
+    """A one-item list of each thread's own (the main thread's commands,
+    tooz's heart): what etcd answered a thread's request is read by that
+    thread alone."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __getitem__(self, i):
+        return self.value
+
+    def __setitem__(self, i, value):
+        self.value = value
+
+
+keepalive_ttl = PerThread(None)  # the TTL etcd's latest keepalive answered (tap_refresh, tap_gateway)
+txn_rev = PerThread(0)  # the revision of the latest transaction's answer (w.note_txn_revision, tap_gateway)
+grant_ttl = PerThread(0)  # the TTL etcd's latest lease grant answered (tap_gateway)
 
 
 def tap_gateway(client):
@@ -565,8 +680,8 @@ def check(lease):
     check that
     cannot reach Redis does not let the write through). tooz-etcd3 and
     tooz-etcd3gw have no is_still_owner: what tooz tells its user is the lock's acquired flag
-    and the renewals it said succeeded, so the check is the lease's end
-    as those renewals set it."""
+    and the renewals it said succeeded (its heart's beats, the story's
+    extends), so the check is the lease's end as those renewals set it."""
     if cfg["lock"] in ETCDS:
         if not lease.lock.acquired:
             return "tooz says the lock is not acquired"
@@ -589,6 +704,14 @@ def close():
     if store is not None:
         store.close()
     if coord is not None:
+        # coord.stop() waits for the heart with no bound, and a heart
+        # whose beat fails retries it every second for ever: it is
+        # stopped here first, waited for 2 s at most, and, when it is
+        # still beating, stop() is left out (the locks left run out).
+        coord.heart.stop()
+        if coord.heart.is_alive() and coord.heart.wait(2.0):
+            print("tooz: the heart is still beating 2 s after it was stopped: coordinator not stopped", file=sys.stderr)
+            return
         try:
             coord.stop()  # releases what it still holds
         except Exception:
@@ -625,12 +748,24 @@ def parse_args(args):
         etcd3gw_timeout_per_request()
 
 
+def patched():
+    """The hello's patched (protocol v2): tooz-etcd3gw runs Debian 12's
+    etcd3gw 2.0.0 with 2.1.0's client() (etcd3gw_client_takes_api_path),
+    for tooz 3.1.0 cannot start on 2.0.0: a combination no release
+    installs, of which sim findings counts nothing."""
+    if ETCD3GW in DRIVERS and "given 2.1.0's api_path" in ETCD3GW_VERSION:
+        return {"patched": f"etcd3gw {version('etcd3gw')} given 2.1.0's client(api_path), which tooz {TOOZ} needs to start; "
+                           "etcd3gw's ignored timeout was fixed in 2.4.0 (Launchpad #2012261)"}
+    return {}
+
+
 def main():
     parse_args(sys.argv[1:])
     hello = w.hello(f"tooz: tooz {TOOZ}, redis {redis.__version__}, etcd3 {version('etcd3')}, etcd3gw {ETCD3GW_VERSION}, pymemcache {version('pymemcache')}, "
                     f"kazoo {kazoo.version.__version__}",
                     DRIVERS, OPS,
-                    fences=FENCES, check_lease=True, client_clock=True, acquire_wait=True, promises=promises(DRIVERS))
+                    fences=FENCES, check_lease=True, client_clock=True, acquire_wait=True, promises=promises(DRIVERS),
+                    **patched())
     w.serve(hello, init, {"acquire": acquire, "release": release, "extend": extend, "write": write}, close)
 
 
