@@ -39,6 +39,9 @@ type huntOptions struct {
 	ttl, budget            time.Duration
 	runs, clients          int
 	seed                   int64
+	// realistic searches only fault sizes real machines have
+	// (hunt.Space.Realistic).
+	realistic bool
 	shard, out             string
 	shards                 int
 	backend                runner.Host
@@ -109,6 +112,7 @@ interrupted (hunt.json keeps what it had).`,
 	f.SortFlags = false
 	f.StringVar(&o.storage, "storage", "", "the protected storage `MODE`: none (mutual exclusion alone: a finding is the lock's own), "+strings.Join(scenarios.StorageModes[1:], ", ")+
 		" (default: none; plain for a --client-cmd program that writes it)")
+	f.BoolVar(&o.realistic, "realistic", false, "search only fault sizes real machines have: leave out a kind whose every draw is outside them (a clock-drift; docs/faults.md), as sim findings' hunts do")
 	f.StringVar(&o.faults, "faults", "", "the fault kinds searched, `KIND,...`: "+strings.Join(hunt.Searchable(), ", ")+" (default: those the lock's servers and the storage allow; none: the clients' timing alone)")
 	f.StringVar(&o.baseline, "baseline", "", "count only a schedule that breaks the hunted lock and, played again with lock `BASE` (same servers), leaves it safe: what a mutant does that the lock whose defence it breaks does not; the found story's counterfactual is BASE")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "hunt the lock as the client program `PROG` implements it (split on spaces; worker protocol v2, docs/protocol.md): only what its hello covers is searched, and found.yaml names it in client_cmd")
@@ -185,6 +189,9 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return input.AsFlag(err)
 	}
+	if o.realistic {
+		sp = sp.Realistic()
+	}
 	if len(sp.Kinds) == 0 && o.faults != "none" {
 		return fmt.Errorf("hunt: no fault kind can strike %s with --storage %s (--faults none hunts the clients' timing alone)", o.lock, o.storage)
 	}
@@ -260,6 +267,9 @@ func cmdHunt(ctx context.Context, o huntOptions, stdout, stderr io.Writer) error
 	}
 	if len(sp.LeftOut) > 0 {
 		fmt.Fprintf(stderr, "  left out of the search, the program's hello not covering it: %s\n", strings.Join(sp.LeftOut, "; "))
+	}
+	if len(sp.Unrealistic) > 0 {
+		fmt.Fprintf(stderr, "  left out of the search, every size it draws outside what real machines have (--realistic): %s\n", strings.Join(sp.Unrealistic, "; "))
 	}
 	res, found, original, err := hunt.Run(ctx, ho)
 	closeServers() // the final story is replayed on servers of its own

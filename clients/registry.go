@@ -220,6 +220,13 @@ type Spec struct {
 	// sim findings counts a story against the lock only where it promises
 	// what the story tests (scenarios.Scenario.Tests).
 	Promises promise.Set
+	// OwnWatchdog, when set, says how the lock renews its leases by
+	// itself while they are held (rueidislock's ExtendInterval): a lock
+	// with a watchdog of its own is judged against its Like played with a
+	// token watchdog (scenarios.Changes.Watchdog), in sim findings' cells
+	// and a hunt's baseline alike, so that what it does worse is not the
+	// renewal its reference lacks.
+	OwnWatchdog string
 }
 
 var registry = map[string]Spec{}

@@ -24,9 +24,10 @@ import (
 
 func init() {
 	Register(Spec{Name: "rueidislock", Like: "redis", Backend: RedisBackend, NoExpiry: true, LocalExtend: true,
-		Promises: rueidislockPromises,
-		Doc:      "redis/rueidis rueidislock v1.0.79 on one Redis node (TryWithContext, library defaults: 2 of 3 keys, its own watchdog renewing them)",
-		New:      func(cfg Config) (Lock, error) { return NewRueidislock(cfg) }})
+		Promises:    rueidislockPromises,
+		OwnWatchdog: "its ExtendInterval renews the keys every KeyValidity/2 (library defaults: 5 s, every 2.5 s)",
+		Doc:         "redis/rueidis rueidislock v1.0.79 on one Redis node (TryWithContext, library defaults: 2 of 3 keys, its own watchdog renewing them)",
+		New:         func(cfg Config) (Lock, error) { return NewRueidislock(cfg) }})
 }
 
 // rueidislockPrefix is the library's default KeyPrefix: a lock named

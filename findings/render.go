@@ -119,15 +119,31 @@ func (r *Report) defectsMarkdown(b *bytes.Buffer) {
 		b.WriteString("No defect: no lock ended worse than its reference on a story that tests what it promises.\n\n")
 		return
 	}
-	b.WriteString("| library | the promise it breaks | in its words | shown by |\n| --- | --- | --- | --- |\n")
-	for _, d := range r.defects {
-		words := "(it declares no words for it)"
-		if d.Promise.Quote != "" {
-			words = fmt.Sprintf("\"%s\" ([source](%s))", md(d.Promise.Quote), d.Promise.Source)
+	for _, part := range []struct {
+		title    string
+		liveness bool
+	}{{"Safety: two holders at once, or the data damaged", false}, {"Liveness: a call that does not return, a lock not freed or not granted", true}} {
+		fmt.Fprintf(b, "### %s\n\n", part.title)
+		n := 0
+		for _, d := range r.defects {
+			if d.Property.Liveness() != part.liveness {
+				continue
+			}
+			if n == 0 {
+				b.WriteString("| library | the promise it breaks | in its words | shown by |\n| --- | --- | --- | --- |\n")
+			}
+			n++
+			words := "(it declares no words for it)"
+			if d.Promise.Quote != "" {
+				words = fmt.Sprintf("\"%s\" ([source](%s))", md(d.Promise.Quote), d.Promise.Source)
+			}
+			fmt.Fprintf(b, "| [%s](#%s) | %s | %s | %s |\n", d.Library, anchor(d.Shown[0].Subject), d.Property.Says(), words, md(d.ShownLine()))
 		}
-		fmt.Fprintf(b, "| [%s](#%s) | %s | %s | %s |\n", d.Library, anchor(d.Shown[0].Subject), d.Property.Says(), words, md(d.ShownLine()))
+		if n == 0 {
+			b.WriteString("None.\n")
+		}
+		b.WriteString("\n")
 	}
-	b.WriteString("\n")
 }
 
 // Defects are the report's defects as Judge last grouped them.
@@ -301,6 +317,15 @@ var page = template.Must(template.New("findings").Funcs(template.FuncMap{
 	"anchor": anchor, "hunt": huntSentence, "plain": func(s string) string { return strings.ReplaceAll(s, "`", "") }, "huntWord": huntWord, "huntOn": huntOn, "join": strings.Join,
 	"played":  Subject.Played,
 	"cellCSS": func() template.CSS { return cellkind.CSS },
+	"parts": func() []struct {
+		Title    string
+		Liveness bool
+	} {
+		return []struct {
+			Title    string
+			Liveness bool
+		}{{"Safety: two holders at once, or the data damaged", false}, {"Liveness: a call that does not return, a lock not freed or not granted", true}}
+	},
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>locksim findings</title>
 <style>
@@ -313,9 +338,10 @@ code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6;
 <p>Rebuilt by <code>{{.Command}}</code>; <code>bin/sim findings --only NAME</code> refreshes one lock. Seed {{.Seed}}. {{.Machine}}</p>
 <h2>Defects</h2>
 <p>{{.DefectsIntro}}</p>
-{{if .DefectList}}<table><tr><th>library</th><th>the promise it breaks</th><th>in its words</th><th>shown by</th></tr>
-{{range .DefectList}}<tr><td><a href="#{{anchor (index .Shown 0).Subject}}">{{.Library}}</a></td><td>{{.Property.Says}}</td><td>{{with .Promise.Quote}}“{{.}}” {{end}}{{with .Promise.Source}}(<a href="{{.}}">source</a>){{end}}</td><td>{{.ShownLine}}</td></tr>
-{{end}}</table>{{else}}<p>No defect: no lock ended worse than its reference on a story that tests what it promises.</p>{{end}}
+{{if .DefectList}}{{range $part := parts}}<h3>{{$part.Title}}</h3>
+<table><tr><th>library</th><th>the promise it breaks</th><th>in its words</th><th>shown by</th></tr>
+{{range $.DefectList}}{{if eq .Property.Liveness $part.Liveness}}<tr><td><a href="#{{anchor (index .Shown 0).Subject}}">{{.Library}}</a></td><td>{{.Property.Says}}</td><td>{{with .Promise.Quote}}“{{.}}” {{end}}{{with .Promise.Source}}(<a href="{{.}}">source</a>){{end}}</td><td>{{.ShownLine}}</td></tr>
+{{end}}{{end}}</table>{{end}}{{else}}<p>No defect: no lock ended worse than its reference on a story that tests what it promises.</p>{{end}}
 <h2>Every lock, story by story</h2>
 <p>{{.Intro}}</p>
 {{if .CostSource}}<p>Cost figures from {{.CostSource}}.</p>{{end}}

@@ -48,6 +48,8 @@ type Space struct {
 	// LeftOut says what the program's hello kept out of the search (the
 	// options and clocks it does not cover), one item each.
 	LeftOut []string
+	// Unrealistic says what Realistic left out of the search, and why.
+	Unrealistic []string
 	// noClientClock says the clients' wall clocks cannot be moved (the
 	// program's hello has no client_clock): a clock fault strikes nodes
 	// only.
@@ -58,6 +60,10 @@ type Space struct {
 	lockLinks     []string
 	expires       bool
 	nodeClockless string
+	// ownWatchdog says the hunted lock renews its leases by itself
+	// (clients.Spec's OwnWatchdog): every candidate's clients run a token
+	// watchdog, so that its baseline renews as it does.
+	ownWatchdog bool
 	// nodeTimeout is the stories' node_timeout (0: the default), a tenth
 	// of the TTL for Redis nodes: a client cut off from some waits that
 	// long for them, which must not eat the lease a story is about.
@@ -112,7 +118,7 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 	if ttl < spec.MinTTL {
 		return Space{}, input.Errorf("ttl", ttl.String(), fmt.Sprintf("%s's leases last at least %v, so the faults' sizes would be relative to another lease than the one granted: give a {ttl} of %v or more", lock, spec.MinTTL, spec.MinTTL))
 	}
-	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: scenarios.LockNodes(nil, spec), Clients: 3, expires: !spec.NoExpiry}
+	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: scenarios.LockNodes(nil, spec), Clients: 3, expires: !spec.NoExpiry, ownWatchdog: spec.OwnWatchdog != ""}
 	if most != 0 {
 		if most < 2 || most > 3 {
 			return Space{}, input.Errorf("clients", strconv.Itoa(most), "expected 2 or 3")
@@ -256,6 +262,25 @@ func (sp Space) fence() string {
 		return clients.FencePostgres
 	}
 	return ""
+}
+
+// Realistic leaves out of the search every fault kind whose sizes it
+// draws are all outside what real machines have (nemesis.Kind's
+// DrawsUnrealistic: a clock-drift), saying so in Unrealistic: what such a
+// hunt finds is a finding sim findings can count.
+func (sp Space) Realistic() Space {
+	var kept []string
+	for _, name := range sp.Kinds {
+		if k, ok := nemesis.LookupKind(name); ok {
+			if why := k.DrawsUnrealistic(); why != "" {
+				sp.Unrealistic = append(sp.Unrealistic, fmt.Sprintf("%s (%s)", name, why))
+				continue
+			}
+		}
+		kept = append(kept, name)
+	}
+	sp.Kinds = kept
+	return sp
 }
 
 // WithBaseline sets the lock a finding must not break (Space.Baseline):

@@ -59,7 +59,7 @@ func (sp Space) build(p Plan, m Meta, claims []claim) (*Story, error) {
 	if len(p.Turns) > 2 {
 		sc.Clients = len(p.Turns)
 	}
-	if p.Options.Watchdog {
+	if p.Options.Watchdog || sp.ownWatchdog {
 		sc.Watchdog = "token"
 	}
 	sc.CheckLease = p.Options.CheckLease

@@ -93,8 +93,15 @@ type Matrix struct {
 	Refs map[string]*runner.Outcome
 }
 
-// RefKey is the key in Refs of lock's run of scenario.
-func RefKey(lock, scenario string) string { return lock + "/" + scenario }
+// RefKey is the key in Refs of lock's run of scenario, its clients
+// running watchdog ("" none): a reference played with a watchdog, for a
+// lock that renews by itself, judges only the cells it was played for.
+func RefKey(lock, watchdog, scenario string) string {
+	if watchdog != "" {
+		lock += "+watchdog:" + watchdog
+	}
+	return lock + "/" + scenario
+}
 
 // Cell is the cell of lock and scenario.
 func (m *Matrix) Cell(lock, scenario string) *Cell { return m.Cells[[2]string{lock, scenario}] }
@@ -166,7 +173,7 @@ func Plan(locks []string, list []*scenarios.Scenario, out string, program func(*
 			}
 			c.Played = v.Scenario
 			if ref := scenarios.ReferenceFor(sc, l, program != nil); program != nil || (l != sc.Lock && l != ref) {
-				if c.Ref, err = referenceOf(sc, ref); err != nil {
+				if c.Ref, err = referenceOf(sc, ref, l); err != nil {
 					c.Played, c.NA = nil, err.Error()
 				}
 				c.Peer = program == nil && standsAlone(l)
@@ -183,14 +190,19 @@ func standsAlone(lock string) bool {
 	return err == nil && spec.Like == "" && spec.MutantOf == ""
 }
 
-// referenceOf is sc as lock ref plays it, with the harness's own worker
-// and no counterfactual; nil when ref cannot play it
-// (scenarios.NoReference).
-func referenceOf(sc *scenarios.Scenario, ref string) (*scenarios.Scenario, error) {
+// referenceOf is sc as lock ref plays it for the stand-in lock, with the
+// harness's own worker and no counterfactual, and with a token watchdog
+// where the stand-in renews its leases by itself (clients.Spec's
+// OwnWatchdog); nil when ref cannot play it (scenarios.NoReference).
+func referenceOf(sc *scenarios.Scenario, ref, lock string) (*scenarios.Scenario, error) {
 	if scenarios.NoReference(sc, ref) != "" {
 		return nil, nil // judged against the story's expected verdict
 	}
-	v, err := scenarios.Resolve(sc, scenarios.Changes{Lock: ref, Reference: true})
+	ch := scenarios.Changes{Lock: ref, Reference: true}
+	if spec, err := clients.Lookup(lock); err == nil && spec.OwnWatchdog != "" {
+		ch.Watchdog = "token"
+	}
+	v, err := scenarios.Resolve(sc, ch)
 	if err != nil {
 		return nil, fmt.Errorf("the reference %s: %w", ref, err)
 	}
@@ -249,7 +261,7 @@ func (m *Matrix) Play(ctx context.Context, play PlayFunc, o runner.Options, done
 		var ref *runner.Outcome
 		if c.Ref != nil {
 			co.Departures = true
-			if ref = m.Refs[RefKey(c.Ref.Lock, c.Scenario)]; ref == nil {
+			if ref = m.Refs[RefKey(c.Ref.Lock, c.Ref.Watchdog, c.Scenario)]; ref == nil {
 				co.Reference = c.Ref
 			}
 		}
@@ -273,9 +285,9 @@ func (m *Matrix) keepReference(c *Cell, res *runner.Outcome, err error) {
 	switch {
 	case err != nil || res == nil:
 	case c.Ref == nil && res.Departed == nil && len(res.ClientCmd) == 0:
-		m.Refs[RefKey(c.Lock, c.Scenario)] = res
+		m.Refs[RefKey(c.Lock, c.Played.Watchdog, c.Scenario)] = res
 	case res.Reference != nil && res.Reference.Run != nil && res.Reference.Verdict != "":
-		m.Refs[RefKey(res.Reference.Lock, c.Scenario)] = res.Reference.Run
+		m.Refs[RefKey(res.Reference.Lock, c.Ref.Watchdog, c.Scenario)] = res.Reference.Run
 	}
 }
 

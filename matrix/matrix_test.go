@@ -219,7 +219,7 @@ func TestJudgedCells(t *testing.T) {
 	order, refsAsked = nil, nil
 	m = Plan([]string{"redislock"}, []*scenarios.Scenario{sc}, t.TempDir(), nil)
 	m.Play(context.Background(), play, runner.Options{}, nil)
-	if c := m.Cell("redislock", sc.Name); c.Kind() != KindFinding || !slices.Equal(refsAsked, []string{"redis"}) || m.Refs[RefKey("redis", sc.Name)] == nil {
+	if c := m.Cell("redislock", sc.Name); c.Kind() != KindFinding || !slices.Equal(refsAsked, []string{"redis"}) || m.Refs[RefKey("redis", "", sc.Name)] == nil {
 		t.Errorf("redislock alone: %s %q, references asked %v, kept %v", c.Kind(), c.Text(0), refsAsked, m.Refs)
 	}
 }
@@ -305,5 +305,38 @@ func TestPeerCell(t *testing.T) {
 	}
 	if standIn.Peer || standIn.Ref == nil || standIn.Ref.Lock != "postgres-session" {
 		t.Errorf("goose: peer %v, judged against %v; want postgres-session, the lock it stands in for", standIn.Peer, standIn.Ref)
+	}
+}
+
+// TestWatchdogReference: a lock that renews its leases by itself
+// (rueidislock) is judged against redis played with a token watchdog, one
+// that does not (redislock) against redis as the story has it, and a
+// story with a watchdog of its own keeps it; the two references are kept
+// apart in Refs.
+func TestWatchdogReference(t *testing.T) {
+	var list []*scenarios.Scenario
+	for _, name := range []string{"redis-ttl-expiry", "redis-naive-watchdog"} {
+		sc, err := scenarios.Find(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, sc)
+	}
+	m := Plan([]string{"rueidislock", "redislock"}, list, t.TempDir(), nil)
+	for _, tc := range []struct{ lock, story, watchdog string }{
+		{"rueidislock", "redis-ttl-expiry", "token"},
+		{"redislock", "redis-ttl-expiry", ""},
+		{"rueidislock", "redis-naive-watchdog", "pexpire"},
+	} {
+		c := m.Cell(tc.lock, tc.story)
+		if c.NA != "" && tc.story == "redis-naive-watchdog" {
+			continue // a plain PEXPIRE the lock cannot send
+		}
+		if c.Ref == nil || c.Ref.Lock != "redis" || c.Ref.Watchdog != tc.watchdog {
+			t.Errorf("%s on %s: reference %+v, want redis with watchdog %q", tc.lock, tc.story, c.Ref, tc.watchdog)
+		}
+	}
+	if RefKey("redis", "token", "s") == RefKey("redis", "", "s") {
+		t.Error("a reference with a watchdog and one without share a key")
 	}
 }

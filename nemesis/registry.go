@@ -224,6 +224,26 @@ type Generated struct {
 	Build  func(a Aim, x float64) Fault
 }
 
+// DrawsUnrealistic says why every size the kind draws (its Drawn range)
+// is outside what real machines have, "" when some size inside it is
+// not: a hunt that searches only what machines have leaves such a kind
+// out (a clock-drift drawn from 1x to 3x, where a machine's stays within
+// 500 ppm of 1x).
+func (k Kind) DrawsUnrealistic() string {
+	g := k.Generate
+	if g == nil || k.Unrealistic == nil || g.Params == nil {
+		return ""
+	}
+	aim := Aim{Node: "A", Client: 1}
+	lo, hi := g.Range[0], g.Range[1]
+	// A draw at its low end that is outside already: the range holds no
+	// size a machine has (the range's ends are its widest and narrowest).
+	if lo == hi || k.Unrealistic(g.Params(aim, lo+(hi-lo)*1e-3)) == "" {
+		return ""
+	}
+	return k.Unrealistic(g.Params(aim, g.Classic))
+}
+
 // GeneratedKinds lists the kinds a generator scenario can draw, by name.
 func GeneratedKinds() []Kind {
 	var out []Kind

@@ -187,3 +187,15 @@ func TestKindsSayTheirRealisticSize(t *testing.T) {
 		}
 	}
 }
+
+// TestDrawsUnrealistic: a hunt that searches only what machines have
+// leaves out the clock-drift, whose every draw (1x to 3x) is past 500
+// ppm, and keeps every kind whose sizes are unbounded.
+func TestDrawsUnrealistic(t *testing.T) {
+	for _, k := range Kinds() {
+		got := k.DrawsUnrealistic() != ""
+		if got != (k.Name == "clock-drift") {
+			t.Errorf("%s: draws only unrealistic sizes = %v (%q)", k.Name, got, k.DrawsUnrealistic())
+		}
+	}
+}

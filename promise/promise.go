@@ -119,6 +119,17 @@ func (p Property) Says() string {
 	return string(p)
 }
 
+// Liveness says the property is about a lock being had at all (a call
+// that returns, a lock freed, a lock granted), not about two holders at
+// once or the data they write: a page keeps defects of the two apart.
+func (p Property) Liveness() bool {
+	switch p {
+	case BoundedCalls, PromptRelease, Expiry, Progress, AtLeastOnce:
+		return true
+	}
+	return false
+}
+
 // Promise is one property a lock promises, in its own words.
 type Promise struct {
 	// Property is what it promises.

@@ -39,6 +39,10 @@ type Changes struct {
 	Reference bool
 	// NoCounterfactual drops the story's counterfactual.
 	NoCounterfactual bool
+	// Watchdog gives the story's clients this watchdog (token) where the
+	// story has none: the reference a lock with a watchdog of its own
+	// (clients.Spec.OwnWatchdog) is judged against renews its leases too.
+	Watchdog string
 }
 
 // Resolve returns sc with c's changes, its defaults given and validated
@@ -63,6 +67,9 @@ func Resolve(sc *Scenario, c Changes) (Variant, error) {
 	if c.TTL > 0 || c.Duration > 0 || c.Clients > 0 || c.Trials > 0 {
 		flags(&cp, c)
 		changed = true
+	}
+	if c.Watchdog != "" && cp.Watchdog == "" {
+		cp.Watchdog, changed = c.Watchdog, true
 	}
 	if c.Reference && len(cp.ClientCmd) > 0 {
 		cp.ClientCmd, changed = nil, true
