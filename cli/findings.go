@@ -5,14 +5,12 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -27,7 +25,6 @@ import (
 	"github.com/locksim/locksim/input"
 	"github.com/locksim/locksim/matrix"
 	"github.com/locksim/locksim/outdir"
-	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/reports"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
@@ -156,179 +153,6 @@ to FILE).`,
 	f.IntVar(&o.repeat, "repeat", DefaultReportRepeat, "with --report: how many times each finding is played (`N`): the report says k of N")
 	cmd.AddCommand(findingsMergeCmd(), findingsCostCmd(), findingsJudgeCmd())
 	return cmd
-}
-
-// subject is a lock sim findings plays: registered, or a program's.
-type subject struct {
-	findings.Subject
-	backend clients.Backend
-	// hello is the program's hello line (nil: locksim's own lock).
-	hello *protocol.Hello
-	// err is why a program could not be read (its hello); nothing of it
-	// is played.
-	err error
-}
-
-// problem says why a story cannot be played by s's client program (as
-// matrix.Plan takes it); nil for locksim's own lock.
-func (s *subject) problem() func(*scenarios.Scenario) error {
-	if s.hello == nil {
-		return nil
-	}
-	argv, h := s.Program, *s.hello
-	return func(sc *scenarios.Scenario) error { return runner.ClientProgramProblem(sc, argv, h) }
-}
-
-// subjects lists every registered lock that is not a mutant, then every
-// lock of every client program under dir (none when dir is ""). Every
-// shard of a sharded run lists them alike.
-func subjects(ctx context.Context, dir string) ([]subject, error) {
-	var out []subject
-	for _, n := range clients.Names() {
-		s, _ := clients.Lookup(n)
-		if s.Mutant != "" || strings.HasPrefix(n, "test-") {
-			continue
-		}
-		out = append(out, subject{Subject: findings.Subject{Name: n, Lock: n, About: s.Doc, Servers: string(s.Backend), Promises: s.Promises}, backend: s.Backend})
-	}
-	if dir == "" {
-		return out, nil // --examples '': no client program
-	}
-	progs, err := clientPrograms(dir)
-	if err != nil {
-		return nil, err
-	}
-	for _, argv := range progs {
-		folder := filepath.Base(filepath.Dir(argv[len(argv)-1]))
-		h, err := runner.ProbeClientProgram(ctx, argv)
-		if err != nil {
-			out = append(out, subject{Subject: findings.Subject{Name: folder, Program: argv, About: "could not be started"}, err: err})
-			continue
-		}
-		for _, l := range h.Locks {
-			spec, err := clients.Lookup(l)
-			if err != nil {
-				continue
-			}
-			name := folder
-			if len(h.Locks) > 1 {
-				name = fmt.Sprintf("%s (%s)", folder, l)
-			}
-			about := h.Name
-			if own := h.OwnName(l); own != "" {
-				about = fmt.Sprintf("%s: its own lock %s, like %s", h.Name, own, l)
-			}
-			out = append(out, subject{Subject: findings.Subject{Name: name, Lock: l, Program: argv, About: about, Servers: string(spec.Backend), Promises: h.Promises, Patched: h.Patched}, backend: spec.Backend, hello: &h})
-		}
-	}
-	return out, nil
-}
-
-// clientPrograms finds the client programs under dir: each folder's
-// client.js (run by node), client.py or executable client.
-func clientPrograms(dir string) ([][]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("--examples %s: %v", dir, err)
-	}
-	var out [][]string
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		for _, c := range []struct{ file, run string }{{"client.js", "node"}, {"client.py", ""}, {"client", ""}} {
-			p := filepath.Join(dir, e.Name(), c.file)
-			if st, err := os.Stat(p); err != nil || st.IsDir() {
-				continue
-			}
-			if c.run != "" {
-				out = append(out, []string{c.run, p})
-			} else {
-				out = append(out, []string{p})
-			}
-			break
-		}
-	}
-	return out, nil
-}
-
-// only keeps the subjects --only names, and refuses a name none has.
-func only(all []subject, names []string) ([]subject, error) {
-	if len(names) == 0 {
-		return all, nil
-	}
-	var out []subject
-	for _, n := range names {
-		hit := false
-		for _, s := range all {
-			if s.Named(n) {
-				hit = true
-				if !slices.ContainsFunc(out, func(o subject) bool { return o.Name == s.Name }) {
-					out = append(out, s)
-				}
-			}
-		}
-		if !hit {
-			var names []string
-			for _, s := range all {
-				names = append(names, s.Name)
-			}
-			return nil, fmt.Errorf("--only %s: no lock or client program of that name (%s)", n, strings.Join(names, ", "))
-		}
-	}
-	return out, nil
-}
-
-// ofShard keeps the subjects shard plays, which every shard computes
-// alike (all of them for no shard): with times (a row's seconds by its
-// name) the subjects are dealt out by them, longest first
-// (sharding.Balance; a subject without a time weighs their mean); with
-// none, every Nth of the list.
-func ofShard(subs []subject, shard sharding.Shard, times map[string]float64) []subject {
-	var of []int
-	if len(times) > 0 {
-		mean := 0.0
-		for _, t := range times {
-			mean += t / float64(len(times))
-		}
-		w := make([]float64, len(subs))
-		for i, s := range subs {
-			w[i] = mean
-			if t, ok := times[s.Name]; ok {
-				w[i] = t
-			}
-		}
-		of = sharding.Balance(w, shard.N)
-	}
-	var out []subject
-	for i, s := range subs {
-		if (of == nil && shard.Has(i)) || (of != nil && of[i] == shard.I-1) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// rowTimes reads the rows' times of the findings page path (.json), by
-// subject name, for --balance.
-func rowTimes(path string) (map[string]float64, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("--balance %s: %v", path, errors.Unwrap(err))
-	}
-	r, err := findings.Load(path)
-	if err != nil {
-		return nil, fmt.Errorf("--balance %s: not a findings .json locksim wrote", path)
-	}
-	times := map[string]float64{}
-	for _, s := range r.Subjects {
-		if s.Seconds > 0 {
-			times[s.Name] = s.Seconds
-		}
-	}
-	if len(times) == 0 {
-		return nil, fmt.Errorf("--balance %s: no row of it has a time (its rows' seconds): expected a page sim findings wrote", path)
-	}
-	return times, nil
 }
 
 // claimRuns claims o's --out, runs/findings-<time> when not given (and
@@ -582,21 +406,6 @@ func cmdFindings(ctx context.Context, o findingsOptions, stdout, stderr io.Write
 	return nil
 }
 
-// mendHint says why a client program could not start, and how to mend
-// it where the cure is known: a Node.js program whose folder has a
-// package.json but no node_modules needs its packages installed.
-func mendHint(argv []string, err error) string {
-	if len(argv) > 0 {
-		dir := filepath.Dir(argv[len(argv)-1])
-		_, pkg := os.Stat(filepath.Join(dir, "package.json"))
-		_, mods := os.Stat(filepath.Join(dir, "node_modules"))
-		if pkg == nil && mods != nil {
-			return fmt.Sprintf("its npm packages are not installed: run npm ci --prefix %s (or make test-deps)", dir)
-		}
-	}
-	return fmt.Sprintf("its program could not start (%v)", err)
-}
-
 // planFindings plans lock's matrix of stories into out, as sim findings
 // plays it: without counterfactuals.
 func planFindings(lock string, stories []*scenarios.Scenario, out string, program func(*scenarios.Scenario) error) (*matrix.Matrix, error) {
@@ -657,105 +466,6 @@ func findingsCells(s findings.Subject, m *matrix.Matrix, server string, other bo
 		out = append(out, findings.Cell{Story: c.Scenario, Kind: c.Kind(), Text: c.Text(0), Command: cmd, Notice: c.Notice, Server: server, Fixed: c.Fixed})
 	}
 	return out
-}
-
-// writeFindings writes the report's Markdown, HTML and JSON, every
-// subject's cells judged (judge: findings.Report.Judge).
-func writeFindings(r *findings.Report, doc, base string, stdout io.Writer) error {
-	unsteadyHunts(r)
-	judge(r)
-	if err := tellers(r); err != nil {
-		return err
-	}
-	if err := writeOutFile("--doc", doc, r.Markdown()); err != nil {
-		return err
-	}
-	h, err := r.HTML()
-	if err != nil {
-		return err
-	}
-	if err := writeOutFile("--doc", base+".html", h); err != nil {
-		return err
-	}
-	j, err := r.JSON()
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(base+".json", j, 0o644); err != nil {
-		return fmt.Errorf("--doc: %v", err)
-	}
-	for _, s := range r.Subjects {
-		fmt.Fprintf(stdout, "%-32s %2d stories, %d worse than its reference; hunt: %s\n", s.Name, len(s.Cells), s.Count("finding"), s.Hunt.Word(true))
-	}
-	fmt.Fprintf(stdout, "written: %s, %s.html, %s.json\n", doc, base, base)
-	return nil
-}
-
-// tellers names, for every hunt of the report with no baseline that
-// found a story other than a trap, the catalogue story whose schedule it
-// is (findings.Hunt.ToldBy), or says none tells it (Untold), refreshed
-// or not: the page names a reference lock's find by the story a reader
-// can play.
-func tellers(r *findings.Report) error {
-	catalogue, err := scenarios.Catalogue()
-	if err != nil {
-		return err
-	}
-	for i := range r.Subjects {
-		h := r.Subjects[i].Hunt
-		if h == nil || !h.Found || h.Baseline != "" || h.Trap != "" || h.Story == "" {
-			continue
-		}
-		found, err := scenarios.Parse("found.yaml", []byte(h.Story))
-		if err != nil {
-			continue // a story this locksim no longer reads: left as it was
-		}
-		h.ToldBy = scenarios.TellerOf(found.FaultShape(), r.Subjects[i].Lock, catalogue)
-		h.Untold = h.ToldBy == ""
-	}
-	return nil
-}
-
-// judge refreshes each registered lock's promises from its Spec (the
-// binary's own words for them) and judges every subject's cells and hunt
-// (findings.Report.Judge), refreshed or not. A cell's story is the
-// catalogue's, or one its program's folder keeps (programStories).
-func judge(r *findings.Report) {
-	own := map[string]*scenarios.Scenario{}
-	for i := range r.Subjects {
-		s := &r.Subjects[i]
-		if s.Program != nil { // a program's promises are its hello's, as last played
-			stories, _ := programStories(s.Program) // a folder gone: its cells are judged by the catalogue alone
-			for _, sc := range stories {
-				own[sc.Name] = sc
-			}
-			continue
-		}
-		if spec, err := clients.Lookup(s.Lock); err == nil {
-			s.Promises = spec.Promises
-		}
-	}
-	r.Judge(func(name string) (*scenarios.Scenario, error) {
-		if sc, ok := own[name]; ok {
-			return sc, nil
-		}
-		return scenarios.Find(name)
-	})
-}
-
-// unsteadyHunts makes a hunt's find whose replays did not hold it
-// (hunt.Unsteady: "reproduced 0 of 3") a hunt that found nothing, saying
-// so, in every subject, refreshed or not: sim hunt itself calls it "a
-// violation this machine's timing gives now and then".
-func unsteadyHunts(r *findings.Report) {
-	for i := range r.Subjects {
-		h := r.Subjects[i].Hunt
-		if h == nil || !h.Found || !hunt.Unsteady(h.Reproduced) {
-			continue
-		}
-		h.Unsteady = h.Reproduced + ": " + h.Summary
-		h.Found, h.Summary, h.Reproduced, h.Story, h.Trap, h.Schedule, h.ToldBy, h.Untold = false, "", "", "", "", "", "", false
-	}
 }
 
 // clocklessNA makes n/a the cells of m whose story moves a server's
@@ -842,38 +552,6 @@ func versionsLine() string {
 	return out
 }
 
-// programStories are the stories a client program's folder keeps for it
-// (examples/tooz/*.yaml): those whose client_cmd runs argv, each a
-// finding about its library told as a story. They are played as the
-// catalogue's are, against the reference, which plays them with the
-// harness's own worker. None for locksim's own lock (argv nil).
-func programStories(argv []string) ([]*scenarios.Scenario, error) {
-	if argv == nil {
-		return nil, nil
-	}
-	prog, err := filepath.Abs(argv[len(argv)-1])
-	if err != nil {
-		return nil, err
-	}
-	files, err := filepath.Glob(filepath.Join(filepath.Dir(argv[len(argv)-1]), "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	var out []*scenarios.Scenario
-	for _, f := range files {
-		sc, err := scenarios.Find(f)
-		if err != nil {
-			return nil, err // the file's own line: a broken example story
-		}
-		if n := len(sc.ClientCmd); n > 0 {
-			if p, err := filepath.Abs(sc.ClientCmd[n-1]); err == nil && p == prog {
-				out = append(out, sc)
-			}
-		}
-	}
-	return out, nil
-}
-
 // replay is the command that plays cell c of subject s again.
 func replay(s findings.Subject, c *matrix.Cell) string {
 	story, lock := c.Scenario, storyLock(c.Scenario)
@@ -900,117 +578,4 @@ func storyLock(name string) string {
 		return ""
 	}
 	return sc.Lock
-}
-
-// trap names the shared schedule a hunt's shrunk story p is, when it is
-// one every lock without fencing loses to: no fault at all (the work
-// outlasts the TTL: redis-ttl-expiry's trap), or one pause of the first
-// holder past the TTL (the schedule of s's pause story, findings'
-// NoticeStories). "" for any other story.
-func trap(p *hunt.Plan, s findings.Subject) string {
-	if p == nil {
-		return ""
-	}
-	switch f := p.Faults; {
-	case len(f) == 0:
-		return "the TTL trap (work that outlasts the TTL, the schedule of redis-ttl-expiry)"
-	case len(f) == 1 && f[0].Kind == "pause" && f[0].Client == 1 && f[0].X >= 1:
-		for _, m := range s.Measures() {
-			if m.Fault == "pause" && m.Story != "" {
-				return "the pause past the TTL (the schedule of " + m.Story + ")"
-			}
-		}
-		return "the pause past the TTL"
-	}
-	return ""
-}
-
-// schedule describes the faults of a hunt's shrunk plan, "; " between
-// them ("no fault" for none).
-func schedule(res hunt.Result) string {
-	ttl, err := time.ParseDuration(res.TTL)
-	if res.Final == nil || err != nil {
-		return ""
-	}
-	if len(res.Final.Faults) == 0 {
-		return "no fault"
-	}
-	return res.Final.DescribeFaults(ttl)
-}
-
-// huntSubject hunts s as sim hunt would, told its name (and, for a
-// program, the lock it stands in for as its baseline), into out.
-func huntSubject(ctx context.Context, s findings.Subject, out string, o findingsOptions) *findings.Hunt {
-	ho := huntOptions{lock: s.Lock, clients: 3, runs: o.huntRuns, budget: o.huntBudget, seed: o.seed, out: out, realistic: true}
-	cmd := "bin/sim hunt " + s.Lock + " --realistic"
-	// Differential where it stands in for a lock: what it does worse than
-	// that lock.
-	if spec, _ := clients.Lookup(s.Lock); s.Program != nil {
-		ho.clientCmd, ho.baseline = strings.Join(s.Program, " "), s.Lock
-		cmd += fmt.Sprintf(" --client-cmd %q", ho.clientCmd)
-	} else {
-		ho.baseline = spec.Like
-	}
-	if ho.baseline != "" {
-		cmd += " --baseline " + ho.baseline
-	}
-	cmd += fmt.Sprintf(" --budget %v --runs %d --seed %d", o.huntBudget, o.huntRuns, o.seed)
-	h := &findings.Hunt{Command: cmd, Baseline: ho.baseline}
-	log, err := os.Create(out + ".log")
-	if err != nil {
-		h.Error = err.Error()
-		return h
-	}
-	defer log.Close()
-	herr := cmdHunt(ctx, ho, log, log)
-	b, err := os.ReadFile(filepath.Join(out, "hunt.json"))
-	if err != nil {
-		h.Error = fmt.Sprintf("%v (the hunt's log: %s.log)", herr, out)
-		return h
-	}
-	var res hunt.Result
-	if err := json.Unmarshal(b, &res); err != nil {
-		h.Error = err.Error()
-		return h
-	}
-	h.Found, h.Summary, h.Runs, h.Seconds = res.Found, res.Summary, res.Candidates, res.Seconds
-	if res.Found {
-		h.Reproduced = res.ReproducedLine()
-	}
-	if res.Found && h.Baseline == "" {
-		h.Trap = trap(res.Final, s)
-	}
-	if res.Found && h.Trap == "" {
-		h.Schedule = schedule(res)
-	}
-	if res.Found {
-		if y, err := os.ReadFile(filepath.Join(out, "found.yaml")); err == nil {
-			h.Story = string(y)
-		}
-	}
-	return h
-}
-
-// slug is a subject's name as a folder name.
-func slug(name string) string {
-	return strings.NewReplacer(" (", "-", ")", "", " ", "-").Replace(name)
-}
-
-// lockModules lists the Go modules of the registered locks' libraries,
-// with the versions the binary was built with.
-func lockModules() []string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, d := range bi.Deps {
-		for _, p := range []string{"github.com/go-redsync/redsync", "github.com/bsm/redislock", "github.com/redis/rueidis", "github.com/redis/go-redis",
-			"go.etcd.io/etcd/client/v3", "github.com/go-zookeeper/zk", "github.com/jackc/pgx", "github.com/golang-migrate/migrate", "github.com/pressly/goose"} {
-			if strings.HasPrefix(d.Path, p) {
-				out = append(out, d.Path+" "+d.Version)
-			}
-		}
-	}
-	return out
 }

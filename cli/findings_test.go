@@ -94,7 +94,7 @@ func TestFindingsOfOneProgram(t *testing.T) {
 		// A story of its servers that its lock cannot be put in (a node
 		// it lacks) is a row that says why, with no replay command.
 		"| redlock-clock-jump | n/a: scenario redlock-clock-jump names node E (step 1); lock redis runs on one node, A |  |\n",
-		"Hunt: `bin/sim hunt redis --client-cmd",
+		"Hunt: `bin/sim hunt redis --realistic --client-cmd",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("findings.md lacks %q:\n%s", want, md)

@@ -41,10 +41,10 @@ type huntOptions struct {
 	seed                   int64
 	// realistic searches only fault sizes real machines have
 	// (hunt.Space.Realistic).
-	realistic bool
-	shard, out             string
-	shards                 int
-	backend                runner.Host
+	realistic  bool
+	shard, out string
+	shards     int
+	backend    runner.Host
 	// flags are the flags as given, to refuse one with no effect (nil:
 	// none given).
 	flags *pflag.FlagSet

@@ -45,8 +45,10 @@ type Report struct {
 	// its chart's marks; nil: none.
 	Cost *cost.Result `json:"cost,omitempty"`
 	// defects are the report's defects as Judge last grouped them, which
-	// the page opens with.
+	// the page opens with; newest the libraries' newest releases
+	// (SetNewest).
 	defects []Defect
+	newest  []Newest
 }
 
 // Subject is one lock: a registered lock, or a client program's lock.

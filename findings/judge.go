@@ -55,10 +55,8 @@ func (r *Report) Judge(find StoryFinder) {
 		}
 		if h := s.Hunt; h != nil {
 			h.NotCounted = ""
-			if h.Found && h.Baseline != "" && h.Story != "" {
-				if sc, err := scenarios.Parse("found.yaml", []byte(h.Story)); err == nil {
-					_, h.NotCounted = s.uncounted(sc)
-				}
+			if sc := h.found(); sc != nil {
+				_, h.NotCounted = s.uncounted(sc)
 			}
 		}
 	}
@@ -95,6 +93,30 @@ func testsOf(sc *scenarios.Scenario) promise.Property {
 		return promise.PromptRelease
 	}
 	return promise.Exclusion
+}
+
+// found is a differential hunt's shrunk story, with the property it
+// tests: the one its baseline's catalogue story under the same faults
+// tests (scenarios.DefenceOf: the step where the two part), else what
+// its verdict breaks (testsOf); nil when it found nothing or has no
+// baseline.
+func (h *Hunt) found() *scenarios.Scenario {
+	if h == nil || !h.Found || h.Baseline == "" || h.Story == "" {
+		return nil
+	}
+	sc, err := scenarios.Parse("found.yaml", []byte(h.Story))
+	if err != nil {
+		return nil
+	}
+	if sc.Tests == "" {
+		if all, err := scenarios.Catalogue(); err == nil {
+			sc.Tests = scenarios.DefenceOf(sc.FaultShape(), h.Baseline, all)
+		}
+		if sc.Tests == "" {
+			sc.Tests = testsOf(sc)
+		}
+	}
+	return sc
 }
 
 // restore puts a cell back as it was played, before any judging.

@@ -65,18 +65,19 @@ func (r *Report) Markdown() []byte {
 	b.WriteString("# Findings: what the stories and the hunts show about each lock\n\n")
 	fmt.Fprintf(&b, "Rebuilt by `%s`; `bin/sim findings --only NAME` refreshes one lock, when its library\nreleases a new version. Seed %d. %s\n\n", r.Command, r.Seed, r.Machine)
 	r.defectsMarkdown(&b)
-	b.WriteString("## Every lock, story by story\n\n")
+	b.WriteString("## Libraries\n\nOne line each; its section below has every story, its hunt and its cost.\n\n")
+	b.WriteString("| lock | version played | stories played | counted | not counted | hunt |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, s := range r.Subjects {
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %d | %d | %d | %s |\n", s.Name, anchor(s.Name), md(r.VersionWords(s)),
+			s.Played(), s.Count(cellkind.Finding), s.Count(KindUnpromised)+s.Count(KindUnrealistic), md(s.Hunt.Short()))
+	}
+	b.WriteString("\n## How this page is made\n\n")
 	b.WriteString(intro + "\n\n")
 	if src := r.CostSource(); src != "" {
 		fmt.Fprintf(&b, "Cost figures from %s.\n\n", src)
 	}
-	b.WriteString("| lock | what it is | servers | stories played | worse than its reference | learns its lock was given away | both believed they held it | hunt | cost: acquire+release p50 / p99 (× floor), locks/s |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, s := range r.Subjects {
-		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %d | %d | %s | %s | %s | %s |\n", s.Name, anchor(s.Name), md(s.About), s.ServersLine(),
-			s.Played(), s.Count(cellkind.Finding), mdLines(s.NoticeLines()), mdLines(s.OverlapLines()), md(huntWord(s.Hunt)), mdLines(r.CostCell(s)))
-	}
 	if len(r.Modules) > 0 {
-		b.WriteString("\nThe Go locks are built with: " + strings.Join(wrapCode(r.Modules), ", ") + ".\n")
+		b.WriteString("The Go locks are built with: " + strings.Join(wrapCode(r.Modules), ", ") + ".\n")
 	}
 	for _, s := range r.Subjects {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.Name)
@@ -84,7 +85,21 @@ func (r *Report) Markdown() []byte {
 		if s.Program != nil {
 			fmt.Fprintf(&b, "Client program: `%s`, playing the stories of lock `%s`.\n\n", strings.Join(s.Program, " "), s.Lock)
 		}
+		if nl := r.NewestLine(s); nl != "" {
+			b.WriteString("Versions: " + md(nl) + ".\n\n")
+		}
 		b.WriteString(s.Meaning() + "\n\n")
+		if len(s.Promises) > 0 {
+			b.WriteString("<details><summary>what it promises, in its own words</summary>\n\n")
+			for _, p := range s.Promises {
+				fmt.Fprintf(&b, "- %s (`%s`): \"%s\" (%s)\n", p.Property.Says(), p.Property, md(p.Quote), p.Source)
+			}
+			b.WriteString("\n</details>\n\n")
+		} else if s.Program != nil {
+			b.WriteString("It declares no promises: every finding about it is shown, and none counted.\n\n")
+		}
+		b.WriteString("| learns its lock was given away | both believed they held it | cost: acquire+release p50 / p99 (× floor), locks/s |\n| --- | --- | --- |\n")
+		fmt.Fprintf(&b, "| %s | %s | %s |\n\n", mdLines(s.NoticeLines()), mdLines(s.OverlapLines()), mdLines(r.CostCell(s)))
 		b.WriteString(strings.Join(r.CostSentences(s), " ") + "\n\n")
 		b.WriteString("| story | how it ended | play it again |\n| --- | --- | --- |\n")
 		for _, c := range s.Cells {
@@ -130,14 +145,14 @@ func (r *Report) defectsMarkdown(b *bytes.Buffer) {
 				continue
 			}
 			if n == 0 {
-				b.WriteString("| library | the promise it breaks | in its words | shown by |\n| --- | --- | --- | --- |\n")
+				b.WriteString("| defect | whose | the promise it breaks | in its words | shown by |\n| --- | --- | --- | --- | --- |\n")
 			}
 			n++
 			words := "(it declares no words for it)"
 			if d.Promise.Quote != "" {
 				words = fmt.Sprintf("\"%s\" ([source](%s))", md(d.Promise.Quote), d.Promise.Source)
 			}
-			fmt.Fprintf(b, "| [%s](#%s) | %s | %s | %s |\n", d.Library, anchor(d.Shown[0].Subject), d.Property.Says(), words, md(d.ShownLine()))
+			fmt.Fprintf(b, "| [%s](findings/%s.md) | [%s](#%s) | %s | %s | %s |\n", md(d.Title()), d.Slug(), md(d.Whose()), anchor(d.Shown[0].Subject), d.Property.Says(), words, md(d.ShownLine()))
 		}
 		if n == 0 {
 			b.WriteString("None.\n")
@@ -309,14 +324,17 @@ func (r *Report) HTML() ([]byte, error) {
 		Intro        string
 		DefectsIntro string
 		CostSource   string
-	}{r, strings.ReplaceAll(defectsIntro, "\n", " "), strings.ReplaceAll(strings.ReplaceAll(intro, "**", ""), "`", ""), strings.ReplaceAll(r.CostSource(), "`", "")})
+	}{Report: r, Intro: strings.ReplaceAll(strings.ReplaceAll(intro, "**", ""), "`", ""), DefectsIntro: strings.ReplaceAll(defectsIntro, "\n", " "),
+		CostSource: strings.ReplaceAll(r.CostSource(), "`", "")})
 	return b.Bytes(), err
 }
 
 var page = template.Must(template.New("findings").Funcs(template.FuncMap{
 	"anchor": anchor, "hunt": huntSentence, "plain": func(s string) string { return strings.ReplaceAll(s, "`", "") }, "huntWord": huntWord, "huntOn": huntOn, "join": strings.Join,
-	"played":  Subject.Played,
-	"cellCSS": func() template.CSS { return cellkind.CSS },
+	"played":    Subject.Played,
+	"uncounted": func(s Subject) int { return s.Count(KindUnpromised) + s.Count(KindUnrealistic) },
+	"cellWord":  Cell.Word,
+	"cellCSS":   func() template.CSS { return cellkind.CSS },
 	"parts": func() []struct {
 		Title    string
 		Liveness bool
@@ -339,22 +357,28 @@ code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6;
 <h2>Defects</h2>
 <p>{{.DefectsIntro}}</p>
 {{if .DefectList}}{{range $part := parts}}<h3>{{$part.Title}}</h3>
-<table><tr><th>library</th><th>the promise it breaks</th><th>in its words</th><th>shown by</th></tr>
-{{range $.DefectList}}{{if eq .Property.Liveness $part.Liveness}}<tr><td><a href="#{{anchor (index .Shown 0).Subject}}">{{.Library}}</a></td><td>{{.Property.Says}}</td><td>{{with .Promise.Quote}}“{{.}}” {{end}}{{with .Promise.Source}}(<a href="{{.}}">source</a>){{end}}</td><td>{{.ShownLine}}</td></tr>
+<table><tr><th>defect</th><th>whose</th><th>the promise it breaks</th><th>in its words</th><th>shown by</th></tr>
+{{range $.DefectList}}{{if eq .Property.Liveness $part.Liveness}}<tr><td><a href="findings/{{.Slug}}.md">{{.Title}}</a></td><td><a href="#{{anchor (index .Shown 0).Subject}}">{{.Whose}}</a></td><td>{{.Property.Says}}</td><td>{{with .Promise.Quote}}“{{.}}” {{end}}{{with .Promise.Source}}(<a href="{{.}}">source</a>){{end}}</td><td>{{.ShownLine}}</td></tr>
 {{end}}{{end}}</table>{{end}}{{else}}<p>No defect: no lock ended worse than its reference on a story that tests what it promises.</p>{{end}}
-<h2>Every lock, story by story</h2>
+<h2>Libraries</h2>
+<p>One line each; its section below has every story, its hunt and its cost.</p>
+<table><tr><th>lock</th><th>version played</th><th>stories played</th><th>counted</th><th>not counted</th><th>hunt</th></tr>
+{{range .Subjects}}<tr><td><a href="#{{anchor .Name}}">{{.Name}}</a></td><td>{{$.VersionWords .}}</td><td>{{played .}}</td><td>{{.Count "finding"}}</td><td>{{uncounted .}}</td><td><details><summary>{{.Hunt.Short}}</summary>{{huntWord .Hunt}}</details></td></tr>
+{{end}}</table>
+<h2>How this page is made</h2>
 <p>{{.Intro}}</p>
 {{if .CostSource}}<p>Cost figures from {{.CostSource}}.</p>{{end}}
-<table><tr><th>lock</th><th>what it is</th><th>servers</th><th>stories played</th><th>worse than its reference</th><th>learns its lock was given away</th><th>both believed they held it</th><th>hunt</th><th>cost: acquire+release p50 / p99 (× floor), locks/s</th></tr>
-{{range .Subjects}}<tr><td><a href="#{{anchor .Name}}">{{.Name}}</a></td><td>{{.About}}</td><td>{{.ServersLine}}</td><td>{{played .}}</td><td>{{.Count "finding"}}</td><td>{{range $i, $l := .NoticeLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{range $i, $l := .OverlapLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{huntWord .Hunt}}</td><td>{{range $i, $l := $.CostCell .}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td></tr>
-{{end}}</table>
 {{if .Modules}}<p>The Go locks are built with: {{join .Modules ", "}}.</p>{{end}}
 {{range .Subjects}}<h2 id="{{anchor .Name}}">{{.Name}}</h2>
 <p>{{.About}}, on {{.ServersLine}}; played {{.Date}} in {{printf "%.0f" .Seconds}} s{{.LoadWords}}.{{if .Program}} Client program: <code>{{join .Program " "}}</code>, playing the stories of lock <code>{{.Lock}}</code>.{{end}}</p>
+{{with $.NewestLine .}}<p>Versions: {{.}}.</p>{{end}}
 <p>{{.Meaning}}</p>
+{{with .Promises}}<details><summary>what it promises, in its own words</summary><ul>{{range .}}<li>{{.Property.Says}} (<code>{{.Property}}</code>): “{{.Quote}}” ({{.Source}})</li>{{end}}</ul></details>{{end}}
+<table><tr><th>learns its lock was given away</th><th>both believed they held it</th><th>cost: acquire+release p50 / p99 (× floor), locks/s</th></tr>
+<tr><td>{{range $i, $l := .NoticeLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{range $i, $l := .OverlapLines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td><td>{{range $i, $l := $.CostCell .}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td></tr></table>
 <p>{{range $.CostSentences .}}{{plain .}} {{end}}</p>
 <table><tr><th>story</th><th>how it ended</th><th>play it again</th></tr>
-{{range .Cells}}<tr><td>{{.Where}}</td><td class="{{.Kind}}">{{.Text}}</td><td>{{with .Command}}<code>{{.}}</code>{{end}}</td></tr>
+{{range .Cells}}<tr><td>{{.Where}}</td><td class="{{.Kind}}"><details><summary>{{cellWord .}}</summary>{{.Text}}</details></td><td>{{with .Command}}<code>{{.}}</code>{{end}}</td></tr>
 {{end}}</table>
 {{with .Hunt}}<p>Hunt{{huntOn .}}: <code>{{.Command}}</code>: {{hunt .}}</p>{{if .Story}}<details><summary>the story it found (found.yaml)</summary><pre>{{.Story}}</pre></details>{{end}}{{end}}
 {{end}}</body></html>

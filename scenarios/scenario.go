@@ -536,13 +536,16 @@ func (s *Scenario) FaultShape() []string {
 }
 
 // TellerOf is the catalogue story whose schedule a found story's fault
-// shape is: its faults are the story's, or among them (a shrink takes
-// away what the failure does not need); a story of lock first, then the
-// fewest faults beyond, then by name. "" when no story has them all.
-func TellerOf(found []string, lock string, catalogue []*Scenario) string {
+// shape is, and that ends as it did (verdict): its faults are the
+// story's, or among them (a shrink takes away what the failure does not
+// need); a story of lock first, then the fewest faults beyond, then by
+// name. "" when no story has them all and ends so (postgres-xact shows
+// its lock surviving the drop a hunt found breaking postgres-session: it
+// does not tell that find).
+func TellerOf(found []string, verdict checker.Verdict, lock string, catalogue []*Scenario) string {
 	best, bestLock, bestExtra := "", false, 0
 	for _, sc := range catalogue {
-		if sc.Generator != nil {
+		if sc.Generator != nil || sc.Expected != verdict {
 			continue
 		}
 		shape := sc.FaultShape()
@@ -552,6 +555,26 @@ func TellerOf(found []string, lock string, catalogue []*Scenario) string {
 		own, extra := sc.Lock == lock, len(shape)-len(found)
 		if best == "" || (own && !bestLock) || (own == bestLock && extra < bestExtra) {
 			best, bestLock, bestExtra = sc.Name, own, extra
+		}
+	}
+	return best
+}
+
+// DefenceOf is the property a found story breaks in a lock that its
+// baseline keeps: the property (Tests) of the catalogue story told with
+// the baseline that ends safe under faults all among the found story's,
+// the one with the most of them (then by name); "" when none does. A
+// hunt's find of a pause while the acquire waits, against redlock, breaks
+// what redlock-pause-during-acquire tests: validity checked at acquire.
+func DefenceOf(found []string, baseline string, catalogue []*Scenario) promise.Property {
+	best, bestName, bestLen := promise.Property(""), "", 0
+	for _, sc := range catalogue {
+		shape := sc.FaultShape()
+		if sc.Generator != nil || sc.Lock != baseline || sc.Expected != checker.Safe || sc.Tests == "" || len(shape) == 0 || !containsAll(found, shape) {
+			continue
+		}
+		if len(shape) > bestLen || (len(shape) == bestLen && sc.Name < bestName) {
+			best, bestName, bestLen = sc.Tests, sc.Name, len(shape)
 		}
 	}
 	return best

@@ -23,8 +23,8 @@ import (
 
 	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
-	"github.com/locksim/locksim/promise"
 	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/promise"
 )
 
 // SchemaJSON is the scenario file's JSON Schema (schema.json).

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/locksim/locksim/checker"
 )
 
 // anchored is a story with a pause anchored on client 1's lease check,
@@ -160,25 +162,28 @@ steps:
 }
 
 // TestTellerOf: a found story is named by the catalogue story whose
-// faults it has (the story's own lock first, the fewest faults beyond);
-// a shape no story has is named by none.
+// faults it has and that ends as it did (the story's own lock first, the
+// fewest faults beyond); a shape no story has, or only one that ends
+// otherwise, is named by none.
 func TestTellerOf(t *testing.T) {
 	catalogue, err := Catalogue()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		found []string
-		lock  string
-		want  string
+		found   []string
+		verdict checker.Verdict
+		lock    string
+		want    string
 	}{
-		{[]string{"clock-jump node"}, "redis", "redis-clock-jump"},
-		{[]string{"clock-jump node", "partition client"}, "redlock", "redlock-clock-jump"},
-		{[]string{"drop client"}, "postgres-session", "postgres-connection-drop"},
-		{[]string{"crash node"}, "memcached", "memcached-restart"},
-		{[]string{"clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node"}, "redis", ""},
+		{[]string{"clock-jump node"}, checker.Unsafe, "redis", "redis-clock-jump"},
+		{[]string{"clock-jump node", "partition client"}, checker.Unsafe, "redlock", "redlock-clock-jump"},
+		{[]string{"drop client"}, checker.Unsafe, "postgres-session", "postgres-connection-drop"},
+		{[]string{"drop client"}, checker.Unsafe, "postgres-xact", "postgres-connection-drop"}, // not postgres-xact, which ends safe
+		{[]string{"crash node"}, checker.Unsafe, "memcached", "memcached-restart"},
+		{[]string{"clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node", "clock-jump node"}, checker.Unsafe, "redis", ""},
 	} {
-		if got := TellerOf(c.found, c.lock, catalogue); got != c.want {
+		if got := TellerOf(c.found, c.verdict, c.lock, catalogue); got != c.want {
 			t.Errorf("%v of %s: told by %q, want %q", c.found, c.lock, got, c.want)
 		}
 	}
