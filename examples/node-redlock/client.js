@@ -39,6 +39,14 @@ const PROMISES = [
     source: `${SRC}/README.md#how-do-i-check-if-something-is-locked`,
   },
   {
+    // The algorithm it says it implements is the Redis page's Redlock,
+    // whose step 3 refuses a majority won after the validity ran out.
+    property: "validity-at-acquire",
+    quote:
+      "This is a node.js implementation of the redlock algorithm for distributed redis locks.",
+    source: `${SRC}/README.md#redlock`,
+  },
+  {
     property: "token-release",
     quote: "Only remove entries for *this* lock value.",
     source: `${SRC}/src/index.ts#L46-L58`,

@@ -52,6 +52,15 @@ hello.promises = [
     source: `${SRC}#redis-semaphore`,
   },
   {
+    // RedlockMutex's section points at the Redis page's Redlock
+    // algorithm, whose step 3 refuses a majority won after the validity
+    // ran out: a promise of its redlock lock only.
+    property: "validity-at-acquire",
+    quote: "See The Redlock algorithm",
+    source: `${SRC}#redlockmutex`,
+    locks: ["redlock"],
+  },
+  {
     property: "token-release",
     quote: "It's safe to always call release, because if lock is no longer belongs to this mutex, .release() will have no effect",
     source: `${SRC}#example-with-lost-lock-handling`,
