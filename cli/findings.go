@@ -173,18 +173,13 @@ func checkFindings(o findingsOptions) (*findings.Report, error) {
 	if o.jobs < 1 {
 		return nil, fmt.Errorf("--jobs %d: expected 1 or more", o.jobs)
 	}
-	if !strings.HasSuffix(o.doc, ".md") {
-		return nil, fmt.Errorf("--doc %s: expected a Markdown file (.md); its .html and .json are written beside it", o.doc)
+	base, err := pageBase(o.doc)
+	if err != nil {
+		return nil, err
 	}
-	base := strings.TrimSuffix(o.doc, ".md")
 	report, err := findings.Load(base + ".json")
 	if err != nil {
 		return nil, asFlag("--doc", err)
-	}
-	for _, p := range []string{o.doc, base + ".html"} {
-		if err := outdir.CheckFile(p); err != nil {
-			return nil, asFlag("--doc", err)
-		}
 	}
 	return report, nil
 }

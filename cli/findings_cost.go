@@ -16,7 +16,6 @@ import (
 
 	"github.com/locksim/locksim/cost"
 	"github.com/locksim/locksim/findings"
-	"github.com/locksim/locksim/outdir"
 )
 
 func findingsCostCmd() *cobra.Command {
@@ -42,14 +41,9 @@ its .html and .json are written from FILE's .json and the run alone.`,
 }
 
 func cmdFindingsCost(dir, doc string, stdout io.Writer) error {
-	if !strings.HasSuffix(doc, ".md") {
-		return fmt.Errorf("--doc %s: expected a Markdown file (.md); its .html and .json are written beside it", doc)
-	}
-	base := strings.TrimSuffix(doc, ".md")
-	for _, p := range []string{doc, base + ".html"} {
-		if err := outdir.CheckFile(p); err != nil {
-			return asFlag("--doc", err)
-		}
+	base, err := pageBase(doc)
+	if err != nil {
+		return err
 	}
 	res, err := readCost(dir)
 	if err != nil {

@@ -9,12 +9,10 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/locksim/locksim/findings"
-	"github.com/locksim/locksim/outdir"
 )
 
 func findingsJudgeCmd() *cobra.Command {
@@ -43,14 +41,9 @@ promises the page last had for it, and is named.`,
 }
 
 func cmdFindingsJudge(cmd *cobra.Command, doc, examples string, stdout, stderr io.Writer) error {
-	if !strings.HasSuffix(doc, ".md") {
-		return fmt.Errorf("--doc %s: expected a Markdown file (.md); its .html and .json are written beside it", doc)
-	}
-	base := strings.TrimSuffix(doc, ".md")
-	for _, p := range []string{doc, base + ".html"} {
-		if err := outdir.CheckFile(p); err != nil {
-			return asFlag("--doc", err)
-		}
+	base, err := pageBase(doc)
+	if err != nil {
+		return err
 	}
 	report, err := findings.Load(base + ".json")
 	if err != nil {

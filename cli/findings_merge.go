@@ -8,12 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/locksim/locksim/findings"
-	"github.com/locksim/locksim/outdir"
 )
 
 func findingsMergeCmd() *cobra.Command {
@@ -36,14 +34,9 @@ others FILE's .json has, and write FILE, its .html and .json.`,
 }
 
 func cmdFindingsMerge(paths []string, doc string, stdout io.Writer) error {
-	if !strings.HasSuffix(doc, ".md") {
-		return fmt.Errorf("--doc %s: expected a Markdown file (.md); its .html and .json are written beside it", doc)
-	}
-	base := strings.TrimSuffix(doc, ".md")
-	for _, p := range []string{doc, base + ".html"} {
-		if err := outdir.CheckFile(p); err != nil {
-			return asFlag("--doc", err)
-		}
+	base, err := pageBase(doc)
+	if err != nil {
+		return err
 	}
 	var shards []*findings.Report
 	for _, p := range paths {

@@ -8,12 +8,30 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/findings"
 	"github.com/locksim/locksim/hunt"
+	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/scenarios"
 )
+
+// pageBase checks --doc, the findings page a command writes: a Markdown
+// file whose .md and .html locksim may write over (outdir.CheckFile), and
+// returns its path without .md, which its .html and .json share.
+func pageBase(doc string) (string, error) {
+	if !strings.HasSuffix(doc, ".md") {
+		return "", fmt.Errorf("--doc %s: expected a Markdown file (.md); its .html and .json are written beside it", doc)
+	}
+	base := strings.TrimSuffix(doc, ".md")
+	for _, p := range []string{doc, base + ".html"} {
+		if err := outdir.CheckFile(p); err != nil {
+			return "", asFlag("--doc", err)
+		}
+	}
+	return base, nil
+}
 
 // writeFindings writes the report's Markdown, HTML and JSON, every
 // subject's cells judged (judge: findings.Report.Judge).
