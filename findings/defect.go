@@ -16,9 +16,9 @@ import (
 
 // Defect is one promise of one library that the runs show broken: the
 // cells that count against it (Judge) for that promise, and the hunts
-// whose find counts, under the library's exclusion promise. Cells of one
-// library that break one promise are one defect, however many stories
-// and locks of the library show it.
+// whose find counts, under the property their shrunk story breaks
+// (Hunt.found). Cells of one library that break one promise are one
+// defect, however many stories and locks of the library show it.
 type Defect struct {
 	// Library is the program's folder under examples/, or the registered
 	// lock's name; About says what it is, with its version.
