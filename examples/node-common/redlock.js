@@ -15,8 +15,9 @@ const { event, mono, noLease } = L;
 // lib holds: prog (the program's name, for its log and errors), name (the
 // hello's name: libraries and versions), label (how details name the
 // library), the modules Redis (ioredis), Redlock, ExecutionError,
-// ResourceLockedError and pg, and loadScripts(redis, redlock), which
-// loads the library's scripts on one node's connection.
+// ResourceLockedError and pg, loadScripts(redis, redlock), which loads
+// the library's scripts on one node's connection, and promises (what the
+// library promises its users, in its own words: the hello's promises).
 function serveRedlock(lib) {
   const { Redis, Redlock, ExecutionError, ResourceLockedError, pg } = lib;
   const log = (msg) => process.stderr.write(`${lib.prog}: ${msg}\n`);
@@ -43,6 +44,7 @@ function serveRedlock(lib) {
     name: lib.name,
     locks: ["redlock", "redis"], // Redlock over N nodes; N = 1 is the single-node lock
     ops: L.PROTOCOL >= 2 ? ["acquire", "release", "extend", "write"] : ["acquire", "release", "extend"],
+    promises: lib.promises,
   };
   if (L.PROTOCOL >= 2) {
     Object.assign(hello, {

@@ -27,9 +27,8 @@ const versionOf = (pkg) => L.versionOf(__dirname, pkg);
 // What redlock promises its users (the hello's promises), each in its own
 // words at 5.0.0-beta.2, word for word (markdown's backticks left out),
 // with the address that says so (README.md, "What the library
-// promises"). The hello is built by
-// serveRedlock (../node-common/redlock.js, shared with the fork, whose
-// promises are its own): they are added to it as it is printed.
+// promises"). serveRedlock
+// (../node-common/redlock.js) puts them in the hello.
 const SRC = "https://github.com/mike-marcacci/node-redlock/blob/v5.0.0-beta.2";
 const PROMISES = [
   {
@@ -74,10 +73,8 @@ const PROMISES = [
     source: `${SRC}/src/index.ts#L343-L349`,
   },
 ];
-const serve = L.serve;
-L.serve = (prog, hello, ops, close) => serve(prog, { ...hello, promises: PROMISES }, ops, close);
-
 serveRedlock({
+  promises: PROMISES,
   prog: "node-redlock",
   name: `node-redlock: redlock ${versionOf("redlock")}, ioredis ${versionOf("ioredis")}, pg ${versionOf("pg")}, Node ${process.version}`,
   label: "redlock",

@@ -28,9 +28,8 @@ const versionOf = (pkg) => L.versionOf(__dirname, pkg);
 // What @sesamecare-oss/redlock promises its users (the hello's promises),
 // each in its own words at 1.4.0, word for word (markdown's backticks
 // left out), with the address that says so (README.md, "What the library
-// promises"). The hello is built by
-// serveRedlock (../node-common/redlock.js, shared with node-redlock, whose
-// promises are its own): they are added to it as it is printed.
+// promises"). serveRedlock
+// (../node-common/redlock.js) puts them in the hello.
 const SRC = "https://github.com/sesamecare/redlock/blob/v1.4.0";
 const PROMISES = [
   {
@@ -75,10 +74,8 @@ const PROMISES = [
     source: `${SRC}/src/index.ts#L249-L255`,
   },
 ];
-const serve = L.serve;
-L.serve = (prog, hello, ops, close) => serve(prog, { ...hello, promises: PROMISES }, ops, close);
-
 serveRedlock({
+  promises: PROMISES,
   prog: "sesamecare-redlock",
   name: `sesamecare-redlock: @sesamecare-oss/redlock ${versionOf("@sesamecare-oss/redlock")}, ioredis ${versionOf("ioredis")}, pg ${versionOf("pg")}, Node ${process.version}`,
   label: "sesamecare-redlock",
