@@ -8,6 +8,7 @@ package findings
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/locksim/locksim/cellkind"
 	"github.com/locksim/locksim/checker"
@@ -95,6 +96,10 @@ func testsOf(sc *scenarios.Scenario) promise.Property {
 	return promise.Exclusion
 }
 
+// catalogue is the catalogue's stories, parsed once for every hunt a
+// page judges and groups (it is embedded: it does not change).
+var catalogue = sync.OnceValues(scenarios.Catalogue)
+
 // found is a differential hunt's shrunk story, with the property it
 // tests: the one its baseline's catalogue story under the same faults
 // tests (scenarios.DefenceOf: the step where the two part), else what
@@ -109,7 +114,7 @@ func (h *Hunt) found() *scenarios.Scenario {
 		return nil
 	}
 	if sc.Tests == "" {
-		if all, err := scenarios.Catalogue(); err == nil {
+		if all, err := catalogue(); err == nil {
 			sc.Tests = scenarios.DefenceOf(sc.FaultShape(), h.Baseline, all)
 		}
 		if sc.Tests == "" {
