@@ -57,7 +57,10 @@ type liveRun struct {
 	mode   string
 	dir    string // its name in Config.Out
 	cancel context.CancelFunc
-	// next hands a waiting step on (POST /api/next).
+	// next hands the waiting step on (POST /api/next): made for each
+	// waiting step, under mu with the state, and dropped once it is
+	// pressed or the step goes on, so a press is never kept for a later
+	// step and never refused while the page shows a step waiting.
 	next chan struct{}
 	// changed wakes the pusher (capacity 1: changes coalesce).
 	changed chan struct{}
@@ -207,10 +210,11 @@ func (r *liveRun) beforeStep(ctx context.Context, v runner.StepView) {
 			timeout = time.After(left)
 		}
 	}
+	next := make(chan struct{}, 1)
 	r.mu.Lock()
 	r.step, r.steps = st, r.steps+1
 	if st.Waiting {
-		r.state = StateWaiting
+		r.state, r.next = StateWaiting, next
 	}
 	r.mu.Unlock()
 	r.touch()
@@ -218,14 +222,27 @@ func (r *liveRun) beforeStep(ctx context.Context, v runner.StepView) {
 		return
 	}
 	select {
-	case <-r.next:
+	case <-next:
 	case <-timeout:
 	case <-ctx.Done():
 	}
 	r.mu.Lock()
-	r.state, st.Waiting = StateRunning, false
+	r.state, st.Waiting, r.next = StateRunning, false, nil
 	r.mu.Unlock()
 	r.touch()
+}
+
+// pressNext hands the waiting step on; false when no step waits or it
+// was pressed already.
+func (r *liveRun) pressNext() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.next == nil {
+		return false
+	}
+	r.next <- struct{}{} // capacity 1, and r.next is dropped at once
+	r.next = nil
+	return true
 }
 
 // afterStep redraws once a step is carried out.
@@ -359,7 +376,7 @@ func (s *Server) start(sc *scenarios.Scenario, mode string) (*liveRun, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := filepath.Base(runner.DefaultOut(sc.Name, time.Now()))
 	r := &liveRun{id: s.nextID, sc: sc, mode: mode, dir: dir, cancel: cancel, state: StateRunning,
-		next: make(chan struct{}), changed: make(chan struct{}, 1),
+		changed:  make(chan struct{}, 1),
 		recorded: map[int64]time.Time{}, pushed: map[int64]time.Time{}}
 	s.cur = r
 	s.dirs[dir] = true
@@ -527,12 +544,11 @@ func (s *Server) handleNext(w http.ResponseWriter, _ *http.Request) {
 		refuse(w, http.StatusConflict, "no run")
 		return
 	}
-	select {
-	case r.next <- struct{}{}:
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
-	default:
+	if !r.pressNext() {
 		refuse(w, http.StatusConflict, "no step is waiting")
+		return
 	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 
 func (s *Server) handleStop(w http.ResponseWriter, _ *http.Request) {
