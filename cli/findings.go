@@ -151,7 +151,7 @@ to FILE).`,
 	f.IntVar(&o.shards, "shards", 0, "the shard count `N` of --shard auto (default: "+sharding.EnvShards+")")
 	f.StringVar(&o.report, "report", "", "write docs/findings/`NAME`.md instead of the page: each finding the page lists about lock NAME (and its hunt's), played again --repeat times beside its reference, as an issue its maintainer can act on")
 	f.IntVar(&o.repeat, "repeat", DefaultReportRepeat, "with --report: how many times each finding is played (`N`): the report says k of N")
-	cmd.AddCommand(findingsMergeCmd(), findingsCostCmd(), findingsJudgeCmd())
+	cmd.AddCommand(findingsMergeCmd(), findingsCostCmd(), findingsJudgeCmd(), findingsReplayCmd())
 	return cmd
 }
 

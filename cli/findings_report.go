@@ -202,7 +202,12 @@ func playIssue(ctx context.Context, sub findings.Subject, target, dir string, n 
 			}
 			is.Undecided = append(is.Undecided, fmt.Sprintf("run %d %s", i, why))
 			continue
-		case !ref.Worse:
+		}
+		is.RefLock = ref.Lock
+		if checker.Worse(ref.Verdict, checker.Safe) {
+			is.RefK++
+		}
+		if !ref.Worse {
 			continue
 		}
 		is.K++

@@ -38,6 +38,9 @@ type Defect struct {
 	// covers it; Stale says why one that would was refused.
 	Writeup *Writeup
 	Stale   string
+	// Replay is its k of n (sim findings replay), nil when never
+	// replayed.
+	Replay *Replay
 }
 
 // Shown is one cell or hunt that shows a defect.
@@ -50,6 +53,8 @@ type Shown struct {
 	// played ("1 of 1 in this run"; a hunt's "reproduced 3 of 3").
 	Count   string
 	Command string
+	// StoryName is a cell's story ("" for a hunt).
+	StoryName string
 	// Text is what the run showed (the cell's text, the hunt's summary);
 	// Story a hunt's shrunk story.
 	Text, Story string
@@ -106,7 +111,7 @@ func (r *Report) Defects(find StoryFinder) []Defect {
 			if sc, err := find(c.Story); err == nil {
 				p = testsOf(sc)
 			}
-			add(s, p, Shown{Subject: s.Name, Lock: s.Lock, What: c.Where(), Count: "1 of 1 in this run", Command: c.Command, Text: c.Text})
+			add(s, p, Shown{Subject: s.Name, Lock: s.Lock, What: c.Where(), Count: "1 of 1 in this run", Command: c.Command, StoryName: c.Story, Text: c.Text})
 		}
 		if h := s.Hunt; h != nil && h.Found && h.Baseline != "" && h.NotCounted == "" {
 			p := promise.Exclusion
@@ -119,6 +124,9 @@ func (r *Report) Defects(find StoryFinder) []Defect {
 	slices.SortStableFunc(out, func(a, b Defect) int {
 		return cmp.Or(strings.Compare(a.Library, b.Library), strings.Compare(string(a.Property), string(b.Property)))
 	})
+	for i := range out {
+		out[i].Replay = r.replayOf(out[i].Slug())
+	}
 	return out
 }
 

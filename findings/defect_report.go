@@ -61,6 +61,23 @@ func (r *Report) DefectReport(d Defect) []byte {
 	} else {
 		b.WriteString("- **Write-up:** none yet (docs/findings/defects/).\n")
 	}
+	if p := d.Replay; p != nil {
+		fmt.Fprintf(&b, "- **How often:** %d of %d runs ended worse than the reference; the reference %s itself ended unsafe or leaked in %d of the same %d (`sim findings replay %s`, %s)", p.K, p.N, p.RefLock, p.RefK, p.N, d.Slug(), p.Date)
+		if p.Busy() {
+			fmt.Fprintf(&b, ", at load %.1f on %d cores: BUSY, its timings are not an idle machine's", p.Load, p.Cores)
+		} else {
+			fmt.Fprintf(&b, ", at load %.1f on %d cores", p.Load, p.Cores)
+		}
+		fmt.Fprintf(&b, ". Replay: `%s`\n", p.Command)
+		for _, u := range p.Undecided {
+			fmt.Fprintf(&b, "  - undecided: %s\n", u)
+		}
+		if p.Counterfactual != "" {
+			fmt.Fprintf(&b, "- **Counterfactual:** %s\n", p.Counterfactual)
+		}
+	} else {
+		fmt.Fprintf(&b, "- **How often:** not replayed yet; `sim findings replay %s` plays its story %d times beside its reference\n", d.Slug(), DefaultReplays)
+	}
 	b.WriteString("\n## What happened\n\nEach run is judged against locksim's reference for the lock, which keeps the promise and no other, played on the same story and servers.\n\n")
 	for _, sh := range d.Shown {
 		fmt.Fprintf(&b, "### %s: %s\n\n%s (%s).\n\nReplay: `%s`\n\n", sh.Subject, sh.What, sh.Text, sh.Count, sh.Command)

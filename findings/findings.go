@@ -44,6 +44,9 @@ type Report struct {
 	// line (sim findings cost DIR), as its cost.json holds them, without
 	// its chart's marks; nil: none.
 	Cost *cost.Result `json:"cost,omitempty"`
+	// Replays are the defects' k of n (sim findings replay), by slug;
+	// a page played again keeps them.
+	Replays []Replay `json:"replays,omitempty"`
 	// defects are the report's defects as Judge last grouped them, which
 	// the page opens with; newest the libraries' newest releases
 	// (SetNewest).

@@ -27,6 +27,10 @@ type Issue struct {
 	// machine too busy, a harness failure) count in N and say why.
 	K, N      int
 	Undecided []string
+	// RefK of the N runs the reference RefLock itself ended unsafe or
+	// leaked.
+	RefK    int
+	RefLock string
 	// Counterfactual is the story's counterfactual, played with the
 	// subject, and what it ended in; "" when the story has none that
 	// keeps the subject's lock.

@@ -145,14 +145,14 @@ func (r *Report) defectsMarkdown(b *bytes.Buffer) {
 				continue
 			}
 			if n == 0 {
-				b.WriteString("| defect | whose | the promise it breaks | in its words | shown by |\n| --- | --- | --- | --- | --- |\n")
+				b.WriteString("| defect | whose | the promise it breaks | in its words | k of n | shown by |\n| --- | --- | --- | --- | --- | --- |\n")
 			}
 			n++
 			words := "(it declares no words for it)"
 			if d.Promise.Quote != "" {
 				words = fmt.Sprintf("\"%s\" ([source](%s))", md(d.Promise.Quote), d.Promise.Source)
 			}
-			fmt.Fprintf(b, "| [%s](findings/%s.md) | [%s](#%s) | %s | %s | %s |\n", md(d.Title()), d.Slug(), md(d.Whose()), anchor(d.Shown[0].Subject), d.Property.Says(), words, md(d.ShownLine()))
+			fmt.Fprintf(b, "| [%s](findings/%s.md) | [%s](#%s) | %s | %s | %s | %s |\n", md(d.Title()), d.Slug(), md(d.Whose()), anchor(d.Shown[0].Subject), d.Property.Says(), words, md(d.KOfN()), md(d.ShownLine()))
 		}
 		if n == 0 {
 			b.WriteString("None.\n")
@@ -357,8 +357,8 @@ code, pre { font: 13px/1.4 ui-monospace, monospace; } pre { background: #f6f6f6;
 <h2>Defects</h2>
 <p>{{.DefectsIntro}}</p>
 {{if .DefectList}}{{range $part := parts}}<h3>{{$part.Title}}</h3>
-<table><tr><th>defect</th><th>whose</th><th>the promise it breaks</th><th>in its words</th><th>shown by</th></tr>
-{{range $.DefectList}}{{if eq .Property.Liveness $part.Liveness}}<tr><td><a href="findings/{{.Slug}}.md">{{.Title}}</a></td><td><a href="#{{anchor (index .Shown 0).Subject}}">{{.Whose}}</a></td><td>{{.Property.Says}}</td><td>{{with .Promise.Quote}}“{{.}}” {{end}}{{with .Promise.Source}}(<a href="{{.}}">source</a>){{end}}</td><td>{{.ShownLine}}</td></tr>
+<table><tr><th>defect</th><th>whose</th><th>the promise it breaks</th><th>in its words</th><th>k of n</th><th>shown by</th></tr>
+{{range $.DefectList}}{{if eq .Property.Liveness $part.Liveness}}<tr><td><a href="findings/{{.Slug}}.md">{{.Title}}</a></td><td><a href="#{{anchor (index .Shown 0).Subject}}">{{.Whose}}</a></td><td>{{.Property.Says}}</td><td>{{with .Promise.Quote}}“{{.}}” {{end}}{{with .Promise.Source}}(<a href="{{.}}">source</a>){{end}}</td><td>{{.KOfN}}</td><td>{{.ShownLine}}</td></tr>
 {{end}}{{end}}</table>{{end}}{{else}}<p>No defect: no lock ended worse than its reference on a story that tests what it promises.</p>{{end}}
 <h2>Libraries</h2>
 <p>One line each; its section below has every story, its hunt and its cost.</p>
