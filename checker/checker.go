@@ -33,26 +33,31 @@ type Options struct {
 	MaxGap time.Duration
 }
 
-// Verdict is what a check of a history decided: Safe, Unsafe, Leaked or
-// Unknown, ranked by Rank.
+// Verdict is what a check of a history decided: Safe, Unsafe, Leaked,
+// Hung or Unknown, ranked by Rank.
 type Verdict string
 
 // Verdicts.
 const (
-	Safe    Verdict = "safe"
-	Unsafe  Verdict = "unsafe"
-	Leaked  Verdict = "leaked"
+	Safe   Verdict = "safe"
+	Unsafe Verdict = "unsafe"
+	Leaked Verdict = "leaked"
+	// Hung is a call that never returned within its bound: the harness
+	// killed its client and ended the story there (runner.Judge). A
+	// liveness failure of its own, not a lock held with no live holder.
+	Hung    Verdict = "hung"
 	Unknown Verdict = "unknown"
 )
 
 // Rank orders the verdicts as Jepsen's compose does: proven findings
 // outrank a check that decided nothing, which outranks safe: unsafe 3,
-// leaked 2, unknown 1, safe (or anything else) 0.
+// leaked and hung 2 (liveness failures, neither worse than the other),
+// unknown 1, safe (or anything else) 0.
 func Rank(v Verdict) int {
 	switch v {
 	case Unsafe:
 		return 3
-	case Leaked:
+	case Leaked, Hung:
 		return 2
 	case Unknown:
 		return 1
@@ -61,11 +66,11 @@ func Rank(v Verdict) int {
 }
 
 // Worse says whether verdict a is worse for the protected data than b:
-// unsafe is worse than leaked, leaked than safe (Rank). An unknown
+// unsafe is worse than leaked or hung, those than safe (Rank). An unknown
 // verdict is worse than nothing and nothing is worse than it: it decides
 // nothing.
 func Worse(a, b Verdict) bool {
-	decided := func(v Verdict) bool { return v == Safe || v == Leaked || v == Unsafe }
+	decided := func(v Verdict) bool { return v == Safe || v == Leaked || v == Hung || v == Unsafe }
 	return decided(a) && decided(b) && Rank(a) > Rank(b)
 }
 

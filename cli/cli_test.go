@@ -230,7 +230,7 @@ func TestBadInputExits2WithOneLine(t *testing.T) {
 		{"unknown scenario", []string{"run", "nope"}, `no scenario named "nope"`},
 		{"close names", []string{"run", "redlock-clockjump"}, "did you mean: redlock-clock-jump"},
 		{"bad file", []string{"run", bad}, bad + ":4: ttl: expected a positive duration"},
-		{"bad expect", []string{"run", "redlock-clock-jump", "--expect", "fine"}, "--expect: expected safe, unsafe or leaked"},
+		{"bad expect", []string{"run", "redlock-clock-jump", "--expect", "fine"}, "--expect: expected safe, unsafe, leaked or hung"},
 		{"unknown flag", []string{"run", "redlock-clock-jump", "--colour"}, "flag provided but not defined: --colour"},
 		{"unknown command", []string{"fly"}, `unknown command "fly"`},
 		{"generator flag on a story", []string{"run", "redlock-clock-jump", "--trials", "3"}, "apply to generator scenarios"},

@@ -21,7 +21,7 @@ func TestExitCodes(t *testing.T) {
 		said string
 	}{
 		{"ok", nil, exitOK, ""},
-		{"bad input", errors.New("--expect: expected safe, unsafe or leaked"), exitHarness, "sim: --expect: expected safe, unsafe or leaked\n"},
+		{"bad input", errors.New("--expect: expected safe, unsafe, leaked or hung"), exitHarness, "sim: --expect: expected safe, unsafe, leaked or hung\n"},
 		{"verdict differed", errMismatch, exitMismatch, ""},
 		{"failed, already said", errFailed, exitHarness, ""},
 		{"interrupted", interrupted("interrupted; the history so far is in %s", "runs/x"), exitInterrupted, "sim: interrupted; the history so far is in runs/x\n"},

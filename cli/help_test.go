@@ -67,7 +67,7 @@ func TestFlagSpellings(t *testing.T) {
 		{"run", "--q", "-expect", "fine", "redlock-clock-jump", "-out", t.TempDir()},
 	} {
 		code, _, errb := sim(t, args...)
-		if code != exitHarness || !strings.Contains(errb, `--expect: expected safe, unsafe or leaked, got "fine"`) {
+		if code != exitHarness || !strings.Contains(errb, `--expect: expected safe, unsafe, leaked or hung, got "fine"`) {
 			t.Errorf("sim %v: exit %d, stderr %q", args, code, errb)
 		}
 	}

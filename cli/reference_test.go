@@ -116,7 +116,7 @@ func TestJudgedAgainstWhatItStandsFor(t *testing.T) {
 
 // TestHungReleaseIsAFinding: a client program whose release never
 // returns (examples/redis-py behind a filter that drops every release)
-// ends leaked within the bound (the 1s lease plus 30s), its client
+// ends hung within the bound (the 1s lease plus 30s), its client
 // killed, nothing of it left running; the reference redis returns and
 // ends safe, so it is a finding about the program, exit 1. The history
 // keeps the harness's note of the hung call, and no completion of the
@@ -163,8 +163,8 @@ steps:
 `), 0o644)
 	started := time.Now()
 	dir := runJudged(t, exitMismatch, []string{
-		"release-hangs: leaked: client 1's release never returned within 31s (the harness killed it and ended the story there)",
-		"ended leaked where the reference redis ended safe: a finding about redis of the client program",
+		"release-hangs: hung: client 1's release never returned within 31s (the harness killed it and ended the story there)",
+		"ended hung where the reference redis ended safe: a finding about redis of the client program",
 		"at step 2 the story says every call returns"},
 		story, "--client-cmd", filter+" "+client)
 	if d := time.Since(started); d > 2*time.Minute {

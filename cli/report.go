@@ -65,7 +65,7 @@ rules (naming the line and the rule).`,
 			return cmdCheck(o, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar((*string)(&o.expect), "expect", "", "the verdict `V` to expect instead of result.json's: safe, unsafe or leaked")
+	cmd.Flags().StringVar((*string)(&o.expect), "expect", "", "the verdict `V` to expect instead of result.json's: safe, unsafe, leaked or hung")
 	cmd.RegisterFlagCompletionFunc("expect", completeVerdicts)
 	return cmd
 }

@@ -101,7 +101,7 @@ naming the step, what was claimed and what happened), 130 interrupted.`,
 	f.SortFlags = false
 	f.StringVar(&o.out, "out", "", "run directory `DIR` (default runs/<scenario>-<time>); when more than one scenario runs, DIR is the parent and each run goes to DIR/<scenario>")
 	f.BoolVar(&o.all, "all", false, "run every scenario of the catalogue")
-	f.StringVar((*string)(&o.expect), "expect", "", "expected verdict `V`: safe, unsafe or leaked (default: the scenario's)")
+	f.StringVar((*string)(&o.expect), "expect", "", "expected verdict `V`: safe, unsafe, leaked or hung (default: the scenario's)")
 	f.StringVar(&o.lock, "lock", "", "play the story with lock `X` (sim locks) instead of its own; X needs the same servers (the backend sim locks names), judged against the lock it stands in for, played on the same story into DIR/reference (exit 1 when X does worse; --expect V judges it against V instead); a counterfactual that changes the lock is skipped")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "run each client as the program `CMD` (split on spaces) instead of locksim's Go worker: a client in any language speaking locksim worker protocol v1 or v2 (docs/protocol.md), e.g. \"node examples/node-redlock/client.js\"; judged against locksim's own lock on the same story, as --lock is")
 	backendFlags(f, &o.backend)
@@ -156,7 +156,7 @@ func checkRun(o *runOptions) error {
 // checkExpect accepts an empty --expect or one of the verdicts.
 func checkExpect(v checker.Verdict) error {
 	if v != "" && !slices.Contains(scenarios.Verdicts, v) {
-		return fmt.Errorf("--expect: expected safe, unsafe or leaked, got %q", v)
+		return fmt.Errorf("--expect: expected safe, unsafe, leaked or hung, got %q", v)
 	}
 	return nil
 }

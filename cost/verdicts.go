@@ -109,7 +109,7 @@ func MatrixMarks(opts []Option, dir string) ([]Mark, error) {
 			if err != nil {
 				return nil, input.Errorf("matrix", dir, err.Error())
 			}
-			if slices.Contains([]checker.Verdict{checker.Safe, checker.Unsafe, checker.Leaked}, res.Verdict) {
+			if slices.Contains(scenarios.Verdicts, res.Verdict) {
 				out = append(out, marksOf(opts, sc, res.Verdict)...)
 			}
 		}

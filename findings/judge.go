@@ -84,13 +84,15 @@ func (s Subject) uncounted(sc *scenarios.Scenario) (kind, why string) {
 
 // testsOf is the property a story tests: its own tests:, or, for a story
 // that says none (a hunt's shrunk story), what its verdict breaks: a lock
-// held after its holder let it go (leaked) breaks a release that frees it
-// at once, anything else mutual exclusion.
+// held after its holder let it go (leaked), or a call that never
+// returned (hung: the hunts' hung calls are releases cut off from their
+// servers), breaks a release that frees it at once; anything else
+// mutual exclusion.
 func testsOf(sc *scenarios.Scenario) promise.Property {
 	switch {
 	case sc.Tests != "":
 		return sc.Tests
-	case sc.Expected == checker.Leaked:
+	case sc.Expected == checker.Leaked || sc.Expected == checker.Hung:
 		return promise.PromptRelease
 	}
 	return promise.Exclusion

@@ -297,7 +297,7 @@ func (h *hunter) play(ctx context.Context, p Plan, name string) (bool, Played, e
 }
 
 // Broke says whether the run broke the lock: unsafe, or a call that
-// never returned (leaked, with the harness's note of the hung call): a
+// never returned (hung, with the harness's note of the hung call): a
 // finding a hunt shrinks as any other.
 func (p Played) Broke() bool {
 	_, hung := runner.Hung(p.Events)

@@ -704,9 +704,9 @@ func TestHarnessFailuresArePlayedAgain(t *testing.T) {
 
 // TestHungCallIsAFinding: a lock whose release never returns once its
 // holder is paused past 1.04 TTL (the harness's note of a hung call, the
-// run leaked) breaks the lock as an unsafe run does: the hunt finds it,
-// shrinks it to that pause, and the found story expects leaked. A leaked
-// run without the note (a lease left held) is no finding. The client
+// run hung) breaks the lock as an unsafe run does: the hunt finds it,
+// shrinks it to that pause, and the found story expects hung. A leaked
+// run (a lease left held) is no finding. The client
 // killed for the hang cuts its release off: no claim says how it ended.
 func TestHungCallIsAFinding(t *testing.T) {
 	sp, _ := NewSpace("redis", "plain", []string{"pause", "clock-jump"}, time.Second, 0)
@@ -718,8 +718,9 @@ func TestHungCallIsAFinding(t *testing.T) {
 			if out.Verdict != checker.Unsafe {
 				return out, err
 			}
-			out = Played{Verdict: checker.Leaked, Summary: "leaked: client 1's release never returned within 31s"}
+			out = Played{Verdict: checker.Leaked, Summary: "leaked: lock L stayed held after client 1 released"}
 			if hang {
+				out.Verdict, out.Summary = checker.Hung, "hung: client 1's release never returned within 31s"
 				out.Events = []history.Event{
 					{Process: 1, Type: history.Invoke, Op: history.OpAcquire}, {Process: 1, Type: history.Ok, Op: history.OpAcquire},
 					{Process: 1, Type: history.Invoke, Op: history.OpWrite}, {Process: 1, Type: history.Ok, Op: history.OpWrite, Read: history.Int64(0)},
@@ -743,8 +744,8 @@ func TestHungCallIsAFinding(t *testing.T) {
 			t.Fatalf("found %v, final %+v", res.Found, res.Final)
 		}
 		yaml := string(story.YAML)
-		if !strings.Contains(yaml, "\nexpected: leaked\n") {
-			t.Errorf("found.yaml does not expect leaked:\n%s", yaml)
+		if !strings.Contains(yaml, "\nexpected: hung\n") {
+			t.Errorf("found.yaml does not expect hung:\n%s", yaml)
 		}
 		if strings.Contains(yaml, "Client 1 releases the lock: ok") {
 			t.Errorf("found.yaml claims the release that never returned ended ok:\n%s", yaml)

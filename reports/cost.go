@@ -88,6 +88,8 @@ func costColor(v checker.Verdict) color.Color {
 		return color.NRGBA{R: 200, G: 30, B: 30, A: 255}
 	case checker.Leaked:
 		return color.NRGBA{R: 230, G: 140, B: 0, A: 255}
+	case checker.Hung:
+		return color.NRGBA{R: 120, G: 60, B: 170, A: 255}
 	}
 	return color.NRGBA{R: 20, G: 140, B: 60, A: 255}
 }

@@ -183,7 +183,7 @@ h2 { font-size: 18px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 1
 .verdict .expect { color: var(--muted); font-size: 14px; margin-top: 4px; }
 .v-unsafe { border-color: #fecaca; } .v-unsafe .badge { background: var(--bad); }
 .v-safe { border-color: #a7f3d0; } .v-safe .badge { background: var(--ok); }
-.v-leaked { border-color: #fde68a; } .v-leaked .badge { background: var(--warn); }
+.v-leaked, .v-hung { border-color: #fde68a; } .v-leaked .badge, .v-hung .badge { background: var(--warn); }
 .v-unknown { border-color: var(--line); } .v-unknown .badge { background: var(--muted); }
 .mismatch { color: var(--bad); font-weight: 700; }
 .grid { display: grid; grid-template-columns: 1.3fr 1fr; gap: 24px; margin-top: 18px; }

@@ -38,7 +38,7 @@ func CheckOptions(sc *scenarios.Scenario) checker.Options {
 // saying why.
 //
 // A call that never returned within its bound (hang.go) makes the run
-// leaked, unless it was already unsafe.
+// hung, unless it was already unsafe.
 //
 // A scripted story gets no verdict when the machine stalled past its
 // margin and no step claims anything that would show the story happened
@@ -53,8 +53,8 @@ func CheckOptions(sc *scenarios.Scenario) checker.Options {
 func Judge(res checker.Result, sc *scenarios.Scenario, events []history.Event, m *history.Machine, departed *StoryError) (_ checker.Result, voided bool) {
 	if e, hung := Hung(events); hung && res.Verdict != checker.Unsafe {
 		// Liveness: the lock kept a caller waiting past any fault.
-		res.Verdict = checker.Leaked
-		res.Summary = "leaked: " + e.Detail + " (the harness killed it and ended the story there)"
+		res.Verdict = checker.Hung
+		res.Summary = "hung: " + e.Detail + " (the harness killed it and ended the story there)"
 		return res, false
 	}
 	if m == nil {

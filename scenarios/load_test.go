@@ -150,7 +150,7 @@ func TestParseErrors(t *testing.T) {
 		{"client out of range", strings.Replace(good, "client: 1", "client: 3", 1), "x.yaml:7: steps[0].client: expected a client from 1 to 2, got 3"},
 		{"unknown node", good + "  - do: clock-jump\n    node: F\n    by: 1s\n", `x.yaml:9: steps[1].node: unknown node "F": this scenario has 5 Redis node(s), A to E`},
 		{"missing field", good + "  - do: clock-jump\n    node: C\n", `steps[1].by: missing: "clock-jump" needs by`},
-		{"bad verdict", strings.Replace(good, "expected: unsafe", "expected: broken", 1), `x.yaml:4: expected: expected one of safe, unsafe, leaked, got "broken"`},
+		{"bad verdict", strings.Replace(good, "expected: unsafe", "expected: broken", 1), `x.yaml:4: expected: expected one of safe, unsafe, leaked, hung, got "broken"`},
 		{"bad yaml", "name: [\n", "x.yaml:1: not valid YAML"},
 		{"bad expect", strings.Replace(good, "client: 1", "client: 1\n    expect: accepted", 1), `x.yaml:8: steps[0].expect: expected one of granted, refused, unknown for "acquire", got "accepted"`},
 		{"reason without refusal", strings.Replace(good, "client: 1", "client: 1\n    expect: granted\n    reason: held", 1), "steps[0].reason: expected a refusal reason"},

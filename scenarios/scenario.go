@@ -21,7 +21,7 @@ import (
 )
 
 // Verdicts a scenario can expect.
-var Verdicts = []checker.Verdict{checker.Safe, checker.Unsafe, checker.Leaked}
+var Verdicts = []checker.Verdict{checker.Safe, checker.Unsafe, checker.Leaked, checker.Hung}
 
 // verdictNames are Verdicts as strings, for messages and the schema.
 func verdictNames() []string {
@@ -90,7 +90,9 @@ type Scenario struct {
 	// servers, the clients, the storage and the timing. A counterfactual
 	// block may replace any of them.
 	Conditions `yaml:",inline"`
-	// Expected is the verdict the story should end in: safe, unsafe or leaked.
+	// Expected is the verdict the story should end in: safe, unsafe,
+	// leaked (a lock held with no live holder, or not granted for too
+	// long) or hung (a call that never returned within its bound).
 	Expected checker.Verdict `yaml:"expected"`
 	// Steps is the story, in order.
 	Steps []Step `yaml:"steps"`

@@ -23,7 +23,7 @@ type Counterfactual struct {
 	// sentence "without the clock jump on C: safe".
 	Change string `yaml:"change"`
 	// Expected is the verdict the changed story must end in. Default: the
-	// opposite of the scenario's (safe for unsafe and leaked, unsafe for
+	// opposite of the scenario's (safe for unsafe, leaked and hung, unsafe for
 	// safe).
 	Expected checker.Verdict `yaml:"expected"`
 

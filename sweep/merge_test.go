@@ -341,7 +341,7 @@ func TestReadTrialsCSVErrors(t *testing.T) {
 		{"bad struck", []string{header, bad(good[1], 13, "long")}, `_ttl: expected a multiple of the TTL or nothing, got "long"`},
 		{"no such row", []string{header, bad(good[1], 0, "zookeeper")}, "line 2: lock zookeeper at pause="},
 		{"bad seed", []string{header, good[1], bad(good[2], 4, "-1")}, `line 3: seed: expected an unsigned integer, got "-1"`},
-		{"bad verdict", []string{header, bad(good[1], 7, "fine")}, `line 2: verdict: expected safe, unsafe, leaked or unknown, got "fine"`},
+		{"bad verdict", []string{header, bad(good[1], 7, "fine")}, `line 2: verdict: expected safe, unsafe, leaked, hung or unknown, got "fine"`},
 		{"bad flag", []string{header, bad(good[1], 8, "yes")}, `line 2: violated: expected 0 or 1, got "yes"`},
 	} {
 		fresh := playSweep(testDescription(), sharding.Shard{})[:2]

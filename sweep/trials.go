@@ -32,7 +32,7 @@ type Trial struct {
 	Schedule string
 	// Struck counts the faults that struck.
 	Struck int
-	// Verdict is the checker's: safe, unsafe, leaked or unknown.
+	// Verdict is the checker's: safe, unsafe, leaked, hung or unknown.
 	Verdict checker.Verdict
 	// Violated and Damaged are the trial's counts in its row (outcome).
 	Violated, Damaged bool
@@ -192,9 +192,9 @@ func ReadTrialsCSV(r io.Reader, rows []Row) error {
 			return fmt.Errorf("line %d: seed: expected an unsigned integer, got %q", line, rec[4])
 		}
 		switch t.Verdict {
-		case checker.Safe, checker.Unsafe, checker.Leaked, checker.Unknown:
+		case checker.Safe, checker.Unsafe, checker.Leaked, checker.Hung, checker.Unknown:
 		default:
-			return fmt.Errorf("line %d: verdict: expected safe, unsafe, leaked or unknown, got %q", line, t.Verdict)
+			return fmt.Errorf("line %d: verdict: expected safe, unsafe, leaked, hung or unknown, got %q", line, t.Verdict)
 		}
 		for _, c := range []struct {
 			name string
