@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -179,7 +180,11 @@ func playIssue(ctx context.Context, sub findings.Subject, target, dir string, n 
 		is.Program = sub.Program[len(sub.Program)-1]
 	}
 	// A run whose lock does worse exits 1: the runs are read back below.
-	_ = cmdRun(ctx, ro, strings.NewReader(""), io.Discard, io.Discard)
+	// Any other failure (a story that did not happen as told, a server
+	// that would not start) is said beside the runs it left undecided.
+	if err := cmdRun(ctx, ro, strings.NewReader(""), io.Discard, io.Discard); err != nil && !errors.Is(err, errMismatch) && ctx.Err() == nil {
+		is.Undecided = append(is.Undecided, "sim run: "+err.Error())
+	}
 	var first *struct{ happened, expected, parted string }
 	for i := 1; i <= n; i++ {
 		run, _, err := reports.LoadRun(repeatDir(dir, i, n))

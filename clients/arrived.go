@@ -19,7 +19,8 @@ import (
 const lookAgain = time.Millisecond
 
 // dialReadsArrived dials a Redis node (go-redis's Options.Dialer) as go-redis
-// would, and wraps the connection in arrivedConn.
+// would, and wraps the connection in arrivedConn. The memcached lock
+// wraps its own connection the same way.
 func dialReadsArrived(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, addr)

@@ -53,7 +53,9 @@ func init() {
 //
 // One connection, dialled at the first call and again after a call that
 // failed (its stream may hold a late answer). Every call is bounded by
-// cfg.Timeout(); a call that gets no answer is an unknown outcome.
+// cfg.Timeout(); a call that gets no answer is an unknown outcome, and
+// an answer that arrived is read even when the deadline passed while the
+// client was stopped (arrivedConn).
 type Memcached struct {
 	node    Node
 	timeout time.Duration
@@ -211,6 +213,9 @@ func (m *Memcached) send(ctx context.Context, cmd string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		// A reply that arrived while the client was stopped past its
+		// deadline is read, not taken for no answer (arrived.go).
+		c = arrivedConn{c}
 		m.conn, m.rd = c, bufio.NewReader(c)
 	}
 	_ = m.conn.SetDeadline(deadline)

@@ -86,16 +86,30 @@ func (s Subject) uncounted(sc *scenarios.Scenario) (kind, why string) {
 // that says none (a hunt's shrunk story), what its verdict breaks: a lock
 // held after its holder let it go (leaked), or a call that never
 // returned (hung: the hunts' hung calls are releases cut off from their
-// servers), breaks a release that frees it at once; anything else
-// mutual exclusion.
+// servers), breaks a release that frees it at once; faults that are all
+// a client's own clock (a jump, a drift) break nothing at the server,
+// only the client's timing of its lease, so they test a lease timed by a
+// monotonic clock; anything else mutual exclusion.
 func testsOf(sc *scenarios.Scenario) promise.Property {
 	switch {
 	case sc.Tests != "":
 		return sc.Tests
 	case sc.Expected == checker.Leaked || sc.Expected == checker.Hung:
 		return promise.PromptRelease
+	case clientClockOnly(sc.FaultShape()):
+		return promise.MonotonicLease
 	}
 	return promise.Exclusion
+}
+
+// clientClockOnly says every fault of a shape is a client's clock.
+func clientClockOnly(shape []string) bool {
+	for _, f := range shape {
+		if f != "clock-jump client" && f != "clock-drift client" {
+			return false
+		}
+	}
+	return len(shape) > 0
 }
 
 // catalogue is the catalogue's stories, parsed once for every hunt a

@@ -121,3 +121,28 @@ func TestDefects(t *testing.T) {
 		t.Errorf("the defect's line is not on the page:\n%s", md[:min(len(md), 2000)])
 	}
 }
+
+// TestClientClockHuntTestsTheLeaseClock: a hunt's shrunk story whose only
+// fault is the client's own clock stepping back breaks nothing at the
+// server, only the client's timing of its lease: it tests a lease timed
+// by a monotonic clock, which a library promising exclusion alone does
+// not promise, so it is shown and not counted. With a pause too, the
+// story is judged by the catalogue's defence for a pause, not the clock.
+func TestClientClockHuntTestsTheLeaseClock(t *testing.T) {
+	story := func(faults string) string {
+		return "name: found\nlock: redis\nttl: 500ms\nexpected: unsafe\nsteps:\n  - do: acquire\n    client: 1\n" + faults + "  - do: acquire\n    client: 2\n"
+	}
+	jump := "  - do: clock-jump\n    client: 1\n    by: -270ms\n"
+	pause := "  - do: pause\n    client: 1\n    for: 600ms\n"
+	for _, faults := range []string{jump, jump + pause} {
+		r := &Report{Subjects: []Subject{{Name: "lib", Lock: "redis", Program: []string{"node", "examples/lib/client.js"},
+			Promises: promise.Set{exclusion},
+			Hunt:     &Hunt{Found: true, Baseline: "redis", Reproduced: "reproduced 3 of 3", Command: "bin/sim hunt ...", Story: story(faults)}}}}
+		r.Judge(stories(t))
+		h := r.Subjects[0].Hunt
+		clock := strings.Contains(h.NotCounted, "does not promise a lease timed by a monotonic clock")
+		if want := faults == jump; clock != want || len(r.DefectList()) != 0 && want {
+			t.Errorf("faults %q: not counted for %q (%d defects); want the monotonic lease: %v", faults, h.NotCounted, len(r.DefectList()), want)
+		}
+	}
+}
