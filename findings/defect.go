@@ -109,7 +109,7 @@ func (r *Report) Defects(find StoryFinder) []Defect {
 			}
 			p := promise.Exclusion
 			if sc, err := find(c.Story); err == nil {
-				p = testsOf(sc)
+				p = c.tests(sc)
 			}
 			add(s, p, Shown{Subject: s.Name, Lock: s.Lock, What: c.Where(), Count: "1 of 1 in this run", Command: c.Command, StoryName: c.Story, Text: c.Text})
 		}

@@ -49,7 +49,7 @@ func (r *Report) Judge(find StoryFinder) {
 			if err != nil {
 				continue // a story this locksim no longer has: counted as played
 			}
-			if kind, why := s.uncounted(sc); kind != "" {
+			if kind, why := s.uncounted(sc, c.tests(sc)); kind != "" {
 				c.WasKind, c.WasText = c.Kind, c.Text
 				c.Kind, c.Text = kind, "not counted: "+why+"; "+c.Text
 			}
@@ -57,22 +57,21 @@ func (r *Report) Judge(find StoryFinder) {
 		if h := s.Hunt; h != nil {
 			h.NotCounted = ""
 			if sc := h.found(); sc != nil {
-				_, h.NotCounted = s.uncounted(sc)
+				_, h.NotCounted = s.uncounted(sc, sc.Tests)
 			}
 		}
 	}
 }
 
-// uncounted says why a story's finding does not count against s, and as
-// what kind of cell: "" when it counts.
-func (s Subject) uncounted(sc *scenarios.Scenario) (kind, why string) {
+// uncounted says why a story's finding, which breaks property p, does
+// not count against s, and as what kind of cell: "" when it counts.
+func (s Subject) uncounted(sc *scenarios.Scenario, p promise.Property) (kind, why string) {
 	if s.Patched != "" {
 		return KindUnpromised, "the library is played as no release installs it (" + s.Patched + ")"
 	}
 	if w := sc.Unrealistic(); w != "" {
 		return KindUnrealistic, "the story's fault is outside what real machines have (" + w + ")"
 	}
-	p := testsOf(sc)
 	if _, ok := s.Promises.Of(p, s.Lock); !ok {
 		if len(s.Promises) == 0 {
 			return KindUnpromised, fmt.Sprintf("%s declares no promises, so not %s, which the story tests (%s)", s.Name, p.Says(), p)
@@ -110,6 +109,35 @@ func clientClockOnly(shape []string) bool {
 		}
 	}
 	return len(shape) > 0
+}
+
+// tests is the property a finding cell shows broken: its story's, unless
+// the story tests a safety property and the lock ended hung or leaked
+// there: then exclusion held, and what broke is a call's bound (hung) or
+// a release that frees the lock (leaked), at the step where the two part.
+func (c Cell) tests(sc *scenarios.Scenario) promise.Property {
+	p := testsOf(sc)
+	if p.Liveness() {
+		return p
+	}
+	switch c.endedAs() {
+	case checker.Hung:
+		return promise.BoundedCalls
+	case checker.Leaked:
+		return promise.PromptRelease
+	}
+	return p
+}
+
+// endedAs is the verdict a finding cell's text says the lock ended in
+// ("... ended leaked where the reference ..."), "" when it says none.
+func (c Cell) endedAs() checker.Verdict {
+	for _, v := range []checker.Verdict{checker.Unsafe, checker.Leaked, checker.Hung} {
+		if strings.Contains(c.Text, " ended "+string(v)+" where ") {
+			return v
+		}
+	}
+	return ""
 }
 
 // catalogue is the catalogue's stories, parsed once for every hunt a

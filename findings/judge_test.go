@@ -146,3 +146,37 @@ func TestClientClockHuntTestsTheLeaseClock(t *testing.T) {
 		}
 	}
 }
+
+// TestLivenessEndOfASafetyStory: a lock that ends leaked or hung on a
+// story testing a safety property kept that property; what it broke is a
+// release that frees the lock (leaked) or a call's bound (hung), and it
+// counts only where the lock promises that. An unsafe end keeps the
+// story's own property.
+func TestLivenessEndOfASafetyStory(t *testing.T) {
+	release := promise.Promise{Property: promise.PromptRelease, Quote: "frees it at once", Source: "x"}
+	for _, c := range []struct {
+		ended    string
+		promises promise.Set
+		want     promise.Property
+		counted  bool
+	}{
+		{"unsafe", promise.Set{tokenRelease}, promise.TokenRelease, true},
+		{"leaked", promise.Set{tokenRelease}, promise.PromptRelease, false},
+		{"leaked", promise.Set{tokenRelease, release}, promise.PromptRelease, true},
+		{"hung", promise.Set{tokenRelease, release}, promise.BoundedCalls, false},
+	} {
+		cell := Cell{Story: "release-a", Kind: cellkind.Finding, Text: "finding: lock lib ended " + c.ended + " where the reference redis ended safe"}
+		r := &Report{Subjects: []Subject{{Name: "lib", Lock: "redis", Program: []string{"node", "examples/lib/client.js"}, Promises: c.promises, Cells: []Cell{cell}}}}
+		r.Judge(stories(t))
+		got := r.Subjects[0].Cells[0]
+		if counted := got.Kind == cellkind.Finding; counted != c.counted {
+			t.Errorf("ended %s, promises %v: counted %v (%q), want %v", c.ended, c.promises, counted, got.Text, c.counted)
+		}
+		if !c.counted && !strings.Contains(got.Text, "("+string(c.want)+")") {
+			t.Errorf("ended %s: not counted for %q; want %s", c.ended, got.Text, c.want)
+		}
+		if d := r.DefectList(); c.counted && (len(d) != 1 || d[0].Property != c.want) {
+			t.Errorf("ended %s: defects %+v; want one of %s", c.ended, d, c.want)
+		}
+	}
+}
