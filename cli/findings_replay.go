@@ -35,7 +35,7 @@ library, each run judged against its reference on the same story, then
 once with the story's counterfactual; then write FILE, its .html and
 .json and the defects' reports again, each defect's line saying k of n:
 the runs that ended worse than the reference, and the runs in which the
-reference itself ended unsafe or leaked. The story is the defect's first
+reference itself ended unsafe, leaked or hung. The story is the defect's first
 cell (a told story), else its hunt's shrunk story, written to
 docs/findings/stories/SLUG.yaml so that the replay command works from a
 clone. Play it on an idle machine: the page says the load it saw.`,
@@ -115,7 +115,7 @@ func cmdFindingsReplay(ctx context.Context, doc, out string, repeat int, slugs [
 		}
 		report.SetReplay(findings.Replay{Slug: d.Slug(), Command: is.Command, N: is.N, K: is.K, RefLock: is.RefLock, RefK: is.RefK,
 			Undecided: is.Undecided, Counterfactual: is.Counterfactual, Date: time.Now().Format("2006-01-02"), Load: peak, Cores: runtime.NumCPU()})
-		fmt.Fprintf(stderr, "sim findings replay: %s: %d of %d worse than the reference; the reference %s unsafe or leaked in %d\n", d.Slug(), is.K, is.N, is.RefLock, is.RefK)
+		fmt.Fprintf(stderr, "sim findings replay: %s: %d of %d worse than the reference; the reference %s unsafe, leaked or hung in %d\n", d.Slug(), is.K, is.N, is.RefLock, is.RefK)
 	}
 	if err := writeFindings(report, doc, base, stdout); err != nil {
 		return err

@@ -61,7 +61,7 @@ machine was too slow for the story), or n/a. A lock that stands in for the
 story's (another lock of its servers, or a --client-cmd program) is judged
 against the lock it stands in for, played on the same story by the
 harness's own worker, once for every column: "as good as the reference",
-or "finding:" when it ended unsafe or leaked where the reference did not,
+or "finding:" when it ended unsafe, leaked or hung where the reference did not,
 with the first step where the two parted. With --client-cmd, a story
 the client program cannot tell (a write to the protected storage, a fence,
 a watchdog: worker protocol v1 has acquire, release and extend) is n/a too;

@@ -62,7 +62,7 @@ func (r *Report) DefectReport(d Defect) []byte {
 		b.WriteString("- **Write-up:** none yet (docs/findings/defects/).\n")
 	}
 	if p := d.Replay; p != nil {
-		fmt.Fprintf(&b, "- **How often:** %d of %d runs ended worse than the reference; the reference %s itself ended unsafe or leaked in %d of the same %d (`sim findings replay %s`, %s)", p.K, p.N, p.RefLock, p.RefK, p.N, d.Slug(), p.Date)
+		fmt.Fprintf(&b, "- **How often:** %d of %d runs ended worse than the reference; the reference %s itself ended unsafe, leaked or hung in %d of the same %d (`sim findings replay %s`, %s)", p.K, p.N, p.RefLock, p.RefK, p.N, d.Slug(), p.Date)
 		if p.Busy() {
 			fmt.Fprintf(&b, ", at load %.1f on %d cores: BUSY, its timings are not an idle machine's", p.Load, p.Cores)
 		} else {

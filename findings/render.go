@@ -14,7 +14,7 @@ import (
 const intro = `Each lock below plays every story of its servers, as ` + "`sim matrix`" + ` plays
 them. A library's lock (redislock for redis, or a client program's lock, by
 its ` + "`like`" + `) is judged against locksim's reference for it, played on the same
-story by locksim's own worker: **finding** when it ended unsafe or leaked where
+story by locksim's own worker: **finding** when it ended unsafe, leaked or hung where
 the reference did not. A reference keeps the promises it is compared on and no
 others: ` + "`redis`" + ` is the Redis page's single-instance pattern (SET NX PX with a
 random token, a token-checked Lua release, no validity check at acquire),

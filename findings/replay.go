@@ -21,7 +21,7 @@ type Replay struct {
 	Slug    string `json:"slug"`
 	Command string `json:"command"`
 	// K of N runs ended worse than the reference; RefK of the same N
-	// runs the reference RefLock itself ended unsafe or leaked.
+	// runs the reference RefLock itself ended unsafe, leaked or hung.
 	N       int    `json:"n"`
 	K       int    `json:"k"`
 	RefLock string `json:"ref_lock"`

@@ -62,7 +62,7 @@ func TestReplayIsTheDefectsKOfN(t *testing.T) {
 	if md := string(back.Markdown()); !strings.Contains(md, "| 4 of 5; the reference redis 1 of 5 (2026-12-07, load 0.4 on 2 cores) |") {
 		t.Error("the defect's line does not show its k of n")
 	}
-	if rep := string(back.DefectReport(*tok)); !strings.Contains(rep, "**How often:** 4 of 5 runs ended worse than the reference; the reference redis itself ended unsafe or leaked in 1 of the same 5") {
+	if rep := string(back.DefectReport(*tok)); !strings.Contains(rep, "**How often:** 4 of 5 runs ended worse than the reference; the reference redis itself ended unsafe, leaked or hung in 1 of the same 5") {
 		t.Errorf("the report does not say how often:\n%s", rep)
 	}
 }

@@ -91,7 +91,7 @@ type Reference struct {
 	// story tells (a story written for a mutant, say); nil: none.
 	Departed *StoryError `json:"departed,omitempty"`
 	// Worse says the judged lock ended worse than the reference
-	// (checker.Worse): unsafe or leaked where the reference did not.
+	// (checker.Worse): unsafe, leaked or hung where the reference did not.
 	Worse bool `json:"worse"`
 	// StoryLock is the lock the story was told with, when it is not the
 	// reference (a lock with a defence of its own, such as
