@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/locksim/locksim/cost"
-	"github.com/locksim/locksim/findings"
 )
 
 func findingsCostCmd() *cobra.Command {
@@ -41,20 +40,13 @@ its .html and .json are written from FILE's .json and the run alone.`,
 }
 
 func cmdFindingsCost(dir, doc string, stdout io.Writer) error {
-	base, err := pageBase(doc)
+	base, report, err := playedPage(doc)
 	if err != nil {
 		return err
 	}
 	res, err := readCost(dir)
 	if err != nil {
 		return err
-	}
-	report, err := findings.Load(base + ".json")
-	if err != nil {
-		return asFlag("--doc", err)
-	}
-	if len(report.Subjects) == 0 {
-		return fmt.Errorf("--doc %s: %s.json lists no lock: sim findings writes it first", doc, base)
 	}
 	report.SetCost(res)
 	fmt.Fprintf(stdout, "cost figures from %s\n", strings.ReplaceAll(report.CostSource(), "`", ""))

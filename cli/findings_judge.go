@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-
-	"github.com/locksim/locksim/findings"
 )
 
 func findingsJudgeCmd() *cobra.Command {
@@ -41,16 +39,9 @@ promises the page last had for it, and is named.`,
 }
 
 func cmdFindingsJudge(cmd *cobra.Command, doc, examples string, stdout, stderr io.Writer) error {
-	base, err := pageBase(doc)
+	base, report, err := playedPage(doc)
 	if err != nil {
 		return err
-	}
-	report, err := findings.Load(base + ".json")
-	if err != nil {
-		return asFlag("--doc", err)
-	}
-	if len(report.Subjects) == 0 {
-		return fmt.Errorf("--doc %s: %s.json lists no lock: sim findings writes it first", doc, base)
 	}
 	if examples != "" {
 		all, err := subjects(cmd.Context(), examples)

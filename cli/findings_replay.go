@@ -55,13 +55,9 @@ func cmdFindingsReplay(ctx context.Context, doc, out string, repeat int, slugs [
 	if repeat < 1 {
 		return fmt.Errorf("--repeat %d: expected 1 or more", repeat)
 	}
-	base, err := pageBase(doc)
+	base, report, err := playedPage(doc)
 	if err != nil {
 		return err
-	}
-	report, err := findings.Load(base + ".json")
-	if err != nil {
-		return asFlag("--doc", err)
 	}
 	judge(report)
 	all := report.DefectList()

@@ -33,6 +33,23 @@ func pageBase(doc string) (string, error) {
 	return base, nil
 }
 
+// playedPage is the page --doc's .json holds, and its base (the path
+// less .md), refused when sim findings has not written it yet.
+func playedPage(doc string) (string, *findings.Report, error) {
+	base, err := pageBase(doc)
+	if err != nil {
+		return "", nil, err
+	}
+	report, err := findings.Load(base + ".json")
+	if err != nil {
+		return "", nil, asFlag("--doc", err)
+	}
+	if len(report.Subjects) == 0 {
+		return "", nil, fmt.Errorf("--doc %s: %s.json lists no lock: sim findings writes it first", doc, base)
+	}
+	return base, report, nil
+}
+
 // writeFindings writes the report's Markdown, HTML and JSON, every
 // subject's cells judged (judge: findings.Report.Judge).
 func writeFindings(r *findings.Report, doc, base string, stdout io.Writer) error {
