@@ -19,13 +19,7 @@ func TestFindingsReplayRefusesAnUnknownDefect(t *testing.T) {
 	r := &findings.Report{Command: "bin/sim findings", Seed: 1, Subjects: []findings.Subject{{
 		Name: "redis", Lock: "redis", About: "redis", Servers: "redis", Date: "2026-12-01",
 		Cells: []findings.Cell{{Story: "redis-late-release", Kind: "finding", Text: "finding: ended unsafe where redis ended safe"}}}}}
-	b, err := r.JSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "findings.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	b := writePage(t, dir, r)
 	code, out, errb := sim(t, "findings", "replay", "nope", "--doc", doc, "--out", filepath.Join(dir, "runs"))
 	if code != exitHarness || out != "" || strings.Count(errb, "\n") != 1 || !strings.Contains(errb, "nope: the page "+doc+" lists no such defect (expected one of: redis-token-release)") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 2 and one line naming redis-token-release", code, out, errb)
@@ -73,13 +67,7 @@ func TestFindingsReplayPlaysTheDefect(t *testing.T) {
 	sub.Hunt = nil
 	dir := t.TempDir()
 	doc := filepath.Join(dir, "findings.md")
-	b, err := (&findings.Report{Command: "bin/sim findings", Seed: 1, Subjects: []findings.Subject{sub}}).JSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "findings.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writePage(t, dir, &findings.Report{Command: "bin/sim findings", Seed: 1, Subjects: []findings.Subject{sub}})
 	code, _, errb := sim(t, "findings", "replay", "--repeat", "1", "--doc", doc, "--out", filepath.Join(dir, "runs"))
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb)
@@ -95,4 +83,18 @@ func TestFindingsReplayPlaysTheDefect(t *testing.T) {
 	if err != nil || !strings.Contains(string(report), "Replay: `bin/sim run redis-late-release --client-cmd \"node "+prog+"\" --repeat 1`") {
 		t.Errorf("the defect's report (%v):\n%s", err, report)
 	}
+}
+
+// writePage writes r as dir/findings.json, the page a findings command
+// reads, and returns its bytes.
+func writePage(t *testing.T, dir string, r *findings.Report) []byte {
+	t.Helper()
+	b, err := r.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "findings.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

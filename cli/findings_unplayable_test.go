@@ -36,13 +36,7 @@ func TestFindingsUnplayableKeepsItsRow(t *testing.T) {
 	r := &findings.Report{Command: "bin/sim findings", Seed: 1, Subjects: []findings.Subject{{
 		Name: "nopkg", Lock: "redis", Program: []string{"node", filepath.Join(prog, "client.js")}, About: "nopkg 1.0.0", Servers: "redis", Date: "2026-12-01",
 		Cells: []findings.Cell{{Story: "redis-late-release", Kind: "finding", Text: "finding: ended unsafe where redis ended safe"}}}}}
-	b, err := r.JSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "findings.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	b := writePage(t, dir, r)
 	code, out, errb := sim(t, "findings", "--only", "nopkg", "--examples", filepath.Join(dir, "examples"), "--doc", doc, "--out", filepath.Join(dir, "runs"))
 	if code != exitHarness || out != "" || strings.Count(errb, "\n") != 1 || !strings.Contains(errb, "npm ci --prefix "+prog) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 2 and one line naming npm ci --prefix %s", code, out, errb, prog)

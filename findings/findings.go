@@ -98,7 +98,11 @@ func (s Subject) Named(n string) bool {
 
 // Busy says the subject played on a machine busier than its cores: its
 // timings, and so its unknown cells, are not an idle machine's.
-func (s Subject) Busy() bool { return s.Cores > 0 && s.Load > float64(s.Cores) }
+func (s Subject) Busy() bool { return busy(s.Load, s.Cores) }
+
+// busy says a load average is above a machine's cores (0 cores: not
+// recorded, never busy).
+func busy(load float64, cores int) bool { return cores > 0 && load > float64(cores) }
 
 // Cell is one story as the subject played it.
 type Cell struct {

@@ -40,7 +40,7 @@ type Replay struct {
 }
 
 // Busy says the replay played on a machine busier than its cores.
-func (p Replay) Busy() bool { return p.Cores > 0 && p.Load > float64(p.Cores) }
+func (p Replay) Busy() bool { return busy(p.Load, p.Cores) }
 
 // Words are the figures in a few words: "5 of 5; the reference redis 0
 // of 5 (2026-12-07, load 0.4 on 2 cores)".
