@@ -80,6 +80,10 @@ type Init struct {
 	// CheckLease makes a write check, just before writing, that the lease
 	// is still valid as the lock measures it, and not write if it is not.
 	CheckLease bool `json:"check_lease,omitempty"`
+	// JobOnce makes a scheduled job's first effect idempotent: its row is
+	// written only by the first run of its period (storage.SQLJobOnce).
+	// Sent to the harness's own worker only.
+	JobOnce bool `json:"job_once,omitempty"`
 }
 
 // OpLoop is the command that runs a generator loop (Command.Loop);

@@ -118,6 +118,7 @@ func (r *run) clientInit(c int) (protocol.Init, error) {
 		Watchdog:      r.sc.Watchdog,
 		WatchdogEvery: r.sc.WatchdogEvery.Duration,
 		WatchdogMax:   r.sc.WatchdogMax,
+		JobOnce:       r.sc.JobOnce,
 		CheckLease:    r.sc.CheckLease,
 	}
 	// The client's wall clock, which a clock-jump step can move.

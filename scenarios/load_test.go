@@ -142,6 +142,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown step field", strings.Replace(good, "client: 1", "clinet: 1", 1), "x.yaml:7: steps[0].clinet: unknown field; did you mean client?"},
 		{"negative ttl", good + "ttl: -1s\n", "x.yaml:8: ttl: expected a positive duration, got -1s"},
 		{"watchdog_max without a watchdog", good + "watchdog_max: 3\n", "x.yaml:8: watchdog_max: bounds the watchdog's renewals; the story has no watchdog"},
+		{"job_once without a job", good + "job_once: true\n", "x.yaml:8: job_once: makes a scheduled job's first effect idempotent; the story runs no job (no write with a period)"},
 		{"negative watchdog_max", good + "watchdog: token\nwatchdog_max: -1\n", "x.yaml:9: watchdog_max: expected a number of renewals, 0 or more, got -1"},
 		{"bad duration", good + "ttl: ten\n", `x.yaml:8: ttl: expected a duration like 500ms or 10s, got "ten"`},
 		{"wrong type", good + "clients: many\n", `x.yaml:8: clients: expected a whole number, got "many"`},

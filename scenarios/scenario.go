@@ -189,6 +189,12 @@ type Conditions struct {
 	// page asks for. 0: no bound. Only the harness's own worker bounds
 	// its watchdog (not with client_cmd).
 	WatchdogMax int `yaml:"watchdog_max"`
+	// JobOnce makes a scheduled job's first effect (the job table's row a
+	// write with a period writes) idempotent: the row is written under a
+	// unique (job, period) key, as an idempotency key does, so a second run
+	// of the period writes nothing. Only the harness's own worker writes a
+	// job's row (not with client_cmd).
+	JobOnce bool `yaml:"job_once"`
 	// Margin is how late the harness may run before the story's timing
 	// cannot be trusted (default 100ms): a run that stalled longer ends
 	// unknown, never with a verdict it did not earn.

@@ -101,6 +101,9 @@ func (s *Scenario) validate() error {
 	case s.WatchdogMax > 0 && len(s.ClientCmd) > 0:
 		return s.errAt("watchdog_max", "only the harness's own worker bounds its watchdog; a client program (client_cmd) cannot yet")
 	}
+	if s.JobOnce && !s.writesJob() {
+		return s.errAt("job_once", "makes a scheduled job's first effect idempotent; the story runs no job (no write with a period)")
+	}
 	// A counterfactual may give client_cmd: [] (the harness's own worker
 	// plays it, as a hunt's baseline does).
 	if _, given := s.givenAt["client_cmd"]; given && !(s.IsCounterfactual && len(s.ClientCmd) == 0) {
@@ -286,4 +289,15 @@ func postgresKinds() []string {
 		}
 	}
 	return out
+}
+
+// writesJob says whether a step of the story runs a scheduled job (a
+// write with a period), whose first effect job_once changes.
+func (s *Scenario) writesJob() bool {
+	for _, st := range s.Steps {
+		if st.Period != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -72,7 +72,7 @@ func ParseMode(s string) (Mode, error) {
 // fencing-token source draws from.
 func Setup(ctx context.Context, dsn string) error {
 	return script(ctx, dsn, "setup", `
-DROP TABLE IF EXISTS counter, runs, jobs;
+DROP TABLE IF EXISTS counter, runs, jobs, job_keys;
 DROP SEQUENCE IF EXISTS fence_seq;
 `+Schema)
 }
@@ -94,6 +94,7 @@ const resetSQL = `
 UPDATE counter SET value = 0, fence = 0, owner = NULL WHERE id = 1;
 DELETE FROM runs;
 DELETE FROM jobs;
+DELETE FROM job_keys;
 SELECT setval('fence_seq', 1, false);
 `
 
@@ -164,6 +165,9 @@ type Store struct {
 	// Job names the job in idempotent mode's runs table ("counter" by
 	// default).
 	Job string
+	// JobOnce makes RecordJob's row idempotent: written only by the first
+	// run of its period (SQLJobOnce).
+	JobOnce bool
 
 	mode Mode
 	dsn  string
@@ -373,14 +377,20 @@ func (s *Store) writeOnce(ctx context.Context, q querier, read, value int64) (bo
 // RecordJob writes the first effect of client's run of the store's job
 // (Job) for a schedule period: a row of the job table, with no constraint
 // (whatever the run does next, the row stays, as an e-mail sent stays
-// sent). Inside a WithTx view it commits with the lock's transaction.
+// sent); with JobOnce, only if no run of the period wrote it before (an
+// e-mail sent with an idempotency key the mail service dedupes on).
+// Inside a WithTx view it commits with the lock's transaction.
 func (s *Store) RecordJob(ctx context.Context, period string, client int) error {
 	q, done, err := s.q(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if _, err := q.Exec(ctx, `INSERT INTO jobs (job, period, client) VALUES ($1, $2, $3)`, s.Job, period, client); err != nil {
+	stmt := SQLJob
+	if s.JobOnce {
+		stmt = SQLJobOnce
+	}
+	if _, err := q.Exec(ctx, stmt, s.Job, period, client); err != nil {
 		return fmt.Errorf("storage job: %v", err)
 	}
 	return nil

@@ -2,7 +2,9 @@ package storage_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,6 +161,45 @@ func TestIdempotentRefusesDuplicatePeriod(t *testing.T) {
 	write(t, ctx, s[1], r3, r3+1, 0, "", true) // the next period
 	if v := value(t, ctx, s[0]); v != 2 {
 		t.Fatalf("counter %d, want 2", v)
+	}
+}
+
+// TestJobOnceWritesAPeriodsRowOnce: a job's first effect is a row per
+// run, so a period run twice is two rows; made idempotent (JobOnce), the
+// second run of a period writes nothing, and another period still does.
+func TestJobOnceWritesAPeriodsRowOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: uses the package's PostgreSQL cluster")
+	}
+	for _, once := range []bool{false, true} {
+		ctx, s := open(t, storage.TokenCAS, 2)
+		for _, st := range s {
+			st.JobOnce = once
+		}
+		for _, run := range []struct {
+			st     *storage.Store
+			period string
+			client int
+		}{{s[0], "09:00", 1}, {s[1], "09:00", 2}, {s[1], "10:00", 2}} {
+			if err := run.st.RecordJob(ctx, run.period, run.client); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rows, err := storage.Jobs(ctx, testPG.DSN(testPG.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "counter 09:00 1, counter 09:00 2, counter 10:00 2"
+		if once {
+			want = "counter 09:00 1, counter 10:00 2"
+		}
+		var got []string
+		for _, r := range rows {
+			got = append(got, fmt.Sprintf("%s %s %d", r.Job, r.Period, r.Client))
+		}
+		if strings.Join(got, ", ") != want {
+			t.Errorf("JobOnce %v: job table %q, want %q", once, strings.Join(got, ", "), want)
+		}
 	}
 }
 

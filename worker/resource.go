@@ -41,6 +41,7 @@ func (s *state) setup(ctx context.Context, spec clients.Spec, in protocol.Init) 
 		if s.store, err = storage.Open(ctx, in.Storage, in.StorageMode); err != nil {
 			return err
 		}
+		s.store.JobOnce = in.JobOnce
 	}
 	redisNodes := in.Config.Servers[clients.RedisBackend] // what a Redis fence counts on
 	switch in.Fence {
