@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -152,6 +153,11 @@ func Check(events []history.Event, o Options) (Result, error) {
 	r.Summary = summarize(&r, p, o)
 	return r, nil
 }
+
+// Why is a Summary without the verdict it opens with ("unsafe: lost
+// update on L..." says "lost update on L..."), for a sentence that names
+// the verdict itself.
+func Why(v Verdict, summary string) string { return strings.TrimPrefix(summary, string(v)+": ") }
 
 func summarize(r *Result, p *parsed, o Options) string {
 	var which []string // the checks that ran out of time

@@ -183,7 +183,7 @@ func cmdExplain(name string, stdout io.Writer) error {
 // an advisory lock has no TTL (it lasts as long as its session or
 // transaction), and etcd's TTL is its session lease's.
 func lockShape(sc *scenarios.Scenario) string {
-	spec, _ := clients.Lookup(sc.Lock) // the loader refuses a lock with no backend
+	spec := clients.Registered(sc.Lock) // the loader refused any other
 	servers, lease := backends.Of(spec).Shape(sc.Nodes, sc.TTL.Duration)
 	return fmt.Sprintf("%s, %d client(s), %s", servers, sc.Clients, lease)
 }
@@ -208,7 +208,7 @@ func cmdLocks(mutants, wide bool, stdout io.Writer) error {
 	rows := [][]string{{"LOCK", "SERVERS", "WHAT IT IS"}}
 	hidden := 0
 	for _, n := range clients.Names() {
-		s, _ := clients.Lookup(n)
+		s := clients.Registered(n)
 		if s.Mutant != "" && !mutants {
 			hidden++
 			continue

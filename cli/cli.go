@@ -358,7 +358,7 @@ func completeLocks(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Com
 	}
 	var out []cobra.Completion
 	for _, n := range clients.Names() {
-		s, _ := clients.Lookup(n)
+		s := clients.Registered(n)
 		out = append(out, cobra.CompletionWithDesc(done+n, string(s.Backend)+": "+s.Doc))
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace

@@ -61,7 +61,7 @@ func huntSubject(ctx context.Context, s findings.Subject, out string, o findings
 	cmd := "bin/sim hunt " + s.Lock + " --realistic"
 	// Differential where it stands in for a lock: what it does worse than
 	// that lock.
-	if spec, _ := clients.Lookup(s.Lock); s.Program != nil {
+	if spec := clients.Registered(s.Lock); s.Program != nil {
 		ho.clientCmd, ho.baseline = strings.Join(s.Program, " "), s.Lock
 		cmd += fmt.Sprintf(" --client-cmd %q", ho.clientCmd)
 	} else {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/locksim/locksim/outdir"
+	"github.com/spf13/pflag"
 )
 
 // jobsWait is how long a shard process has to stop, its servers and temp
@@ -129,18 +130,24 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// passed are the flags of o a shard of its run is given as they were.
+// shardOwn are the flags a --jobs run sets for each shard itself.
+var shardOwn = map[string]bool{"jobs": true, "shard": true, "shards": true, "doc": true, "out": true}
+
+// passed are the flags of o a shard of its run is given as they were:
+// every flag the user set but the shard's own, so that a flag added to
+// sim findings reaches the shards without a list to keep.
 func (o findingsOptions) passed() []string {
 	var args []string
-	for _, name := range []string{"only", "examples", "hunt-budget", "hunt-runs", "seed", "balance"} {
-		if f := o.flags.Lookup(name); f != nil && f.Changed {
-			v := f.Value.String()
-			if name == "only" {
-				v = strings.Join(o.only, ",")
-			}
-			args = append(args, "--"+name+"="+v)
+	o.flags.Visit(func(f *pflag.Flag) {
+		if shardOwn[f.Name] {
+			return
 		}
-	}
+		v := f.Value.String()
+		if s, ok := f.Value.(pflag.SliceValue); ok {
+			v = strings.Join(s.GetSlice(), ",")
+		}
+		args = append(args, "--"+f.Name+"="+v)
+	})
 	return args
 }
 

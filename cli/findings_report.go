@@ -218,8 +218,8 @@ func playIssue(ctx context.Context, sub findings.Subject, target, dir string, n 
 		is.K++
 		if first == nil {
 			first = &struct{ happened, expected, parted string }{
-				happened: fmt.Sprintf("`%s`: %s", run.Check.Verdict, strings.TrimPrefix(run.Check.Summary, string(run.Check.Verdict)+": ")),
-				expected: fmt.Sprintf("the reference %s ends `%s`: %s", ref.Lock, ref.Verdict, strings.TrimPrefix(ref.Summary, string(ref.Verdict)+": ")),
+				happened: fmt.Sprintf("`%s`: %s", run.Check.Verdict, checker.Why(run.Check.Verdict, run.Check.Summary)),
+				expected: fmt.Sprintf("the reference %s ends `%s`: %s", ref.Lock, ref.Verdict, checker.Why(ref.Verdict, ref.Summary)),
 				parted:   ref.Parted(run),
 			}
 			if run.Environment != "" {

@@ -48,7 +48,7 @@ func (s *subject) problem() func(*scenarios.Scenario) error {
 func subjects(ctx context.Context, dir string) ([]subject, error) {
 	var out []subject
 	for _, n := range clients.Names() {
-		s, _ := clients.Lookup(n)
+		s := clients.Registered(n)
 		if s.Mutant != "" || strings.HasPrefix(n, "test-") {
 			continue
 		}

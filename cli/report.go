@@ -85,7 +85,7 @@ func checkOffline(o offlineOptions) error {
 	if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("%s: not a run directory", o.dir)
 	}
-	if _, err := os.Stat(filepath.Join(o.dir, "history.jsonl")); err != nil {
+	if _, err := os.Stat(filepath.Join(o.dir, outdir.HistoryFile)); err != nil {
 		return fmt.Errorf("%s: no history.jsonl (not a run directory?)", o.dir)
 	}
 	return nil

@@ -248,6 +248,17 @@ func Lookup(name string) (Spec, error) {
 	return s, nil
 }
 
+// Registered is the spec of a lock known to be registered: a name from
+// Names, or one a Lookup (the scenario loader's, a flag's check) already
+// accepted. Any other name is a bug in the caller, and it panics.
+func Registered(name string) Spec {
+	s, ok := registry[name]
+	if !ok {
+		panic(fmt.Sprintf("clients.Registered(%q): not a registered lock; the caller should have checked it with Lookup", name))
+	}
+	return s
+}
+
 // Names lists the registered locks, sorted.
 func Names() []string {
 	var out []string

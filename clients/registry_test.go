@@ -70,3 +70,24 @@ func TestEveryMutantNamesItsReference(t *testing.T) {
 		}
 	}
 }
+
+// TestRegisteredIsLookupForAKnownName: Registered gives a registered
+// lock's spec, as Lookup does, and panics on a name nothing registered
+// (a caller that skipped its Lookup).
+func TestRegisteredIsLookupForAKnownName(t *testing.T) {
+	for _, n := range Names() {
+		want, err := Lookup(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Registered(n); got.Name != want.Name || got.Backend != want.Backend {
+			t.Errorf("Registered(%q) = %s on %s, Lookup: %s on %s", n, got.Name, got.Backend, want.Name, want.Backend)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Registered of an unknown lock did not panic")
+		}
+	}()
+	Registered("no-such-lock")
+}

@@ -130,7 +130,7 @@ func Points(opts []Option) int {
 	n := 2 // the Redis and PostgreSQL floors
 	seen := map[string]bool{}
 	for _, o := range opts {
-		spec, _ := clients.Lookup(o.Lock)
+		spec := clients.Registered(o.Lock)
 		if f := floorOf(spec.Backend); f != FloorRedis && f != FloorPostgres && f != "" && !seen[f] {
 			seen[f] = true
 			n++
@@ -260,7 +260,7 @@ func (m *meter) start(ctx context.Context, b clients.Backend, nodes int, setting
 
 // measure starts opt's servers, measures its row and stops them.
 func (m *meter) measure(ctx context.Context, r *Result, opt Option) (row Row) {
-	spec, _ := clients.Lookup(opt.Lock)
+	spec := clients.Registered(opt.Lock)
 	row = Row{Option: opt, Floor: floorOf(spec.Backend), Defences: map[string]Latency{}}
 	points := 3 + len(sectionDefences)
 	if hasWatchdog(spec) {

@@ -20,6 +20,7 @@ import (
 	"github.com/locksim/locksim/clients"
 	"github.com/locksim/locksim/input"
 	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/storage"
@@ -86,7 +87,7 @@ func MatrixMarks(opts []Option, dir string) ([]Mark, error) {
 		}
 		for _, s := range stories {
 			run := filepath.Join(dir, l.Name(), s.Name())
-			b, err := os.ReadFile(filepath.Join(run, "result.json"))
+			b, err := os.ReadFile(filepath.Join(run, outdir.ResultFile))
 			if errors.Is(err, fs.ErrNotExist) || !s.IsDir() {
 				continue
 			}
@@ -97,7 +98,7 @@ func MatrixMarks(opts []Option, dir string) ([]Mark, error) {
 				Verdict checker.Verdict `json:"verdict"`
 			}
 			if err := json.Unmarshal(b, &res); err != nil {
-				return nil, input.Errorf("matrix", dir, fmt.Sprintf("%s: %v", filepath.Join(run, "result.json"), err))
+				return nil, input.Errorf("matrix", dir, fmt.Sprintf("%s: %v", filepath.Join(run, outdir.ResultFile), err))
 			}
 			runs++
 			file := filepath.Join(run, runner.StoryFile)
@@ -152,7 +153,7 @@ func defenceOf(sc *scenarios.Scenario) string {
 	switch storage.Mode(sc.Storage) {
 	case "", storage.Plain:
 	case storage.Fenced:
-		spec, _ := clients.Lookup(sc.Lock)
+		spec := clients.Registered(sc.Lock)
 		// Measured: the lock's own token, or a PostgreSQL sequence's.
 		if sc.Fence != clients.FencePostgres && !(sc.Fence == "" && spec.Fences) {
 			return ""

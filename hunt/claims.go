@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/locksim/locksim/history"
+	"github.com/locksim/locksim/scenarios"
 )
 
 // claim is what one step of a played story came to, to be written into
@@ -32,13 +33,6 @@ func (c claim) apply(st *step) {
 	if c.say != "" {
 		st.Say = c.say
 	}
-}
-
-// ends maps a completion to a step's expect, by operation.
-var ends = map[string]map[history.Type]string{
-	"acquire": {history.Ok: "granted", history.Fail: "refused", history.Info: "unknown"},
-	"write":   {history.Ok: "accepted", history.Fail: "refused", history.Info: "unknown"},
-	"release": {history.Ok: "ok", history.Fail: "refused", history.Info: "unknown"},
 }
 
 // claims reads what each step of story s came to from the history of
@@ -79,14 +73,14 @@ func claims(s *Story, events []history.Event, nodes int) []claim {
 				continue
 			}
 			o := ops[st.Client][k]
-			c := claim{expect: ends[st.Do][o.done.Type], reason: o.done.Reason}
-			if c.expect != "refused" {
+			c := claim{expect: scenarios.Ended(st.Do, o.done.Type), reason: o.done.Reason}
+			if c.expect != scenarios.Refused {
 				c.reason = ""
 			}
-			if st.Do == "acquire" && c.expect == "granted" && nodes > 1 {
+			if st.Do == "acquire" && c.expect == scenarios.Granted && nodes > 1 {
 				c.grantedBy = o.done.Nodes
 			}
-			if st.Do == "write" && c.expect != "unknown" {
+			if st.Do == "write" && c.expect != scenarios.Unknown {
 				c.read = o.done.Read
 				if c.read == nil {
 					c.read = o.invoke.Read
@@ -123,9 +117,9 @@ func narrate(st step, c claim) string {
 	switch st.Do {
 	case "acquire":
 		switch {
-		case c.expect == "granted" && len(c.grantedBy) > 0:
+		case c.expect == scenarios.Granted && len(c.grantedBy) > 0:
 			return fmt.Sprintf("%s takes the lock (granted by %s).", who, strings.Join(c.grantedBy, ", "))
-		case c.expect == "granted":
+		case c.expect == scenarios.Granted:
 			return who + " takes the lock."
 		}
 		return fmt.Sprintf("%s asks for the lock: %s%s.", who, c.expect, because(c.reason))

@@ -258,7 +258,7 @@ func (sp Space) withProgram(field string, argv []string, p scenarios.ClientProgr
 // PostgreSQL sequence for a fenced mode, unless the lock's own leases
 // carry a token ("": none).
 func (sp Space) fence() string {
-	if spec, _ := clients.Lookup(sp.Lock); !spec.Fences && strings.HasPrefix(sp.Storage, "fenced") {
+	if spec := clients.Registered(sp.Lock); !spec.Fences && strings.HasPrefix(sp.Storage, "fenced") {
 		return clients.FencePostgres
 	}
 	return ""
@@ -290,7 +290,7 @@ func (sp Space) WithBaseline(lock string) (Space, error) {
 	if err != nil {
 		return sp, input.Errorf("baseline", strconv.Quote(lock), err.Error())
 	}
-	spec, _ := clients.Lookup(sp.Lock)
+	spec := clients.Registered(sp.Lock)
 	if base.Backend != spec.Backend || scenarios.LockNodes(nil, base) != sp.Nodes {
 		return sp, input.Errorf("baseline", lock, fmt.Sprintf("it runs on %s, and %s on %s: a baseline is played on the same servers",
 			describeServers(base), sp.Lock, describeServers(spec)))

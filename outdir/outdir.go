@@ -23,6 +23,16 @@ import (
 // files out) keeps it and can be reported again on a laptop.
 const MarkerName = "locksim.json"
 
+// The files of a run directory (Run) that other commands read back:
+// written by runner and reports, read by sim check, sim report, a
+// matrix's pages and sim cost.
+const (
+	// HistoryFile is the run's history, one event per line.
+	HistoryFile = "history.jsonl"
+	// ResultFile is the run's verdict and its checkers' findings.
+	ResultFile = "result.json"
+)
+
 // Version is the marker's format version.
 const Version = 1
 

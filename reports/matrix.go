@@ -14,6 +14,7 @@ import (
 	"github.com/locksim/locksim/cellkind"
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/matrix"
+	"github.com/locksim/locksim/outdir"
 )
 
 // MatrixTable prints the table for a terminal: a row per scenario, a
@@ -126,7 +127,7 @@ func WriteMatrixHTML(w io.Writer, m *matrix.Matrix, dir string) error {
 			if c.Ran || c.Story != "" {
 				report := filepath.Join(c.Dir, "report.html")
 				if c.Story != "" {
-					report = filepath.Join(c.Dir, "history.jsonl")
+					report = filepath.Join(c.Dir, outdir.HistoryFile)
 				}
 				if rel, err := filepath.Rel(absPath(dir), absPath(report)); err == nil {
 					hc.Link = filepath.ToSlash(rel)

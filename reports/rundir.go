@@ -157,7 +157,7 @@ func Write(out *runner.Outcome) error {
 // the run goes). r.Check is the check of r.Events: what it derived
 // (r.Check.Derived) is drawn as it is.
 func WriteRunDir(r *runner.Outcome) error {
-	d, err := claimRunDir(r)
+	d, err := runner.OpenRunDir(r)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func WriteRunDir(r *runner.Outcome) error {
 	if err != nil {
 		return err
 	}
-	if err := d.WriteFile("result.json", append(b, '\n')); err != nil {
+	if err := d.WriteFile(outdir.ResultFile, append(b, '\n')); err != nil {
 		return err
 	}
 	if err := d.WriteFile("summary.md", []byte(Markdown(r))); err != nil {
@@ -213,14 +213,14 @@ func WriteRunDir(r *runner.Outcome) error {
 // decides the verdict as the run did.
 func LoadRun(dir string) (*runner.Outcome, Result, error) {
 	var res Result
-	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	b, err := os.ReadFile(filepath.Join(dir, outdir.ResultFile))
 	if err != nil {
 		return nil, res, err
 	}
 	if err := json.Unmarshal(b, &res); err != nil {
-		return nil, res, fmt.Errorf("%s: %v", filepath.Join(dir, "result.json"), err)
+		return nil, res, fmt.Errorf("%s: %v", filepath.Join(dir, outdir.ResultFile), err)
 	}
-	events, err := history.Load(filepath.Join(dir, "history.jsonl"))
+	events, err := history.Load(filepath.Join(dir, outdir.HistoryFile))
 	if err != nil {
 		return nil, res, err
 	}
@@ -322,7 +322,7 @@ const Interrupted = "interrupted"
 // the verdict is interrupted.
 func WriteInterrupted(r *runner.Outcome) error {
 	r.Check = checker.Result{Verdict: Interrupted, Summary: "interrupted: " + r.Interrupted + "; nothing was checked, and history.jsonl holds what happened so far"}
-	d, err := claimRunDir(r)
+	d, err := runner.OpenRunDir(r)
 	if err != nil {
 		return err
 	}
@@ -330,14 +330,8 @@ func WriteInterrupted(r *runner.Outcome) error {
 	if err != nil {
 		return err
 	}
-	if err := d.WriteFile("result.json", append(b, '\n')); err != nil {
+	if err := d.WriteFile(outdir.ResultFile, append(b, '\n')); err != nil {
 		return err
 	}
 	return d.WriteFile("summary.md", []byte(Markdown(r)))
-}
-
-// claimRunDir claims r's run directory: a run's files go only where
-// locksim may write them.
-func claimRunDir(r *runner.Outcome) (*outdir.Dir, error) {
-	return outdir.Claim(r.Dir, outdir.Run, fmt.Sprintf("%s seed %d", r.Scenario.Name, r.Seed))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/locksim/locksim/env"
 	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/nemesis"
+	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/protocol"
 	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/storage"
@@ -454,7 +455,7 @@ func runGenerated(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 			kept = tr
 		}
 	}
-	f, err := dir.Create("history.jsonl")
+	f, err := dir.Create(outdir.HistoryFile)
 	if err != nil {
 		return nil, harness("run directory: %v", err)
 	}

@@ -238,7 +238,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) (*Outcome, erro
 		if ctx.Err() != nil {
 			// Keep what the run has: its history so far.
 			stopped := &Outcome{Scenario: sc, Dir: o.Out, Seed: o.Seed, Expected: o.Expected, Duration: time.Since(started), Interrupted: err.Error()}
-			stopped.Events, _ = history.Load(filepath.Join(o.Out, "history.jsonl"))
+			stopped.Events, _ = history.Load(filepath.Join(o.Out, outdir.HistoryFile))
 			return stopped, err
 		}
 		return nil, err
@@ -297,7 +297,7 @@ func DefaultOut(name string, t time.Time) string {
 // It keeps the story as the run plays it there (StoryFile), so that the
 // run can be checked again offline (Outcome.Recheck) or played again.
 func claimRunDir(sc *scenarios.Scenario, o Options) (*outdir.Dir, error) {
-	d, err := outdir.Claim(o.Out, outdir.Run, fmt.Sprintf("%s seed %d", sc.Name, o.Seed))
+	d, err := outdir.Claim(o.Out, outdir.Run, runDirID(sc.Name, o.Seed))
 	if err != nil {
 		return nil, harness("run directory: %v", err)
 	}
@@ -306,6 +306,16 @@ func claimRunDir(sc *scenarios.Scenario, o Options) (*outdir.Dir, error) {
 	}
 	return d, nil
 }
+
+// OpenRunDir claims the directory of r, a run played, again: for the
+// reports written into it after the run, under the same claim the run
+// made (a directory holding anything locksim did not write is refused).
+func OpenRunDir(r *Outcome) (*outdir.Dir, error) {
+	return outdir.Claim(r.Dir, outdir.Run, runDirID(r.Scenario.Name, r.Seed))
+}
+
+// runDirID is what a run directory's marker says it holds.
+func runDirID(story string, seed int64) string { return fmt.Sprintf("%s seed %d", story, seed) }
 
 // KeepStory writes sc, the story a run plays, into its run directory d
 // (StoryFile).
@@ -329,7 +339,7 @@ func playScripted(ctx context.Context, sc *scenarios.Scenario, o Options, starte
 	if err != nil {
 		return nil, err
 	}
-	hf, err := dir.Create("history.jsonl")
+	hf, err := dir.Create(outdir.HistoryFile)
 	if err != nil {
 		return nil, harness("run directory: %v", err)
 	}

@@ -63,7 +63,7 @@ func (o outcome) String() string {
 		s += " (" + o.reason + ")"
 	}
 	switch {
-	case len(o.nodes) > 0 && o.word == "granted":
+	case len(o.nodes) > 0 && o.word == scenarios.Granted:
 		s += " by " + strings.Join(o.nodes, ",")
 	case len(o.nodes) > 0:
 		s += ", granted by " + strings.Join(o.nodes, ",")
@@ -84,18 +84,12 @@ func claimOf(st scenarios.Step) outcome {
 
 // outcomeOf is what a completion (or a renew note) shows.
 func outcomeOf(e history.Event) outcome {
-	o := outcome{word: "unknown", reason: e.Reason, nodes: e.Nodes, fence: e.Fence, read: e.Read}
+	o := outcome{word: scenarios.Ended(e.Op, e.Type), reason: e.Reason, nodes: e.Nodes, fence: e.Fence, read: e.Read}
 	switch {
-	case e.Op == history.OpRenew && e.Reason == "":
-		o.word = "ok"
-	case e.Op == history.OpRenew, e.Type == history.Fail:
-		o.word = "refused"
-	case e.Type == history.Ok && e.Op == history.OpAcquire:
-		o.word = "granted"
-	case e.Type == history.Ok && e.Op == history.OpWrite:
-		o.word = "accepted"
-	case e.Type == history.Ok:
-		o.word = "ok"
+	case e.Op == history.OpRenew && e.Reason == "": // a renew note: renewed
+		o.word = scenarios.OK
+	case e.Op == history.OpRenew:
+		o.word = scenarios.Refused
 	}
 	return o
 }

@@ -161,7 +161,7 @@ func serverSettings(r *jsonschema.Reflector, s *jsonschema.Schema) {
 		}
 		var locks []any
 		for _, l := range clients.Names() {
-			if spec, _ := clients.Lookup(l); spec.Backend == b.Name() {
+			if spec := clients.Registered(l); spec.Backend == b.Name() {
 				locks = append(locks, l)
 			}
 		}

@@ -61,13 +61,41 @@ func (c *Counterfactual) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// The words a step's expect says its operation ended in: one of them
+// for an operation that completed (Ended), refused for one that failed,
+// unknown for one whose outcome nobody can tell.
+const (
+	Granted  = "granted"  // an acquire that completed
+	Accepted = "accepted" // a write that completed
+	OK       = "ok"       // a release, an extend or a renewal that completed
+	Refused  = "refused"
+	Unknown  = "unknown"
+)
+
 // Expectations a step can state, by action.
 var expectations = map[string][]string{
-	"acquire": {"granted", "refused", "unknown"},
-	"write":   {"accepted", "refused", "unknown"},
-	"release": {"ok", "refused", "unknown"},
-	"extend":  {"ok", "refused", "unknown"},
-	"renewal": {"ok", "refused"},
+	"acquire": {Granted, Refused, Unknown},
+	"write":   {Accepted, Refused, Unknown},
+	"release": {OK, Refused, Unknown},
+	"extend":  {OK, Refused, Unknown},
+	"renewal": {OK, Refused},
+}
+
+// Ended is the expect word for an operation op (history's: acquire,
+// write, release, extend) that ended as t: the word a step claiming that
+// end would say, and what a contradiction reports.
+func Ended(op string, t history.Type) string {
+	switch {
+	case t == history.Fail:
+		return Refused
+	case t != history.Ok:
+		return Unknown
+	case op == history.OpAcquire:
+		return Granted
+	case op == history.OpWrite:
+		return Accepted
+	}
+	return OK
 }
 
 // Reasons lists the refusal reasons a step can assert (history's).
@@ -87,16 +115,16 @@ func (s *Scenario) validateStory(i int, at func(field, format string, args ...an
 		if !contains(want, st.Expect) {
 			return at("expect", "expected one of %s for %q, got %q", strings.Join(want, ", "), st.Do, st.Expect)
 		}
-		if st.Reason != "" && (st.Expect != "refused" || !contains(Reasons, st.Reason)) {
+		if st.Reason != "" && (st.Expect != Refused || !contains(Reasons, st.Reason)) {
 			return at("reason", "expected a refusal reason (%s) with expect: refused, got %q", strings.Join(Reasons, ", "), st.Reason)
 		}
 		if len(st.GrantedBy) > 0 && st.Do != "acquire" {
 			return at("granted_by", "only an acquire is granted by nodes")
 		}
-		if st.Read != nil && (st.Do != "write" || st.Expect == "unknown") {
+		if st.Read != nil && (st.Do != "write" || st.Expect == Unknown) {
 			return at("read", "a value read goes with a write that is accepted or refused")
 		}
-		if st.Fence != 0 && (st.Expect != "granted" || (s.Fence == "" && !lockFences(s.Lock))) {
+		if st.Fence != 0 && (st.Expect != Granted || (s.Fence == "" && !lockFences(s.Lock))) {
 			return at("fencing_token", "a fencing token goes with expect: granted, in a scenario with a fence source or a lock whose leases carry one (etcd)")
 		}
 		for _, n := range st.GrantedBy {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/locksim/locksim/checker"
+	"github.com/locksim/locksim/history"
 )
 
 // anchored is a story with a pause anchored on client 1's lease check,
@@ -193,5 +194,23 @@ func TestTellerOf(t *testing.T) {
 	}
 	if got, want := sc.FaultShape(), []string{"clock-jump node", "partition client", "partition client"}; !slices.Equal(got, want) {
 		t.Errorf("redlock-clock-jump's shape: %v, want %v", got, want)
+	}
+}
+
+// TestEndedSaysAWordTheStepCanClaim: for each operation a step asserts,
+// every way it can end is told in one of the words its expect may say,
+// and completed, failed and undecided ends are told apart.
+func TestEndedSaysAWordTheStepCanClaim(t *testing.T) {
+	for op, done := range map[string]string{"acquire": Granted, "write": Accepted, "release": OK, "extend": OK} {
+		got := map[history.Type]string{}
+		for _, typ := range []history.Type{history.Ok, history.Fail, history.Info} {
+			got[typ] = Ended(op, typ)
+			if !slices.Contains(expectations[op], got[typ]) {
+				t.Errorf("Ended(%s, %s) = %q, which a %s step cannot claim (%v)", op, typ, got[typ], op, expectations[op])
+			}
+		}
+		if got[history.Ok] != done || got[history.Fail] != Refused || got[history.Info] != Unknown {
+			t.Errorf("%s: ok, fail, info end %q, %q, %q; want %q, refused, unknown", op, got[history.Ok], got[history.Fail], got[history.Info], done)
+		}
 	}
 }

@@ -49,7 +49,7 @@ func (s *Scenario) validate() error {
 	if s.TTL.Duration <= 0 {
 		return s.errAt("ttl", "expected a positive duration, got %v", s.TTL)
 	}
-	if spec, _ := clients.Lookup(s.Lock); s.TTL.Duration < spec.MinTTL && !s.compared {
+	if s.TTL.Duration < spec.MinTTL && !s.compared {
 		return s.errAt("ttl", "%s's leases last at least %v: a ttl of %v would be told as one lease and run as another", s.Lock, spec.MinTTL, s.TTL)
 	}
 	if s.Margin.Duration < 0 {

@@ -67,7 +67,7 @@ func Describe(sc *scenarios.Scenario, o Options) Description {
 		Clients: o.Clients, Backend: o.Host.Name, Shard: o.Shard.I, Shards: o.Shard.N}
 	for _, l := range locks {
 		if v, err := Variant(sc, l); err == nil {
-			spec, _ := clients.Lookup(v.Lock)
+			spec := clients.Registered(v.Lock)
 			d.Servers = append(d.Servers, Servers{Lock: l, Backend: string(spec.Backend), Nodes: v.Nodes, Fence: v.Fence})
 		}
 	}

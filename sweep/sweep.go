@@ -295,7 +295,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, o Options) ([]Row, error) 
 			if o.Param != nil {
 				resolved = point(param.Key, val, &g, &ttl)
 			}
-			if spec, _ := clients.Lookup(v.Lock); ttl < spec.MinTTL {
+			if spec := clients.Registered(v.Lock); ttl < spec.MinTTL {
 				return nil, input.Errorf("locks", locks[li], fmt.Sprintf("its leases last at least %v, so a TTL of %v would be measured on a %v lease: give a {ttl} of %v or more", spec.MinTTL, ttl, spec.MinTTL, spec.MinTTL))
 			}
 			row := Row{Lock: locks[li], Param: param.Key, Value: val, Resolved: resolved, TTL: ttl}
