@@ -98,7 +98,7 @@ func checkBackend(h runner.Host) error {
 	if !slices.Contains(scenarios.ServerBackends, h.Name) {
 		return fmt.Errorf("--backend: expected local or docker, got %q", h.Name)
 	}
-	if h.Name == "local" && len(h.Images) > 0 {
+	if h.Name == env.HostLocal && len(h.Images) > 0 {
 		var names []string
 		for _, b := range backends.All() {
 			names = append(names, "--"+imageFlagName(b))

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/locksim/locksim/backends"
+	"github.com/locksim/locksim/env"
 	"github.com/locksim/locksim/runner"
 	"github.com/locksim/locksim/scenarios"
 )
@@ -103,5 +104,5 @@ func firstGenerator(list []*scenarios.Scenario) *scenarios.Scenario {
 // wantsDocker says whether a scenario of list asks, by its backend
 // field, for its servers in containers.
 func wantsDocker(list []*scenarios.Scenario) bool {
-	return slices.ContainsFunc(list, func(sc *scenarios.Scenario) bool { return sc.ServerBackend == "docker" })
+	return slices.ContainsFunc(list, func(sc *scenarios.Scenario) bool { return sc.ServerBackend == env.HostDocker })
 }

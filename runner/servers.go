@@ -51,7 +51,7 @@ func (h Host) CheckVersions() error {
 				}
 			}
 			return fmt.Errorf("%s=%s: %s's servers come in one version here; a version is chosen for %s only", name, v, name, strings.Join(some, ", "))
-		case h.Name == "docker":
+		case h.Name == env.HostDocker:
 			return fmt.Errorf("%s=%s: the docker backend runs the etcd of its image (--%s-image); a version is chosen on the local backend", name, v, name)
 		}
 		if _, err := vb.Version(v); err != nil {
@@ -79,7 +79,7 @@ func (h Host) clockedFor(sc *scenarios.Scenario) (Host, error) {
 	if !ok {
 		return h, nil
 	}
-	if hostFor(sc, h).Name == "docker" {
+	if hostFor(sc, h).Name == env.HostDocker {
 		return h, fmt.Errorf("%s moves a member's clock, and the docker backend's %s image runs Debian's %s, which no clock fault reaches: play it on the local backend",
 			sc.Name, b.Name(), b.Name())
 	}
@@ -105,7 +105,7 @@ func (h Host) clockedFor(sc *scenarios.Scenario) (Host, error) {
 // (backends.Versioned), by backend, as host h runs them: those it names,
 // else each one's default; none on the docker host.
 func (h Host) versionsOf(sc *scenarios.Scenario) (map[string]string, error) {
-	if hostFor(sc, h).Name == "docker" {
+	if hostFor(sc, h).Name == env.HostDocker {
 		return nil, nil
 	}
 	spec, err := clients.Lookup(sc.Lock)
@@ -140,14 +140,14 @@ func hostFor(sc *scenarios.Scenario, h Host) Host {
 		h.Name = sc.ServerBackend
 	}
 	if h.Name == "" {
-		h.Name = "local"
+		h.Name = env.HostLocal
 	}
 	return h
 }
 
 // image is the image b's servers run in: "" on the local host.
 func (h Host) image(b backends.Backend) string {
-	if h.Name != "docker" {
+	if h.Name != env.HostDocker {
 		return ""
 	}
 	if img := h.Images[b.Name()]; img != "" {
@@ -204,9 +204,9 @@ func (r *run) checkHost(ctx context.Context, plan []backends.Backend) error {
 		return harness("server version %v", err)
 	}
 	switch h.Name {
-	case "local":
+	case env.HostLocal:
 		return nil
-	case "docker":
+	case env.HostDocker:
 	default:
 		return harness("backend %q: expected local or docker", h.Name)
 	}
@@ -349,7 +349,7 @@ func closeAll(servers []started) {
 // backend ("redis": its image); nil on the local host.
 func (r *run) images() map[string]string {
 	h := r.host()
-	if h.Name != "docker" {
+	if h.Name != env.HostDocker {
 		return nil
 	}
 	out := map[string]string{}
@@ -366,7 +366,7 @@ func (r *run) images() map[string]string {
 // environment line ("" for local processes).
 func (r *run) where() string {
 	h := r.host()
-	if h.Name != "docker" {
+	if h.Name != env.HostDocker {
 		return ""
 	}
 	var parts []string

@@ -14,6 +14,7 @@ import (
 	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/checker"
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
 	"github.com/locksim/locksim/history"
 	"github.com/locksim/locksim/nemesis"
 	"github.com/locksim/locksim/promise"
@@ -33,7 +34,7 @@ func verdictNames() []string {
 }
 
 // ServerBackends are the values of a scenario's backend field ("" is local).
-var ServerBackends = []string{"", "local", "docker"}
+var ServerBackends = []string{"", env.HostLocal, env.HostDocker}
 
 // The values of the scenario's other closed fields ("" is their default):
 // the loader checks against them and the schema (schema.go) lists them.

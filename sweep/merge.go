@@ -11,6 +11,7 @@ import (
 
 	"github.com/locksim/locksim/backends"
 	"github.com/locksim/locksim/clients"
+	"github.com/locksim/locksim/env"
 	"github.com/locksim/locksim/outdir"
 	"github.com/locksim/locksim/scenarios"
 	"github.com/locksim/locksim/sharding"
@@ -84,9 +85,9 @@ func Describe(sc *scenarios.Scenario, o Options) Description {
 		d.Backend = sc.ServerBackend
 	}
 	if d.Backend == "" {
-		d.Backend = "local"
+		d.Backend = env.HostLocal
 	}
-	if d.Backend == "docker" {
+	if d.Backend == env.HostDocker {
 		for b, img := range o.Host.Images {
 			if img != "" {
 				if d.Images == nil {
