@@ -199,9 +199,8 @@ func TestFindingsCost(t *testing.T) {
 	r := &findings.Report{Command: "bin/sim findings", Seed: 1, Subjects: []findings.Subject{
 		{Name: "redis", Lock: "redis", About: "the redis lock", Date: "2026-12-02"},
 		{Name: "redis-py", Lock: "redis", Program: []string{"examples/redis-py/client.py"}, About: "redis-py", Date: "2026-12-02"}}}
-	b, _ := r.JSON()
+	writePage(t, dir, r)
 	doc := filepath.Join(dir, "findings.md")
-	os.WriteFile(filepath.Join(dir, "findings.json"), b, 0o644)
 	costDir := filepath.Join(dir, "cost")
 	os.MkdirAll(costDir, 0o755)
 	fixture, _ := os.ReadFile(filepath.Join("..", "findings", "testdata", "cost.json"))
@@ -252,11 +251,7 @@ func TestFindingsReport(t *testing.T) {
 	page := &findings.Report{WrittenBy: findings.WrittenBy, Subjects: []findings.Subject{{
 		Name: "my-lock", Lock: "redis", Program: []string{prog}, About: "my-lock: a hand-written Redis lock",
 		Cells: []findings.Cell{{Story: "redis-unsafe-release", Kind: "finding"}, {Story: "redis-ttl-expiry", Kind: "match"}}}}}
-	b, err := page.JSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "findings.json"), b, 0o644)
+	writePage(t, dir, page)
 	code, out, errb := sim(t, "findings", "--report", "my-lock", "--repeat", "2", "--doc", doc, "--out", filepath.Join(dir, "runs"))
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)

@@ -14,7 +14,7 @@ import (
 // story whose writes run a scheduled job (a step with a period). Rows
 // written by a client killed mid-run are there too; that is the point.
 func (r *run) recordJobs(ctx context.Context) error {
-	if !r.runsJobs() {
+	if !r.sc.RunsJobs() {
 		return nil
 	}
 	rows, err := storage.Jobs(ctx, r.storage.DSN(r.storage.Addr()))
@@ -26,14 +26,4 @@ func (r *run) recordJobs(ctx context.Context) error {
 			Detail: fmt.Sprintf("a row of the job table: client %d ran job %s for period %s", j.Client, j.Job, j.Period)})
 	}
 	return nil
-}
-
-// runsJobs says whether a write of the story runs a scheduled job.
-func (r *run) runsJobs() bool {
-	for _, st := range r.sc.Steps {
-		if st.Period != "" {
-			return true
-		}
-	}
-	return false
 }

@@ -101,7 +101,7 @@ func (s *Scenario) validate() error {
 	case s.WatchdogMax > 0 && len(s.ClientCmd) > 0:
 		return s.errAt("watchdog_max", "only the harness's own worker bounds its watchdog; a client program (client_cmd) cannot yet")
 	}
-	if s.JobOnce && !s.writesJob() {
+	if s.JobOnce && !s.RunsJobs() {
 		return s.errAt("job_once", "makes a scheduled job's first effect idempotent; the story runs no job (no write with a period)")
 	}
 	// A counterfactual may give client_cmd: [] (the harness's own worker
@@ -291,9 +291,10 @@ func postgresKinds() []string {
 	return out
 }
 
-// writesJob says whether a step of the story runs a scheduled job (a
-// write with a period), whose first effect job_once changes.
-func (s *Scenario) writesJob() bool {
+// RunsJobs says whether a step of the story runs a scheduled job (a
+// write with a period): the job table the runner reads, and the first
+// effect job_once changes.
+func (s *Scenario) RunsJobs() bool {
 	for _, st := range s.Steps {
 		if st.Period != "" {
 			return true
