@@ -3,6 +3,7 @@ package hunt
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/locksim/locksim/checker"
@@ -87,7 +88,7 @@ type Result struct {
 	// Candidates counts the candidates played. The story runs are
 	// counted by phase, as sim hunt prints them: CandidateRuns those the
 	// candidates took (a candidate that fails once is played up to three
-	// times, and the baseline twice more), ShrinkRuns the shrink's (its
+	// times, the baseline twice more and once at each nudge, Plan.Nudged), ShrinkRuns the shrink's (its
 	// proof of minimality included), ReproductionRuns the final story's
 	// (and those of each plan it fell back to); StoryRuns is their sum.
 	// A merge adds up every shard's.
@@ -151,8 +152,10 @@ type hunter struct {
 	// (Result's CandidateRuns, ShrinkRuns, ReproductionRuns).
 	phase *int
 	// baselineBroke: the last plan that broke the lock broke the
-	// baseline too.
+	// baseline too; edge, when only with the later clients' asks nudged
+	// (Plan.Nudged), says by how much ("0.25 TTL later").
 	baselineBroke bool
+	edge          string
 	// brokeAs says how the last run that broke the lock broke it
 	// (Played.Broke): UNSAFE, or HUNG.
 	brokeAs string
@@ -219,6 +222,9 @@ func Run(ctx context.Context, o Options) (*Result, *Story, *Story, error) {
 		verdict := map[bool]string{true: fmt.Sprintf("%s (%d of %d)", h.brokeAs, MustBreak, Plays), false: "no violation"}[fails]
 		if h.baselineBroke {
 			verdict = "unsafe, and so is " + sp.Baseline + ": not counted"
+			if h.edge != "" {
+				verdict = fmt.Sprintf("unsafe, and so is %s with the later clients asking %s: on a timing edge the two locks share, not counted", sp.Baseline, h.edge)
+			}
 		}
 		o.Say("candidate %d: %s: %s", i+1, describePlan(p, sp.TTL), verdict)
 		if fails {
@@ -373,7 +379,7 @@ func (h *hunter) phaseName() Phase {
 // fails says whether plan p fails: unsafe in at least 2 of 3 runs (a
 // first run that is not unsafe ends it), and the baseline safe.
 func (h *hunter) fails(ctx context.Context, p Plan) (bool, error) {
-	h.baselineBroke = false
+	h.baselineBroke, h.edge = false, ""
 	unsafe := 0
 	for run := 0; run < Plays; run++ {
 		bad, _, err := h.play(ctx, p, "candidate")
@@ -395,25 +401,42 @@ func (h *hunter) fails(ctx context.Context, p Plan) (bool, error) {
 
 // baselineSafe says whether plan p, which broke the lock, counts: with
 // no baseline it does; with one, only if the baseline keeps it safe,
-// twice (an unknown run proves nothing).
+// twice (an unknown run proves nothing), and once more with the later
+// clients' asks moved EdgeMargin either way: a plan that the baseline
+// survives only at the instant drawn sits on a timing edge both locks
+// share (where a lease's end falls against a server's expiry timer), and
+// is no defence the hunted lock lacks.
 func (h *hunter) baselineSafe(ctx context.Context, p Plan) (bool, error) {
 	if h.o.Space.Baseline == "" {
 		return true, nil
 	}
 	base := h.o.Space
 	base.Lock, base.Baseline, base.ClientCmd = base.Baseline, "", base.BaselineCmd
-	s, err := base.build(p, Meta{Name: "hunt-baseline", Title: "baseline", Source: "sim hunt", Explain: "baseline"}, nil)
-	if err != nil {
-		return false, err
-	}
-	for run := 0; run < 2; run++ {
-		out, err := h.run(ctx, s)
+	meta := Meta{Name: "hunt-baseline", Title: "baseline", Source: "sim hunt", Explain: "baseline"}
+	for _, play := range []struct {
+		d    float64
+		runs int
+	}{{0, 2}, {EdgeMargin, 1}, {-EdgeMargin, 1}} {
+		q := p.Nudged(play.d)
+		if play.d != 0 && slices.Equal(q.Turns, p.Turns) {
+			continue // no later client to move
+		}
+		s, err := base.build(q, meta, nil)
 		if err != nil {
 			return false, err
 		}
-		if out.Verdict != checker.Safe {
-			h.baselineBroke = true
-			return false, nil
+		for run := 0; run < play.runs; run++ {
+			out, err := h.run(ctx, s)
+			if err != nil {
+				return false, err
+			}
+			if out.Verdict != checker.Safe {
+				h.baselineBroke = true
+				if play.d != 0 {
+					h.edge = nudgeWords(play.d)
+				}
+				return false, nil
+			}
 		}
 	}
 	return true, nil

@@ -50,6 +50,35 @@ type Turn struct {
 	Work float64 `json:"work_ttl"`
 }
 
+// EdgeMargin is how far, in TTLs, a finding's baseline is played again
+// with the later clients' asks moved, each way (hunter.baselineSafe). A
+// quarter of the hunts' 2 s TTL is 500 ms, the period of the coarsest
+// expiry timer among the servers hunted: etcd's lessor revokes the
+// leases past their TTL in a loop that waits 500 ms between rounds
+// (server/lease/lessor.go, runLoop), so where a lease's end falls
+// against a client's ask moves by that much from run to run and lock to
+// lock.
+const EdgeMargin = 0.25
+
+// Nudged is plan p with every turn after client 1's asking d TTLs later
+// (earlier when d < 0, never before client 1 asks): the faults anchored
+// to those clients' events move with them.
+func (p Plan) Nudged(d float64) Plan {
+	q := clonePlan(p)
+	for i := 1; i < len(q.Turns); i++ {
+		q.Turns[i].At = max(0, round2(q.Turns[i].At+d))
+	}
+	return q
+}
+
+// nudgeWords says a nudge in words: "0.25 TTL later".
+func nudgeWords(d float64) string {
+	if d < 0 {
+		return fmt.Sprintf("%g TTL earlier", -d)
+	}
+	return fmt.Sprintf("%g TTL later", d)
+}
+
 // LockOptions are the options of the lock a story can set.
 type LockOptions struct {
 	// Watchdog renews the lease in the background (watchdog: token).
