@@ -408,19 +408,61 @@ const (
 // server back on what is left.
 func (r *Redis) PowerLoss() (int64, error) {
 	r.Crash()
+	return r.loseUnsynced("power loss")
+}
+
+// Shutdown stops the server cleanly and then switches its machine off:
+// SHUTDOWN, which with an append-only file flushes and syncs it before
+// the process exits (Redis's clean shutdown), then, once the process is
+// gone, the files lose what no sync reached, as PowerLoss cuts them: a
+// reboot after the stop takes the OS page cache. It returns the bytes
+// lost (none when the shutdown synced every write). A server that has
+// not exited within RedisStartTimeout is killed, and that is an error.
+// Restart brings it back.
+func (r *Redis) Shutdown(ctx context.Context) (int64, error) {
+	p := r.Proc()
+	if p == nil || p.Exited() {
+		return 0, fmt.Errorf("shutdown of redis %s: not running", r.Name)
+	}
+	// The exit closes the connection, which go-redis takes for a network
+	// error; a client that retried it would dial a server that is gone.
+	// The process's exit, not the command's error, says whether Redis
+	// stopped.
+	o := r.clientOptions()
+	o.MaxRetries = -1
+	c := redis.NewClient(o)
+	err := c.Shutdown(ctx).Err()
+	c.Close()
+	select {
+	case <-p.Done():
+	case <-time.After(RedisStartTimeout):
+		r.Crash()
+		return 0, fmt.Errorf("shutdown of redis %s: still running %v after SHUTDOWN (%v); killed", r.Name, RedisStartTimeout, err)
+	case <-ctx.Done():
+		r.Crash()
+		return 0, fmt.Errorf("shutdown of redis %s: %w", r.Name, ctx.Err())
+	}
+	return r.loseUnsynced("shutdown")
+}
+
+// loseUnsynced cuts the dead server's data files back to what their syncs
+// put on the disk (clockshim.Disk.LoseUnsynced), and returns the bytes it
+// cut: the snapshot, the append-only file (one file, or a directory of
+// them) and a rewrite's or a snapshot's temporary file. what names the
+// fault for errors.
+func (r *Redis) loseUnsynced(what string) (int64, error) {
 	paths := []string{filepath.Join(r.Dir, redisRDB), filepath.Join(r.Dir, redisAOF)}
 	aof, err := os.ReadDir(filepath.Join(r.Dir, redisAOFDir))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, fmt.Errorf("power loss on redis %s: %w", r.Name, err)
+		return 0, fmt.Errorf("%s on redis %s: %w", what, r.Name, err)
 	}
 	for _, e := range aof {
 		paths = append(paths, filepath.Join(r.Dir, redisAOFDir, e.Name()))
 	}
-	// A rewrite's or a snapshot's temporary file, in the dir itself.
 	tmp, _ := filepath.Glob(filepath.Join(r.Dir, "temp-*"))
 	lost, err := r.disk.LoseUnsynced(append(paths, tmp...))
 	if err != nil {
-		return lost, fmt.Errorf("power loss on redis %s: %w", r.Name, err)
+		return lost, fmt.Errorf("%s on redis %s: %w", what, r.Name, err)
 	}
 	return lost, nil
 }
@@ -471,18 +513,23 @@ func (r *Redis) Client() *redis.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.client == nil {
-		r.client = redis.NewClient(&redis.Options{
-			Addr:            r.Addr,
-			DialTimeout:     time.Second,
-			ReadTimeout:     2 * time.Second,
-			WriteTimeout:    2 * time.Second,
-			DisableIdentity: true,
-			MaintNotificationsConfig: &maintnotifications.Config{
-				Mode: maintnotifications.ModeDisabled,
-			},
-		})
+		r.client = redis.NewClient(r.clientOptions())
 	}
 	return r.client
+}
+
+// clientOptions are the options of a client straight to the server.
+func (r *Redis) clientOptions() *redis.Options {
+	return &redis.Options{
+		Addr:            r.Addr,
+		DialTimeout:     time.Second,
+		ReadTimeout:     2 * time.Second,
+		WriteTimeout:    2 * time.Second,
+		DisableIdentity: true,
+		MaintNotificationsConfig: &maintnotifications.Config{
+			Mode: maintnotifications.ModeDisabled,
+		},
+	}
 }
 
 // Reset readies the server for the next trial as a new one: the clock

@@ -59,6 +59,7 @@ func TestRegistry(t *testing.T) {
 		{"crash", "for", "{node: A, for: -1s}", Facts{}},
 		{"power-loss", "do", "node: A", Facts{}},
 		{"power-loss", "for", "{node: A, for: -1s}", Facts{Persistent: true}},
+		{"shutdown", "for", "{node: A, for: -1s}", Facts{}},
 		{"pause", "do", "{client: 1, node: A}", Facts{}},
 		{"resume", "do", "{}", Facts{}},
 	}
