@@ -37,7 +37,11 @@ func TestReadmeListsThePagesDefects(t *testing.T) {
 	}
 	for _, m := range regexp.MustCompile(`\]\(docs/findings/([a-z0-9-]+)\.md\)`).FindAllStringSubmatch(string(readme), -1) {
 		if !onPage[m[1]] && strings.Contains(m[0], "-") {
-			if b, err := os.ReadFile(filepath.Join("..", "docs", "findings", m[1]+".md")); err == nil && strings.HasPrefix(string(b), ReportMark) {
+			b, err := os.ReadFile(filepath.Join("..", "docs", "findings", m[1]+".md"))
+			switch {
+			case err != nil:
+				t.Errorf("README.md links the report %s, which is not there: %v", m[1], err)
+			case strings.HasPrefix(string(b), ReportMark):
 				t.Errorf("README.md lists the defect %s, which the page does not", m[1])
 			}
 		}
