@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/locksim/locksim/env"
 	"github.com/locksim/locksim/history"
 )
 
@@ -20,29 +21,47 @@ import (
 // shim inside the server records the length of each file at each sync
 // (env.Redis.PowerLoss cuts the files back to it). The node restarts as
 // after a Crash: at once, or after RestartAfter.
-type PowerLoss struct {
-	Node         string
-	RestartAfter time.Duration
-	// lost is the bytes the cut took, -1 before it struck.
-	lost atomic.Int64
-	// crash is the kill and the restart, its kill the power cut.
-	crash Crash
-}
+type PowerLoss struct{ machineOff }
 
 // NewPowerLoss is a power loss of node, which restarts after
 // restartAfter (0: at once).
 func NewPowerLoss(node string, restartAfter time.Duration) *PowerLoss {
-	f := &PowerLoss{Node: node, RestartAfter: restartAfter, crash: Crash{Node: node, RestartAfter: restartAfter}}
-	f.lost.Store(-1)
+	f := &PowerLoss{}
+	f.init(node, restartAfter, "power cut", "power-loss", func(_ context.Context, r *env.Redis) (int64, error) { return r.PowerLoss() })
 	return f
 }
 
-func (f *PowerLoss) On() string { return f.Node }
+// machineOff is a Redis node whose machine goes off (PowerLoss, and
+// Shutdown after its SHUTDOWN): off takes the server down and cuts its
+// files back to what a sync reached, returning the bytes cut; the node
+// restarts as after a Crash.
+type machineOff struct {
+	Node         string
+	RestartAfter time.Duration
+	// how says how it goes down, for its detail ("power cut"); kind is
+	// the fault's name, for errors.
+	how, kind string
+	off       func(context.Context, *env.Redis) (int64, error)
+	// lost is the bytes the cut took, -1 before it struck.
+	lost atomic.Int64
+	// crash is the kill and the restart, its kill off.
+	crash Crash
+}
 
-func (f *PowerLoss) Detail() string {
-	d := "power cut, writes not yet fsynced lost, restart at once"
+// init sets f up to strike node, restarting after restartAfter (0: at
+// once).
+func (f *machineOff) init(node string, restartAfter time.Duration, how, kind string, off func(context.Context, *env.Redis) (int64, error)) {
+	f.Node, f.RestartAfter, f.how, f.kind, f.off = node, restartAfter, how, kind, off
+	f.crash.Node, f.crash.RestartAfter = node, restartAfter
+	f.lost.Store(-1)
+}
+
+func (f *machineOff) On() string { return f.Node }
+
+func (f *machineOff) Detail() string {
+	d := f.how + ", writes not yet fsynced lost, restart at once"
 	if f.RestartAfter > 0 {
-		d = fmt.Sprintf("power cut, writes not yet fsynced lost, restart after %v", f.RestartAfter)
+		d = fmt.Sprintf("%s, writes not yet fsynced lost, restart after %v", f.how, f.RestartAfter)
 	}
 	if n := f.lost.Load(); n >= 0 {
 		d += fmt.Sprintf(" (%d bytes lost)", n)
@@ -50,23 +69,23 @@ func (f *PowerLoss) Detail() string {
 	return d
 }
 
-func (f *PowerLoss) Inject(ctx context.Context, t *Target) error {
+func (f *machineOff) Inject(ctx context.Context, t *Target) error {
 	r, err := t.redis(f.Node)
 	if err != nil {
-		return fmt.Errorf("power-loss %s: only a Redis node's files are followed by its clock shim: %w", f.Node, err)
+		return fmt.Errorf("%s %s: only a Redis node's files are followed by its clock shim: %w", f.kind, f.Node, err)
 	}
 	f.crash.down = func(Server) error {
-		n, err := r.PowerLoss()
+		n, err := f.off(ctx, r)
 		f.lost.Store(n)
 		return err
 	}
 	return f.crash.Inject(ctx, t)
 }
 
-func (f *PowerLoss) Heal(ctx context.Context, t *Target) error { return f.crash.Heal(ctx, t) }
+func (f *machineOff) Heal(ctx context.Context, t *Target) error { return f.crash.Heal(ctx, t) }
 
 // Fields are a crash's: the node, down until it restarts.
-func (f *PowerLoss) Fields() history.FaultFields { return f.crash.Fields() }
+func (f *machineOff) Fields() history.FaultFields { return f.crash.Fields() }
 
 // PowerLossParams are a power-loss step's fields.
 type PowerLossParams struct {

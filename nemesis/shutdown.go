@@ -2,8 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/locksim/locksim/env"
@@ -19,56 +17,19 @@ import (
 // when it did). It is what sets a clean shutdown apart from a power cut
 // (PowerLoss) under appendfsync everysec. The node restarts as after a
 // Crash: at once, or after RestartAfter.
-type Shutdown struct {
-	Node         string
-	RestartAfter time.Duration
-	// lost is the bytes the power-off took after the shutdown, -1 before
-	// it struck.
-	lost atomic.Int64
-	// crash is the stop and the restart, its kill the shutdown.
-	crash Crash
-}
+type Shutdown struct{ machineOff }
 
 // NewShutdown is a clean shutdown of node, which restarts after
 // restartAfter (0: at once).
 func NewShutdown(node string, restartAfter time.Duration) *Shutdown {
-	f := &Shutdown{Node: node, RestartAfter: restartAfter, crash: Crash{Node: node, RestartAfter: restartAfter}}
-	f.lost.Store(-1)
-	return f
-}
-
-func (f *Shutdown) On() string { return f.Node }
-
-func (f *Shutdown) Detail() string {
-	d := "SHUTDOWN, then power off, restart at once"
-	if f.RestartAfter > 0 {
-		d = fmt.Sprintf("SHUTDOWN, then power off, restart after %v", f.RestartAfter)
-	}
-	if n := f.lost.Load(); n >= 0 {
-		d += fmt.Sprintf(" (%d bytes lost)", n)
-	}
-	return d
-}
-
-func (f *Shutdown) Inject(ctx context.Context, t *Target) error {
-	r, err := t.redis(f.Node)
-	if err != nil {
-		return fmt.Errorf("shutdown %s: only a Redis node is shut down with SHUTDOWN: %w", f.Node, err)
-	}
-	f.crash.down = func(Server) error {
+	f := &Shutdown{}
+	f.init(node, restartAfter, "SHUTDOWN, then power off", "shutdown", func(ctx context.Context, r *env.Redis) (int64, error) {
 		sctx, cancel := context.WithTimeout(ctx, 2*env.RedisStartTimeout)
 		defer cancel()
-		n, err := r.Shutdown(sctx)
-		f.lost.Store(n)
-		return err
-	}
-	return f.crash.Inject(ctx, t)
+		return r.Shutdown(sctx)
+	})
+	return f
 }
-
-func (f *Shutdown) Heal(ctx context.Context, t *Target) error { return f.crash.Heal(ctx, t) }
-
-// Fields are a crash's: the node, down until it restarts.
-func (f *Shutdown) Fields() history.FaultFields { return f.crash.Fields() }
 
 // ShutdownParams are a shutdown step's fields.
 type ShutdownParams struct {
