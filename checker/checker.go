@@ -327,7 +327,7 @@ func annotations(p *parsed) []porcupine.Annotation {
 			}
 			out = append(out, porcupine.Annotation{Tag: tag, Start: e.Time, Description: "heal " + e.Op, Details: e.Detail})
 		case history.Note:
-			out = append(out, porcupine.Annotation{Tag: "story", Start: e.Time, Description: noteText(e), Details: e.Op})
+			out = append(out, porcupine.Annotation{Tag: "story", Start: e.Time, Description: e.Note(), Details: e.Op})
 		}
 	}
 	for _, k := range order {
@@ -336,7 +336,7 @@ func annotations(p *parsed) []porcupine.Annotation {
 		}
 	}
 	for _, e := range p.notes {
-		out = append(out, porcupine.Annotation{ClientId: e.Process - 1, Start: e.Time, Description: noteText(e), Details: e.Op})
+		out = append(out, porcupine.Annotation{ClientId: e.Process - 1, Start: e.Time, Description: e.Note(), Details: e.Op})
 	}
 	procs := make([]int, 0, len(p.crashes))
 	for proc := range p.crashes {
@@ -352,11 +352,4 @@ func annotations(p *parsed) []porcupine.Annotation {
 		}
 	}
 	return out
-}
-
-func noteText(e history.Event) string {
-	if e.Detail != "" {
-		return e.Detail
-	}
-	return e.Op
 }

@@ -206,6 +206,15 @@ func (e Event) Completes() bool {
 	return e.Type == Ok || e.Type == Fail || e.Type == Info
 }
 
+// Note is the event in a few words for an annotation or a timeline row:
+// its Detail, or its Op when it has none.
+func (e Event) Note() string {
+	if e.Detail != "" {
+		return e.Detail
+	}
+	return e.Op
+}
+
 // Int64 returns a pointer to v, for Read and Wrote.
 func Int64(v int64) *int64 { return &v }
 

@@ -307,11 +307,11 @@ func (b *builder) walk(events []history.Event) {
 		switch {
 		case e.Type == history.Note && e.Process > 0:
 			b.t.Marks = append(b.t.Marks, Mark{Lane: b.clientLane(e.Process), Kind: MarkNote, From: e.Time, At: e.Time,
-				Status: history.Ok, Client: e.Process, Seq: e.Seq, Label: noteText(e)})
+				Status: history.Ok, Client: e.Process, Seq: e.Seq, Label: e.Note()})
 			b.renew(e)
 		case e.Type == history.Note:
 			steps++
-			b.t.Steps = append(b.t.Steps, Step{N: steps, At: e.Time, Text: noteText(e)})
+			b.t.Steps = append(b.t.Steps, Step{N: steps, At: e.Time, Text: e.Note()})
 		case e.Process == 0 && e.Type == history.Fault:
 			b.fault(e)
 		case e.Process == 0 && e.Type == history.Heal:
@@ -396,13 +396,6 @@ func evidenceOf(res checker.Result) map[int64]string {
 		m[l.FailedAcquire.Seq] = "refused: lock leaked"
 	}
 	return m
-}
-
-func noteText(e history.Event) string {
-	if e.Detail != "" {
-		return e.Detail
-	}
-	return e.Op
 }
 
 // secs prints a history time as the checker does: t=1.234s.
