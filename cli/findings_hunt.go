@@ -57,7 +57,7 @@ func schedule(res hunt.Result) string {
 // huntSubject hunts s as sim hunt would, told its name (and, for a
 // program, the lock it stands in for as its baseline), into out.
 func huntSubject(ctx context.Context, s findings.Subject, out string, o findingsOptions) *findings.Hunt {
-	ho := huntOptions{lock: s.Lock, clients: 3, runs: o.huntRuns, budget: o.huntBudget, seed: o.seed, out: out, realistic: true}
+	ho := huntOptions{lock: s.Lock, clients: hunt.MostClients, runs: o.huntRuns, budget: o.huntBudget, seed: o.seed, out: out, realistic: true}
 	cmd := "bin/sim hunt " + s.Lock + " --realistic"
 	// Differential where it stands in for a lock: what it does worse than
 	// that lock.

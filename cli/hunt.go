@@ -117,7 +117,7 @@ interrupted (hunt.json keeps what it had).`,
 	f.StringVar(&o.baseline, "baseline", "", "count only a schedule that breaks the hunted lock and, played again with lock `BASE` (same servers), leaves it safe: what a mutant does that the lock whose defence it breaks does not; the found story's counterfactual is BASE")
 	f.StringVar(&o.clientCmd, "client-cmd", "", "hunt the lock as the client program `PROG` implements it (split on spaces; worker protocol v2, docs/protocol.md): only what its hello covers is searched, and found.yaml names it in client_cmd")
 	f.StringVar(&o.baselineCmd, "baseline-cmd", "", "play --baseline's lock with the client program `PROG` instead of the harness's own worker (the maintained fork against the original, say)")
-	f.IntVar(&o.clients, "clients", 3, "the most clients a candidate has (`N`: 2 or 3)")
+	f.IntVar(&o.clients, "clients", hunt.MostClients, fmt.Sprintf("the most clients a candidate has (`N`: %d or %d)", hunt.FewestClients, hunt.MostClients))
 	f.DurationVar(&o.ttl, "ttl", 0, "the lease time clients ask for (`D`; default 500ms, or the lock's shortest lease when longer: etcd's 2s)")
 	f.IntVar(&o.runs, "runs", 40, "candidates to play at most (`N`)")
 	f.DurationVar(&o.budget, "budget", 0, "stop searching after `D` of wall time (default: only --runs bounds it)")

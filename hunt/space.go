@@ -118,10 +118,10 @@ func NewSpace(lock, storage string, kinds []string, ttl time.Duration, most int)
 	if ttl < spec.MinTTL {
 		return Space{}, input.Errorf("ttl", ttl.String(), fmt.Sprintf("%s's leases last at least %v, so the faults' sizes would be relative to another lease than the one granted: give a {ttl} of %v or more", lock, spec.MinTTL, spec.MinTTL))
 	}
-	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: scenarios.LockNodes(nil, spec), Clients: 3, expires: !spec.NoExpiry, ownWatchdog: spec.OwnWatchdog != ""}
+	sp := Space{Lock: lock, Storage: storage, TTL: ttl, Nodes: scenarios.LockNodes(nil, spec), Clients: MostClients, expires: !spec.NoExpiry, ownWatchdog: spec.OwnWatchdog != ""}
 	if most != 0 {
-		if most < 2 || most > 3 {
-			return Space{}, input.Errorf("clients", strconv.Itoa(most), "expected 2 or 3")
+		if most < FewestClients || most > MostClients {
+			return Space{}, input.Errorf("clients", strconv.Itoa(most), fmt.Sprintf("expected %d or %d", FewestClients, MostClients))
 		}
 		sp.Clients = most
 	}
@@ -282,6 +282,13 @@ func (sp Space) Realistic() Space {
 	sp.Kinds = kept
 	return sp
 }
+
+// A candidate has FewestClients to MostClients clients; MostClients is
+// the default of sim hunt --clients and of the findings' hunts.
+const (
+	FewestClients = 2
+	MostClients   = 3
+)
 
 // WithBaseline sets the lock a finding must not break (Space.Baseline):
 // one of the same servers as the hunted lock.
