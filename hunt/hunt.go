@@ -90,8 +90,8 @@ type Result struct {
 	// candidates took (a candidate that fails once is played up to three
 	// times, the baseline twice more and once at each nudge, Plan.Nudged),
 	// ShrinkRuns the shrink's (its proof of minimality included),
-	// ReproductionRuns the final story's
-	// (and those of each plan it fell back to); StoryRuns is their sum.
+	// ReproductionRuns the final story's (and those of each plan it fell
+	// back to); StoryRuns is their sum.
 	// A merge adds up every shard's.
 	Candidates       int     `json:"candidates"`
 	CandidateRuns    int     `json:"candidate_runs"`

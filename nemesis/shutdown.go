@@ -23,11 +23,9 @@ type Shutdown struct{ machineOff }
 // restartAfter (0: at once).
 func NewShutdown(node string, restartAfter time.Duration) *Shutdown {
 	f := &Shutdown{}
-	f.init(node, restartAfter, "SHUTDOWN, then power off", "shutdown", func(ctx context.Context, r *env.Redis) (int64, error) {
-		sctx, cancel := context.WithTimeout(ctx, 2*env.RedisStartTimeout)
-		defer cancel()
-		return r.Shutdown(sctx)
-	})
+	// env.Redis.Shutdown bounds itself: the command by its client's
+	// timeouts, the wait for the exit by RedisStartTimeout.
+	f.init(node, restartAfter, "SHUTDOWN, then power off", "shutdown", func(ctx context.Context, r *env.Redis) (int64, error) { return r.Shutdown(ctx) })
 	return f
 }
 
